@@ -1,0 +1,198 @@
+//! Ruby values ⇄ owned [`pwshlib_core::Value`]s. Everything that crosses into
+//! Rust is copied out here, so no Ruby object is ever held in Rust heap data.
+
+use magnus::{
+    prelude::*, r_hash::ForEach, value::ReprValue, Float, Integer, RArray, RClass, RHash, RString,
+    Ruby, Symbol, TryConvert, Value as RValue,
+};
+use pwshlib_core::{Map, Timestamp, TypeDef, Value};
+
+use crate::error::{BindingError, BindingResult};
+
+const SENSITIVE_CLASS: &str = "Puppet::Pops::Types::PSensitiveType::Sensitive";
+const TIMESTAMP_CLASS: &str = "Puppet::Pops::Time::Timestamp";
+
+/// Converts a Ruby value. `attribute` names where it came from, so that an
+/// unsupported value yields an error that names the attribute.
+pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<Value> {
+    if value.is_nil() {
+        return Ok(Value::Nil);
+    }
+    if value.is_kind_of(ruby.class_true_class()) {
+        return Ok(Value::Bool(true));
+    }
+    if value.is_kind_of(ruby.class_false_class()) {
+        return Ok(Value::Bool(false));
+    }
+    if let Some(text) = RString::from_value(value) {
+        return Ok(Value::Str(string_from_ruby(text)));
+    }
+    if let Some(symbol) = Symbol::from_value(value) {
+        return Ok(Value::Symbol(symbol.name()?.into_owned()));
+    }
+    if let Some(integer) = Integer::from_value(value) {
+        return Ok(match integer.to_i64() {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::BigInt(integer_text(integer)?),
+        });
+    }
+    if let Some(float) = Float::from_value(value) {
+        return Ok(Value::Float(float.to_f64()));
+    }
+    if let Some(array) = RArray::from_value(value) {
+        let mut items = Vec::with_capacity(array.len());
+        for item in array.into_iter() {
+            items.push(from_ruby(ruby, item, attribute)?);
+        }
+        return Ok(Value::Array(items));
+    }
+    if let Some(hash) = RHash::from_value(value) {
+        return Ok(Value::Hash(map_from_ruby(ruby, hash, attribute)?));
+    }
+    let class_name = unsafe_free_class_name(value);
+    match class_name.as_str() {
+        SENSITIVE_CLASS => {
+            let inner: RValue = value.funcall("unwrap", ())?;
+            Ok(Value::Sensitive(Box::new(from_ruby(
+                ruby, inner, attribute,
+            )?)))
+        }
+        TIMESTAMP_CLASS => {
+            let nanos: Integer = value.funcall("nsecs", ())?;
+            let nanos: i128 =
+                integer_text(nanos)?
+                    .parse()
+                    .map_err(|_| pwshlib_core::Error::InvalidValue {
+                        attribute: attribute.to_owned(),
+                        message: "the Timestamp is out of range".into(),
+                    })?;
+            Ok(Value::Timestamp(Timestamp::from_nanos(nanos)))
+        }
+        _ => Err(pwshlib_core::Error::InvalidValue {
+            attribute: attribute.to_owned(),
+            message: format!("a value of class {class_name} cannot be passed to PowerShell"),
+        }
+        .into()),
+    }
+}
+
+/// Converts a hash; nested values are attributed to `parent.key` (or `key`
+/// at the top level, which is how resource hashes name their attributes).
+pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Map> {
+    let mut pairs = Vec::with_capacity(hash.len());
+    let mut failure: Option<BindingError> = None;
+    hash.foreach(|key: RValue, value: RValue| {
+        let converted_key = match from_ruby(ruby, key, parent) {
+            Ok(k) => k,
+            Err(e) => {
+                failure = Some(e);
+                return Ok(ForEach::Stop);
+            }
+        };
+        let child = match (parent.is_empty(), converted_key.key_name()) {
+            (true, Some(name)) => name.to_owned(),
+            (false, Some(name)) => format!("{parent}.{name}"),
+            (_, None) => parent.to_owned(),
+        };
+        match from_ruby(ruby, value, &child) {
+            Ok(v) => pairs.push((converted_key, v)),
+            Err(e) => {
+                failure = Some(e);
+                return Ok(ForEach::Stop);
+            }
+        }
+        Ok(ForEach::Continue)
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(Map(pairs)),
+    }
+}
+
+/// Strings in any encoding arrive as UTF-8; bytes that are not text in their
+/// own encoding are replaced rather than rejected, as Ruby's `scrub` does.
+fn string_from_ruby(text: RString) -> String {
+    match text.to_string() {
+        Ok(s) => s,
+        // SAFETY: the slice is copied into an owned String before any other
+        // Ruby call can run, so the RString cannot be mutated or collected
+        // while it is borrowed.
+        Err(_) => unsafe { text.to_string_lossy().into_owned() },
+    }
+}
+
+fn integer_text(integer: Integer) -> BindingResult<String> {
+    let text: RString = integer.funcall("to_s", ())?;
+    Ok(text.to_string()?)
+}
+
+fn unsafe_free_class_name(value: RValue) -> String {
+    // SAFETY: `classname` borrows the class name string only until it is
+    // copied into an owned String on the same line.
+    unsafe { value.classname().into_owned() }
+}
+
+/// Converts back to Ruby: Sensitive and Timestamp become the Puppet classes
+/// again (Puppet must be loaded for those).
+pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
+    Ok(match value {
+        Value::Nil => ruby.qnil().as_value(),
+        Value::Bool(true) => ruby.qtrue().as_value(),
+        Value::Bool(false) => ruby.qfalse().as_value(),
+        Value::Int(i) => ruby.integer_from_i64(*i).as_value(),
+        Value::BigInt(text) => ruby.str_new(text).funcall("to_i", ())?,
+        Value::Float(f) => ruby.float_from_f64(*f).as_value(),
+        Value::Str(s) => ruby.str_new(s).as_value(),
+        Value::Symbol(s) => ruby.to_symbol(s).as_value(),
+        Value::Array(items) => {
+            let array = ruby.ary_new_capa(items.len());
+            for item in items {
+                array.push(to_ruby(ruby, item)?)?;
+            }
+            array.as_value()
+        }
+        Value::Hash(map) => map_to_ruby(ruby, map)?.as_value(),
+        Value::Sensitive(inner) => {
+            let class = puppet_class(ruby, SENSITIVE_CLASS)?;
+            class.new_instance((to_ruby(ruby, inner)?,))?
+        }
+        Value::Timestamp(t) => {
+            let class = puppet_class(ruby, TIMESTAMP_CLASS)?;
+            let nanos: RValue = ruby.str_new(&t.nanos.to_string()).funcall("to_i", ())?;
+            class.new_instance((nanos,))?
+        }
+    })
+}
+
+pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
+    let hash = ruby.hash_new();
+    for (k, v) in map.iter() {
+        hash.aset(to_ruby(ruby, k)?, to_ruby(ruby, v)?)?;
+    }
+    Ok(hash)
+}
+
+/// Resolves `A::B::C` from Object.
+pub fn puppet_class(ruby: &Ruby, path: &str) -> BindingResult<RClass> {
+    Ok(ruby.class_object().funcall("const_get", (path,))?)
+}
+
+/// Reads `context.type.definition` into a [`TypeDef`].
+pub fn type_definition_from_context(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {
+    let type_definition: RValue = context.funcall("type", ())?;
+    let definition: RValue = type_definition.funcall("definition", ())?;
+    let definition = from_ruby(ruby, definition, "definition")?;
+    Ok(TypeDef::from_definition(&definition)?)
+}
+
+/// `TryConvert` for call sites that want a plain owned Value argument.
+pub struct Owned(pub Value);
+
+impl TryConvert for Owned {
+    fn try_convert(value: RValue) -> Result<Self, magnus::Error> {
+        let ruby = Ruby::get_with(value);
+        from_ruby(&ruby, value, "value")
+            .map(Owned)
+            .map_err(|e| magnus::error::IntoError::into_error(e, &ruby))
+    }
+}

@@ -1,0 +1,33 @@
+//! One error type for the whole core. The binding crate maps it to Ruby
+//! exceptions in exactly one place.
+
+use thiserror::Error as ThisError;
+
+#[derive(Debug, ThisError, Clone, PartialEq)]
+pub enum Error {
+    /// A value of a kind the provider cannot send to PowerShell.
+    #[error("{attribute}: unsupported value: {message}")]
+    InvalidValue { attribute: String, message: String },
+
+    /// The type definition handed over by the Resource API is malformed.
+    #[error("invalid type definition for {type_name}: {message}")]
+    InvalidTypeDefinition { type_name: String, message: String },
+
+    /// The vendored DSC resource folder could not be found on the load path.
+    #[error("Unable to find the vendored DSC resources for module '{module}': none of these folders exists: {searched}")]
+    MissingVendoredPath { module: String, searched: String },
+
+    /// A DSC invocation failed in a way that is the resource's own problem.
+    #[error("{0}")]
+    Invocation(String),
+
+    /// A wire-protocol frame could not be decoded.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+
+    /// The PowerShell host could not be started, reached, or died.
+    #[error("{0}")]
+    Host(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,11 @@
+//! The pure-Rust core of pwshlib. Nothing in this crate knows about Ruby: the
+//! binding crate (`ext/pwshlib`) converts Ruby values into [`value::Value`]
+//! and [`typedef::TypeDef`] and calls in here.
+
+pub mod error;
+pub mod typedef;
+pub mod value;
+
+pub use error::{Error, Result};
+pub use typedef::{Attribute, Behaviour, TypeDef};
+pub use value::{Map, Timestamp, Value};

@@ -1,0 +1,407 @@
+//! The owned value model: every Puppet value the provider sees, converted out
+//! of Ruby once, so that no Ruby object outlives a method call in Rust.
+
+use std::fmt;
+
+use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, TimeZone, Utc};
+
+/// A Puppet value. `Sensitive` may wrap any value at any depth; everything
+/// that renders values (scripts, logs, change messages) must treat it as a
+/// secret.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    /// An integer beyond i64, kept as its decimal text (Ruby Bignum).
+    BigInt(String),
+    Float(f64),
+    Str(String),
+    Symbol(String),
+    Array(Vec<Value>),
+    Hash(Map),
+    Sensitive(Box<Value>),
+    Timestamp(Timestamp),
+}
+
+/// An insertion-ordered hash. Resource hashes hold a few dozen keys at most,
+/// so a vector beats a hash map here and keeps Ruby's ordering for free.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Map(pub Vec<(Value, Value)>);
+
+impl Map {
+    pub fn new() -> Self {
+        Map(Vec::new())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, key: &Value) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Looks a key up whether it is stored as a Symbol or a String, which is
+    /// how resource hashes (symbols) and struct members (strings) differ.
+    pub fn get_named(&self, name: &str) -> Option<&Value> {
+        self.0
+            .iter()
+            .find(|(k, _)| k.key_name() == Some(name))
+            .map(|(_, v)| v)
+    }
+
+    pub fn get_named_mut(&mut self, name: &str) -> Option<&mut Value> {
+        self.0
+            .iter_mut()
+            .find(|(k, _)| k.key_name() == Some(name))
+            .map(|(_, v)| v)
+    }
+
+    pub fn contains_named(&self, name: &str) -> bool {
+        self.get_named(name).is_some()
+    }
+
+    /// Replaces the value of an existing key in place (keeping its position),
+    /// or appends the pair.
+    pub fn insert(&mut self, key: Value, value: Value) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// Inserts under a Symbol key, the form resource hashes use.
+    pub fn insert_symbol(&mut self, name: &str, value: Value) {
+        match self.get_named_mut(name) {
+            Some(slot) => *slot = value,
+            None => self.0.push((Value::Symbol(name.to_owned()), value)),
+        }
+    }
+
+    pub fn remove_named(&mut self, name: &str) -> Option<Value> {
+        let index = self
+            .0
+            .iter()
+            .position(|(k, _)| k.key_name() == Some(name))?;
+        Some(self.0.remove(index).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(Value, Value)> {
+        self.0.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Value, Value)> {
+        self.0.iter_mut()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+impl FromIterator<(Value, Value)> for Map {
+    fn from_iter<I: IntoIterator<Item = (Value, Value)>>(iter: I) -> Self {
+        Map(iter.into_iter().collect())
+    }
+}
+
+impl IntoIterator for Map {
+    type Item = (Value, Value);
+    type IntoIter = std::vec::IntoIter<(Value, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl Value {
+    pub fn str(text: impl Into<String>) -> Value {
+        Value::Str(text.into())
+    }
+
+    pub fn sym(name: impl Into<String>) -> Value {
+        Value::Symbol(name.into())
+    }
+
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    /// The text of a String or Symbol, which is how hash keys are named.
+    pub fn key_name(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) | Value::Symbol(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Value::Hash(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_map_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Value::Hash(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// True when this value, or anything inside it, is Sensitive.
+    pub fn contains_sensitive(&self) -> bool {
+        match self {
+            Value::Sensitive(_) => true,
+            Value::Array(items) => items.iter().any(Value::contains_sensitive),
+            Value::Hash(map) => map
+                .iter()
+                .any(|(k, v)| k.contains_sensitive() || v.contains_sensitive()),
+            _ => false,
+        }
+    }
+
+    /// Strips every Sensitive wrapper, at any depth (pwshlib 2.x `unwrap`).
+    pub fn unwrap_sensitive(&self) -> Value {
+        match self {
+            Value::Sensitive(inner) => inner.unwrap_sensitive(),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(Value::unwrap_sensitive).collect())
+            }
+            Value::Hash(map) => Value::Hash(
+                map.iter()
+                    .map(|(k, v)| (k.unwrap_sensitive(), v.unwrap_sensitive()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Collects the plain text of every secret inside this value, for tests
+    /// and for last-line-of-defence scrubbing of error text.
+    pub fn secret_texts(&self, out: &mut Vec<String>) {
+        fn leaves(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Sensitive(inner) => leaves(inner, out),
+                Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+                Value::Hash(map) => map.iter().for_each(|(k, v)| {
+                    leaves(k, out);
+                    leaves(v, out)
+                }),
+                Value::Str(s) | Value::Symbol(s) | Value::BigInt(s) => out.push(s.clone()),
+                Value::Int(i) => out.push(i.to_string()),
+                Value::Float(f) => out.push(f.to_string()),
+                Value::Timestamp(t) => out.push(t.to_iso8601()),
+                Value::Bool(_) | Value::Nil => {}
+            }
+        }
+        match self {
+            Value::Sensitive(inner) => leaves(inner, out),
+            Value::Array(items) => items.iter().for_each(|v| v.secret_texts(out)),
+            Value::Hash(map) => map.iter().for_each(|(k, v)| {
+                k.secret_texts(out);
+                v.secret_texts(out)
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// Renders the value the way Ruby's `inspect` would for logs, with every
+/// Sensitive value shown as Puppet shows it. Safe for any log line.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Nil => f.write_str("nil"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::BigInt(s) => f.write_str(s),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+            Value::Symbol(s) => write!(f, ":{s}"),
+            Value::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Hash(map) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    match k {
+                        Value::Symbol(s) => write!(f, "{s}: {v}")?,
+                        other => write!(f, "{other} => {v}")?,
+                    }
+                }
+                f.write_str("}")
+            }
+            Value::Sensitive(_) => f.write_str(REDACTED_SENSITIVE),
+            Value::Timestamp(t) => f.write_str(&t.to_iso8601()),
+        }
+    }
+}
+
+/// What Puppet's `Sensitive#to_s` prints; used wherever a secret would show.
+pub const REDACTED_SENSITIVE: &str = "#<Sensitive [value redacted]>";
+
+/// A point in time, as Puppet's `Timestamp` holds it: nanoseconds since the
+/// Unix epoch, UTC. Comparing two of them compares instants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    pub nanos: i128,
+}
+
+impl Timestamp {
+    pub fn from_nanos(nanos: i128) -> Self {
+        Timestamp { nanos }
+    }
+
+    fn to_chrono(self) -> Option<DateTime<Utc>> {
+        let secs = self.nanos.div_euclid(1_000_000_000);
+        let sub = self.nanos.rem_euclid(1_000_000_000) as u32;
+        Utc.timestamp_opt(i64::try_from(secs).ok()?, sub).single()
+    }
+
+    /// ISO-8601 in UTC with as many fractional digits as needed, e.g.
+    /// `2024-02-29T13:45:00Z` or `2024-02-29T13:45:00.123456789Z`.
+    pub fn to_iso8601(self) -> String {
+        match self.to_chrono() {
+            Some(dt) => dt.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            None => format!("@{}ns", self.nanos),
+        }
+    }
+
+    /// Parses the date-time texts PowerShell and Puppet produce: RFC 3339
+    /// with any offset, `yyyy-mm-dd hh:mm:ss[.f] [+zz:zz|UTC]`, and a plain
+    /// date-time without an offset (taken as UTC).
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return None;
+        }
+        let from_fixed = |dt: DateTime<FixedOffset>| Timestamp::from_chrono(dt.with_timezone(&Utc));
+        if let Ok(dt) = DateTime::parse_from_rfc3339(trimmed) {
+            return Some(from_fixed(dt));
+        }
+        let normalized = trimmed.replacen(' ', "T", 1);
+        if let Ok(dt) = DateTime::parse_from_rfc3339(&normalized) {
+            return Some(from_fixed(dt));
+        }
+        let without_utc = normalized
+            .strip_suffix(" UTC")
+            .or_else(|| normalized.strip_suffix("UTC"))
+            .unwrap_or(&normalized)
+            .trim_end();
+        for pattern in [
+            "%Y-%m-%dT%H:%M:%S%.f%:z",
+            "%Y-%m-%dT%H:%M:%S%.f %:z",
+            "%Y-%m-%dT%H:%M:%S%.f%z",
+        ] {
+            if let Ok(dt) = DateTime::parse_from_str(without_utc, pattern) {
+                return Some(from_fixed(dt));
+            }
+        }
+        for pattern in [
+            "%Y-%m-%dT%H:%M:%S%.f",
+            "%Y-%m-%dT%H:%M:%S",
+            "%Y-%m-%dT%H:%M",
+        ] {
+            if let Ok(naive) = NaiveDateTime::parse_from_str(without_utc, pattern) {
+                return Some(Timestamp::from_chrono(naive.and_utc()));
+            }
+        }
+        if let Ok(date) = chrono::NaiveDate::parse_from_str(without_utc, "%Y-%m-%d") {
+            return Some(Timestamp::from_chrono(date.and_hms_opt(0, 0, 0)?.and_utc()));
+        }
+        None
+    }
+
+    fn from_chrono(dt: DateTime<Utc>) -> Timestamp {
+        let nanos =
+            i128::from(dt.timestamp()) * 1_000_000_000 + i128::from(dt.timestamp_subsec_nanos());
+        Timestamp { nanos }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_round_trips_through_iso8601() {
+        let t = Timestamp::parse("2024-02-29T13:45:00.5+02:00").unwrap();
+        assert_eq!(t.to_iso8601(), "2024-02-29T11:45:00.500Z");
+        assert_eq!(Timestamp::parse(&t.to_iso8601()), Some(t));
+    }
+
+    #[test]
+    fn timestamp_parses_puppet_and_powershell_forms() {
+        let expected = Timestamp::parse("2020-01-02T03:04:05Z").unwrap();
+        for text in [
+            "2020-01-02T03:04:05.000000000 UTC",
+            "2020-01-02 03:04:05 UTC",
+            "2020-01-02T03:04:05.0000000+00:00",
+            "2020-01-02T05:04:05+02:00",
+            "2020-01-02T03:04:05",
+        ] {
+            assert_eq!(Timestamp::parse(text), Some(expected), "{text}");
+        }
+        assert_eq!(Timestamp::parse("not a date"), None);
+        assert_eq!(Timestamp::parse(""), None);
+    }
+
+    #[test]
+    fn display_never_shows_sensitive_content() {
+        let value = Value::Hash(Map(vec![(
+            Value::sym("dsc_cred"),
+            Value::Hash(Map(vec![(
+                Value::str("password"),
+                Value::Sensitive(Box::new(Value::str("hunter2"))),
+            )])),
+        )]));
+        let shown = value.to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains(REDACTED_SENSITIVE));
+        let mut secrets = Vec::new();
+        value.secret_texts(&mut secrets);
+        assert_eq!(secrets, vec!["hunter2".to_string()]);
+    }
+
+    #[test]
+    fn map_keeps_order_and_replaces_in_place() {
+        let mut map = Map::new();
+        map.insert_symbol("b", Value::Int(1));
+        map.insert_symbol("a", Value::Int(2));
+        map.insert_symbol("b", Value::Int(3));
+        let keys: Vec<_> = map.keys().filter_map(Value::key_name).collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(map.get_named("b"), Some(&Value::Int(3)));
+        assert_eq!(map.remove_named("b"), Some(Value::Int(3)));
+        assert!(!map.contains_named("b"));
+    }
+}

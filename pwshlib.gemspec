@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+require_relative 'lib/pwsh/version'
+
+Gem::Specification.new do |spec|
+  spec.name = 'pwshlib'
+  spec.version = Pwsh::VERSION
+  spec.summary = 'Native (Rust) DSC base provider and PowerShell host manager for Puppet'
+  spec.description = 'A drop-in replacement for the internals of the pwshlib Puppet module: ' \
+                     'Puppet::Provider::DscBaseProvider and Pwsh::Manager, written in Rust.'
+  spec.authors = ['pwshlib developers']
+  spec.license = 'MIT'
+  spec.homepage = 'https://example.invalid/pwshlib'
+  spec.required_ruby_version = '>= 2.7'
+
+  # Only sources: no target/, no built libraries; the extension builds at install time.
+  spec.files = Dir.chdir(__dir__) do
+    Dir['lib/**/*.rb', 'lib/templates/*.ps1', 'ext/**/*.{rs,rb,toml}', 'Cargo.toml', 'Cargo.lock',
+        'README.md', 'metadata.json', 'docs/*.md'].reject { |f| f.start_with?('target/') || f.include?('/target/') }
+  end
+  spec.require_paths = ['lib']
+  spec.extensions = ['ext/pwshlib/extconf.rb']
+end
