@@ -308,15 +308,18 @@ impl Timestamp {
         if let Ok(dt) = DateTime::parse_from_rfc3339(trimmed) {
             return Some(from_fixed(dt));
         }
-        let normalized = trimmed.replacen(' ', "T", 1);
+        let without_suffix = trimmed
+            .strip_suffix("UTC")
+            .map(str::trim_end)
+            .unwrap_or(trimmed);
+        let mut normalized = without_suffix.to_owned();
+        if normalized.as_bytes().get(10) == Some(&b' ') {
+            normalized.replace_range(10..11, "T");
+        }
         if let Ok(dt) = DateTime::parse_from_rfc3339(&normalized) {
             return Some(from_fixed(dt));
         }
-        let without_utc = normalized
-            .strip_suffix(" UTC")
-            .or_else(|| normalized.strip_suffix("UTC"))
-            .unwrap_or(&normalized)
-            .trim_end();
+        let without_utc = normalized.as_str();
         for pattern in [
             "%Y-%m-%dT%H:%M:%S%.f%:z",
             "%Y-%m-%dT%H:%M:%S%.f %:z",
