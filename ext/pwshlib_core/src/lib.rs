@@ -3,8 +3,10 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod script;
 pub mod typedef;
 pub mod value;
+pub mod vendored;
 
 pub use error::{Error, Result};
 pub use typedef::{Attribute, Behaviour, TypeDef};
