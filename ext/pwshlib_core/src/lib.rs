@@ -3,7 +3,10 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod literal;
+pub mod pslint;
 pub mod script;
+pub mod templates;
 pub mod typedef;
 pub mod value;
 pub mod vendored;
