@@ -124,7 +124,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
   end
 
-  describe 'a PSCredential (dsc_fixtureuser)', :gc_stress do
+  describe 'a PSCredential (dsc_fixtureuser)' do
     let(:should) do
       {
         name: 'bob',
@@ -172,7 +172,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
   end
 
-  describe 'nested CIM instance arrays (dsc_fixturewebsite)', :gc_stress do
+  describe 'nested CIM instance arrays (dsc_fixturewebsite)' do
     let(:should) do
       {
         name: 'site',
@@ -221,7 +221,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
   end
 
-  describe 'a DateTime (dsc_fixtureschedule)', :gc_stress do
+  describe 'a DateTime (dsc_fixtureschedule)' do
     it 'casts the Timestamp as ISO-8601 text' do
       should = {
         name: 'nightly', dsc_name: 'nightly', dsc_ensure: 'Present', dsc_repeatintervalminutes: 4_294_967_295,
@@ -283,7 +283,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
   end
 
-  describe 'literal helpers', :gc_stress do
+  describe 'literal helpers' do
     it 'escapes every PowerShell quote character' do
       expect(provider.escape_quotes("it's ‘a’ ‚b‛")).to eq("it''s ‘‘a’’ ‚‚b‛‛")
     end
@@ -351,6 +351,56 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(provider.enum_values(context, :dsc_key)).to eq([])
       expect(provider.enum_values(context, :no_such_attribute)).to eq([])
     end
+  end
+
+  # Run again under GC.stress (`--tag gc_stress`): each example crosses the
+  # native conversions both ways with nested Sensitive values, CIM instances
+  # and Timestamps. Inputs and expected results are made in before(:all),
+  # outside the stress window, because Puppet itself is slow under GC.stress.
+  describe 'native conversions', :gc_stress do
+    # rubocop:disable RSpec/InstanceVariable, RSpec/BeforeAfterAll
+    before(:all) do
+      secret = Puppet::Pops::Types::PSensitiveType::Sensitive
+      @provider = described_class.new
+      @website = Puppet::ResourceApi::PuppetContext.new(Puppet::Type.type(:dsc_fixturewebsite).type_definition.definition)
+      @should = {
+        name: 'site', dsc_name: 'site', dsc_ensure: 'Present',
+        dsc_psdscrunascredential: { 'user' => 'admin', 'password' => secret.new("gc'secret") },
+        dsc_bindinginfo: [
+          { 'protocol' => 'https', 'hostname' => secret.new('gc-host'),
+            'authentication' => { 'cim_instance_type' => 'MSFT_FixtureAuthentication', 'basic' => true } },
+        ]
+      }
+      @resource = @provider.invocable_resource(@should, @website, 'set')
+      @value = { 'list' => ['a', secret.new(['x', { 'k' => secret.new('gc-deep') }])],
+                 'when' => Puppet::Pops::Time::Timestamp.parse('2024-01-02T03:04:05Z'), 'big' => 2**70 }
+      @unwrapped = { 'list' => ['a', ['x', { 'k' => 'gc-deep' }]], 'when' => @value['when'], 'big' => 2**70 }
+      @formatted = "@{list = @('a', @('x', @{'k' = 'gc-deep'})); when = [DateTime]'2024-01-02T03:04:05Z'; big = 1180591620717411303424}"
+    end
+
+    it 'builds the same invocable resource' do
+      expect(@provider.invocable_resource(@should, @website, 'set')).to eq(@resource)
+    end
+
+    it 'builds the script from it, with the secrets in the real text only' do
+      script = @provider.ps_script_content(@resource)
+      real = @provider.remove_secret_identifiers(script)
+      redacted = @provider.redact_secrets(script)
+      expect([real.include?("-Password 'gc''secret'"), real.include?("hostname = 'gc-host'")]).to eq([true, true])
+      expect([redacted.include?('gc'), redacted.include?('gc-host')]).to eq([false, false])
+    end
+
+    it 'formats and unwraps nested Sensitive values and Timestamps' do
+      formatted = @provider.format(@value)
+      expect(@provider.remove_secret_identifiers(formatted)).to eq(@formatted)
+      expect(@provider.redact_secrets(formatted).include?('gc-deep')).to be(false)
+      expect(@provider.unwrap(@value)).to eq(@unwrapped)
+    end
+
+    it 'reads the type definition out of the context' do
+      expect(@provider.enum_values(@website, :dsc_ensure)).to eq(%w[Present present Absent absent])
+    end
+    # rubocop:enable RSpec/InstanceVariable, RSpec/BeforeAfterAll
   end
 
   describe 'a scaffolded provider subclass' do
