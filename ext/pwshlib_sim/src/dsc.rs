@@ -209,8 +209,7 @@ impl ScriptReader<'_> {
             return;
         };
         let name = self.evaluator.text(target).to_owned();
-        let is_invoke_params =
-            eq_ignore_case(name.trim_start_matches('$'), INVOKE_PARAMS);
+        let is_invoke_params = eq_ignore_case(name.trim_start_matches('$'), INVOKE_PARAMS);
         let result = match single_command(value) {
             Some(command) => self.command(command),
             None => self.evaluator.eval(value),
@@ -281,7 +280,12 @@ impl ScriptReader<'_> {
                 "command_argument_sep" | "comment" => {}
                 "command_parameter" => {
                     let name = self.evaluator.text(element);
-                    out.push((name.trim_start_matches('-').trim_end_matches(':').to_owned(), None));
+                    out.push((
+                        name.trim_start_matches('-')
+                            .trim_end_matches(':')
+                            .to_owned(),
+                        None,
+                    ));
                 }
                 _ => {
                     let value = self.evaluator.eval(element)?;
@@ -306,7 +310,9 @@ fn is_constructor(name: &str) -> bool {
 }
 
 fn command_name(command: Node) -> Node {
-    command.child_by_field_name("command_name").unwrap_or(command)
+    command
+        .child_by_field_name("command_name")
+        .unwrap_or(command)
 }
 
 /// Descends through single-child wrappers to the `variable` an assignment
@@ -501,7 +507,10 @@ fn play(
     }
     if let (Some(configured), Some(user)) = (&faults.logon_failure_user, &call.run_as_user) {
         if logon_user_matches(configured, user) {
-            return (with_latency(fail(LOGON_FAILURE_MESSAGE)), Some("logon_failure"));
+            return (
+                with_latency(fail(LOGON_FAILURE_MESSAGE)),
+                Some("logon_failure"),
+            );
         }
     }
 
@@ -646,8 +655,12 @@ fn test(
             return true;
         }
         if eq_ignore_case(name, "Ensure") {
-            let actual = get_ci(stored, name).and_then(Json::as_str).unwrap_or("Present");
-            return wanted.as_str().is_some_and(|w| w.eq_ignore_ascii_case(actual));
+            let actual = get_ci(stored, name)
+                .and_then(Json::as_str)
+                .unwrap_or("Present");
+            return wanted
+                .as_str()
+                .is_some_and(|w| w.eq_ignore_ascii_case(actual));
         }
         values_equal(wanted, get_ci(stored, name).unwrap_or(&Json::Null))
     }))
@@ -696,9 +709,9 @@ fn values_equal_at(a: &Json, b: &Json, depth: usize) -> bool {
             s.trim().parse::<f64>().ok() == n.as_f64()
         }
         (Json::Bool(x), Json::Bool(y)) => x == y,
-        (Json::Bool(x), Json::String(s)) | (Json::String(s), Json::Bool(x)) => {
-            s.trim().eq_ignore_ascii_case(if *x { "true" } else { "false" })
-        }
+        (Json::Bool(x), Json::String(s)) | (Json::String(s), Json::Bool(x)) => s
+            .trim()
+            .eq_ignore_ascii_case(if *x { "true" } else { "false" }),
         (Json::Array(xs), Json::Array(ys)) => {
             if xs.len() != ys.len() {
                 return false;

@@ -55,7 +55,10 @@ impl Settings<'_> {
         self.get(name)
             .map(|text| {
                 text.trim().parse::<u64>().map_err(|_| {
-                    format!("PWSHLIB_SIM_{}: expected a whole number, got {text:?}", name.to_ascii_uppercase())
+                    format!(
+                        "PWSHLIB_SIM_{}: expected a whole number, got {text:?}",
+                        name.to_ascii_uppercase()
+                    )
                 })
             })
             .transpose()
@@ -194,7 +197,9 @@ impl Pattern {
             None => (None, head.trim()),
         };
         if resource.is_empty() {
-            return Err(format!("selector {item:?} names no resource (use `*` for any)"));
+            return Err(format!(
+                "selector {item:?} names no resource (use `*` for any)"
+            ));
         }
         let resource = (resource != "*").then(|| resource.to_owned());
         let matcher = tail.map(|tail| match tail.split_once('=') {
@@ -223,8 +228,9 @@ impl Pattern {
         }
         match &self.matcher {
             None => true,
-            Some(Matcher::Property(name, value)) => get_ci(call.properties, name)
-                .is_some_and(|actual| scalar_matches(actual, value)),
+            Some(Matcher::Property(name, value)) => {
+                get_ci(call.properties, name).is_some_and(|actual| scalar_matches(actual, value))
+            }
             Some(Matcher::KeyValue(value)) => match call.keys {
                 Some(keys) => keys.iter().any(|key| {
                     get_ci(call.properties, key).is_some_and(|actual| scalar_matches(actual, value))
@@ -265,7 +271,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn call<'a>(method: &'a str, resource: &'a str, properties: &'a JsonMap<String, Json>) -> Call<'a> {
+    fn call<'a>(
+        method: &'a str,
+        resource: &'a str,
+        properties: &'a JsonMap<String, Json>,
+    ) -> Call<'a> {
         Call {
             method,
             resource,

@@ -325,9 +325,7 @@ impl<'src> Evaluator<'src> {
 
     fn eval_integer(&self, node: Node) -> Result<PsValue, String> {
         let text = self.text(node);
-        let parsed = if let Some(hex) = text
-            .strip_prefix("0x")
-            .or_else(|| text.strip_prefix("0X"))
+        let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
         {
             i64::from_str_radix(hex, 16).ok().map(PsValue::Int)
         } else {
@@ -343,7 +341,9 @@ impl<'src> Evaluator<'src> {
 
     fn eval_variable(&self, node: Node) -> Result<PsValue, String> {
         let text = self.text(node);
-        let name = text.strip_prefix('$').ok_or_else(|| self.unsupported(node))?;
+        let name = text
+            .strip_prefix('$')
+            .ok_or_else(|| self.unsupported(node))?;
         match name.to_ascii_lowercase().as_str() {
             "true" => return Ok(PsValue::Bool(true)),
             "false" => return Ok(PsValue::Bool(false)),
@@ -530,9 +530,7 @@ fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
         "int" | "int32" | "int64" | "long" | "uint32" | "uint64" | "uint16" | "int16" | "byte"
         | "sbyte" => match value {
             PsValue::Int(_) => Ok(value),
-            PsValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
-                Ok(PsValue::Int(f as i64))
-            }
+            PsValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(PsValue::Int(f as i64)),
             PsValue::Str(ref s) => s
                 .trim()
                 .parse::<i64>()

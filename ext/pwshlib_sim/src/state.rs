@@ -90,7 +90,12 @@ impl State {
                 }
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => JsonMap::new(),
-            Err(e) => return Err(format!("cannot read the state file {}: {e}", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the state file {}: {e}",
+                    path.display()
+                ))
+            }
         };
         // A missing file is created on the first call, so that tests can
         // see that the host used it.
@@ -269,7 +274,10 @@ impl State {
     }
 }
 
-fn object_entry<'a>(doc: &'a mut JsonMap<String, Json>, name: &str) -> &'a mut JsonMap<String, Json> {
+fn object_entry<'a>(
+    doc: &'a mut JsonMap<String, Json>,
+    name: &str,
+) -> &'a mut JsonMap<String, Json> {
     let slot = doc.entry(name.to_owned()).or_insert_with(|| json!({}));
     if !slot.is_object() {
         *slot = json!({});
