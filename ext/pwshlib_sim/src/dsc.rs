@@ -117,17 +117,24 @@ fn parse(code: &str) -> Option<Tree> {
     parser.parse(code, None)
 }
 
-/// The first syntax error, as `line:column`, for the rejection message.
-fn first_error(node: Node) -> Option<Node> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
+/// The first syntax error, for the rejection message. Iterative: hostile
+/// input can nest deeper than the stack allows recursion.
+fn first_error(root: Node) -> Option<Node> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+        }
     }
-    if !node.has_error() {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error)
 }
 
 /// Finds the DSC invocation in a script. `Ok(None)`: the script is not a
@@ -183,7 +190,7 @@ impl ScriptReader<'_> {
             return;
         }
         match node.kind() {
-            "function_statement" | "script_block_expression" | "comment" => {}
+            "function_statement" | "class_statement" | "script_block_expression" | "comment" => {}
             "assignment_expression" => self.assignment(node),
             _ => {
                 let mut cursor = node.walk();

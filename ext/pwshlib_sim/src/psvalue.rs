@@ -229,9 +229,10 @@ pub struct Evaluator<'src> {
     variables: HashMap<String, PsValue>,
 }
 
-/// Nesting deeper than this is refused, so hostile input cannot exhaust
-/// the stack.
-const MAX_DEPTH: usize = 200;
+/// Syntax-tree depth beyond which evaluation is refused, so hostile input
+/// cannot exhaust the stack. One level of value nesting (`@(…)` inside
+/// `@{…}`) costs about 13 tree levels, so this allows some 75.
+const MAX_DEPTH: usize = 1000;
 
 impl<'src> Evaluator<'src> {
     pub fn new(source: &'src str) -> Self {
