@@ -142,6 +142,9 @@ impl<'a> Run<'a> {
                 None => End::Unsupported(text.to_owned()),
             };
         }
+        if self.is_null(node) {
+            return End::Completed; // $null outputs nothing
+        }
         match self.value(node) {
             Some(value) => {
                 self.stdout.push(value);
@@ -271,6 +274,9 @@ impl<'a> Run<'a> {
                     pending_parameter = Some(text.to_owned());
                 }
                 _ => {
+                    if pending_parameter.is_none() && self.is_null(element) {
+                        continue; // a $null argument passes nothing
+                    }
                     let value = self.value(element)?;
                     match pending_parameter.take() {
                         Some(name) => parameters.push((name, Some(value))),
@@ -320,6 +326,28 @@ impl<'a> Run<'a> {
                 matches!(compact.as_str(), "(get-location).path" | "$pwd.path").then(current_dir)
             }
             _ => single_named_child(node).and_then(|child| self.value(child)),
+        }
+    }
+
+    /// True for an expression that is `$null`: `$null` itself, an unset
+    /// `$env:NAME`, or a variable this script has not set.
+    fn is_null(&self, node: Node<'_>) -> bool {
+        let mut node = node;
+        while node.kind() != "variable" {
+            match single_named_child(node) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        let name = self.text(node).trim_start_matches('$');
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("env:") {
+            return std::env::var_os(&name[4..]).is_none();
+        }
+        match lower.as_str() {
+            "null" => true,
+            "pid" | "pwd" | "true" | "false" => false,
+            _ => !self.variables.contains_key(&lower),
         }
     }
 
@@ -481,7 +509,11 @@ mod tests {
     #[test]
     fn variables_are_per_script() {
         assert_eq!(run("$x = 'v'; $x"), reply(Some("v\n"), "", 0, None));
-        assert_eq!(run("$x"), reply(Some("\n"), "", 0, None));
+        assert_eq!(run("$x"), reply(None, "", 0, None));
+        assert_eq!(
+            run("Write-Output $env:PWSHLIB_SIM_SURELY_UNSET 'a' $null"),
+            reply(Some("a\n"), "", 0, None)
+        );
     }
 
     #[test]
