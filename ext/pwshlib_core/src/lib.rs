@@ -3,8 +3,11 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod literal;
 pub mod protocol;
+pub mod pslint;
 pub mod script;
+pub mod templates;
 pub mod typedef;
 pub mod value;
 pub mod vendored;
