@@ -25,7 +25,15 @@ impl Identity {
         Identity(
             namevars
                 .iter()
-                .map(|n| hash.get_named(n).and_then(fold_key))
+                .map(|n| {
+                    let value = hash.get_named(n).filter(|v| !v.is_nil());
+                    // Puppet::Type.new(title: …) carries the title, not `name`.
+                    let value = match (value, n.as_str()) {
+                        (None, "name") => hash.get_named("title"),
+                        (v, _) => v,
+                    };
+                    value.and_then(fold_key)
+                })
                 .collect(),
         )
     }

@@ -237,7 +237,12 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
     let mut out = Vec::new();
     for name in names.unwrap_or_default() {
         let name_hash = name_hash_of(&name);
-        if let Some(cached) = host.with_state(|s| s.query_results.get(&name_hash).cloned()) {
+        if let Some(mut cached) = host.with_state(|s| s.query_results.get(&name_hash).cloned()) {
+            // The cached Get may have been made for a hash titled `title:`;
+            // Puppet matches results on the namevars it asked for.
+            if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
+                cached.insert_symbol("name", name.clone());
+            }
             out.push(cached);
             continue;
         }

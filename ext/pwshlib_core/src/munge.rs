@@ -168,7 +168,11 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
                 _ => false,
             };
         if restore {
-            if let Some(v) = query.get_named(namevar) {
+            let from_query = match (query.get_named(namevar), namevar) {
+                (None, "name") => query.get_named("title"),
+                (v, _) => v,
+            };
+            if let Some(v) = from_query {
                 out.insert_symbol(namevar, v.clone());
             }
         }
