@@ -17,7 +17,9 @@ use pwshlib_core::munge;
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
-use crate::convert::{from_ruby, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context};
+use crate::convert::{
+    from_ruby, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context,
+};
 use crate::error::{BindingError, BindingResult};
 
 /// Per-run provider state. Only owned Rust data lives here; Ruby values are
@@ -120,7 +122,10 @@ fn define_lifecycle_methods(class: RClass) -> Result<(), Error> {
         "retry_invoke_dsc_resource",
         method!(rb_retry_invoke_dsc_resource, 4),
     )?;
-    class.define_method("collision_retry_seconds", method!(rb_collision_retry_seconds, 0))?;
+    class.define_method(
+        "collision_retry_seconds",
+        method!(rb_collision_retry_seconds, 0),
+    )?;
     class.define_method(
         "collision_retry_seconds=",
         method!(rb_set_collision_retry_seconds, 1),
@@ -204,7 +209,11 @@ fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<St
         Some(v) if !v.is_nil() => {
             let text: RString = v.funcall("to_s", ())?;
             // SAFETY: copied into an owned String before any further Ruby call.
-            Ok(Some(unsafe { text.as_str() }.map(str::to_owned).unwrap_or_else(|_| unsafe { text.to_string_lossy().into_owned() })))
+            Ok(Some(
+                unsafe { text.as_str() }
+                    .map(str::to_owned)
+                    .unwrap_or_else(|_| unsafe { text.to_string_lossy().into_owned() }),
+            ))
         }
         _ => Ok(None),
     }
@@ -254,7 +263,12 @@ impl ProviderHost for RubyHost<'_> {
         Ok(insync_from_ruby(self.ruby, result))
     }
 
-    fn invoke_dsc_resource(&self, name_hash: &Map, props: &Map, method: DscMethod) -> BindingResult<Option<Value>> {
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> BindingResult<Option<Value>> {
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         let method = method.as_str().to_lowercase();
@@ -389,7 +403,12 @@ fn option_map_to_ruby(ruby: &Ruby, map: Option<Map>) -> BindingResult<RValue> {
     }
 }
 
-fn rb_canonicalize(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, resources: RArray) -> BindingResult<RArray> {
+fn rb_canonicalize(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resources: RArray,
+) -> BindingResult<RArray> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let mut maps = Vec::with_capacity(resources.len());
     for resource in resources.into_iter() {
@@ -406,7 +425,10 @@ fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> Bindin
         _ => {
             return Err(magnus::Error::new(
                 ruby.exception_arg_error(),
-                format!("wrong number of arguments (given {}, expected 1..2)", args.len()),
+                format!(
+                    "wrong number of arguments (given {}, expected 1..2)",
+                    args.len()
+                ),
             )
             .into())
         }
@@ -450,7 +472,12 @@ fn rb_insync(
 
 /// `set(context, changes)`: each change runs inside
 /// `context.creating/updating/deleting(name) { create/update/delete }`.
-fn rb_set(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, changes: RHash) -> BindingResult<RValue> {
+fn rb_set(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    changes: RHash,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
     changes.foreach(|name: RValue, change: RValue| {
@@ -460,7 +487,9 @@ fn rb_set(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, changes: 
     for (name, change) in pairs {
         let change_hash = RHash::from_value(change);
         let field = |key: &str| -> Option<RValue> {
-            change_hash.and_then(|h| h.get(ruby.to_symbol(key))).filter(|v| !v.is_nil())
+            change_hash
+                .and_then(|h| h.get(ruby.to_symbol(key)))
+                .filter(|v| !v.is_nil())
         };
         let should_rb = field("should");
         let is_rb = match field("is") {
@@ -534,7 +563,12 @@ fn run_in_context_block(
 
 /// After a failed Set (already reported through `context.err`), raise so
 /// that the Resource API marks this resource as failed; the run goes on.
-fn raise_if_set_failed(ruby: &Ruby, provider: RValue, name: RValue, should: RValue) -> Result<(), Error> {
+fn raise_if_set_failed(
+    ruby: &Ruby,
+    provider: RValue,
+    name: RValue,
+    should: RValue,
+) -> Result<(), Error> {
     let Ok(provider) = Obj::<DscBaseProvider>::try_convert(provider) else {
         return Ok(());
     };
@@ -570,7 +604,13 @@ fn raise_if_set_failed(ruby: &Ruby, provider: RValue, name: RValue, should: RVal
     Ok(())
 }
 
-fn rb_create(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: RValue, should: RValue) -> BindingResult<RValue> {
+fn rb_create(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
     let should_map = hash_arg(ruby, should, "should")?;
@@ -583,7 +623,13 @@ fn rb_create(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: 
     Ok(ruby.qnil().as_value())
 }
 
-fn rb_update(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: RValue, should: RValue) -> BindingResult<RValue> {
+fn rb_update(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
     let should_map = hash_arg(ruby, should, "should")?;
@@ -596,7 +642,12 @@ fn rb_update(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: 
     Ok(ruby.qnil().as_value())
 }
 
-fn rb_delete(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: RValue) -> BindingResult<RValue> {
+fn rb_delete(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
     host.debug(&format!(
@@ -608,21 +659,37 @@ fn rb_delete(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: 
     Ok(ruby.qnil().as_value())
 }
 
-fn rb_invoke_get_method(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name_hash: RValue) -> BindingResult<RValue> {
+fn rb_invoke_get_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
     let result = lifecycle::invoke_get_method(&host, &name_hash)?;
     option_map_to_ruby(ruby, result)
 }
 
-fn rb_invoke_get_method_for_canonicalize(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, resource: RValue) -> BindingResult<RValue> {
+fn rb_invoke_get_method_for_canonicalize(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resource: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let resource = hash_arg(ruby, resource, "resource")?;
     let result = lifecycle::get_for_canonicalize(&host, &resource)?;
     option_map_to_ruby(ruby, result)
 }
 
-fn rb_invoke_set_method(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: RValue, should: RValue) -> BindingResult<RValue> {
+fn rb_invoke_set_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
@@ -630,7 +697,13 @@ fn rb_invoke_set_method(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RVa
     Ok(ruby.qnil().as_value())
 }
 
-fn rb_invoke_test_method(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, name: RValue, should: RValue) -> BindingResult<RValue> {
+fn rb_invoke_test_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
@@ -726,7 +799,12 @@ fn rb_cached_test_results(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> Binding
 
 /// 2.x `fetch_cached_hashes`: the cached hashes that agree with any of
 /// `hashes` on every key they share.
-fn rb_fetch_cached_hashes(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, cache: RArray, hashes: RValue) -> BindingResult<RArray> {
+fn rb_fetch_cached_hashes(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    cache: RArray,
+    hashes: RValue,
+) -> BindingResult<RArray> {
     let wanted: Vec<Map> = match from_ruby(ruby, hashes, "hashes")? {
         Value::Array(items) => items
             .into_iter()
@@ -756,20 +834,50 @@ fn rb_fetch_cached_hashes(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, cache: RA
     Ok(found)
 }
 
-fn rb_same(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, a: RValue, b: RValue) -> BindingResult<bool> {
-    Ok(canonical::same(&from_ruby(ruby, a, "value1")?, &from_ruby(ruby, b, "value2")?))
+fn rb_same(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    a: RValue,
+    b: RValue,
+) -> BindingResult<bool> {
+    Ok(canonical::same(
+        &from_ruby(ruby, a, "value1")?,
+        &from_ruby(ruby, b, "value2")?,
+    ))
 }
 
-fn rb_values_equal(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, a: RValue, b: RValue) -> BindingResult<bool> {
-    Ok(canonical::values_equal(&from_ruby(ruby, a, "is")?, &from_ruby(ruby, b, "should")?))
+fn rb_values_equal(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    a: RValue,
+    b: RValue,
+) -> BindingResult<bool> {
+    Ok(canonical::values_equal(
+        &from_ruby(ruby, a, "is")?,
+        &from_ruby(ruby, b, "should")?,
+    ))
 }
 
-fn rb_recursively_downcase(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, value: RValue) -> BindingResult<RValue> {
-    to_ruby(ruby, &canonical::recursively_downcase(&from_ruby(ruby, value, "value")?))
+fn rb_recursively_downcase(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    to_ruby(
+        ruby,
+        &canonical::recursively_downcase(&from_ruby(ruby, value, "value")?),
+    )
 }
 
-fn rb_recursively_sort(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, value: RValue) -> BindingResult<RValue> {
-    to_ruby(ruby, &canonical::recursively_sort(&from_ruby(ruby, value, "value")?))
+fn rb_recursively_sort(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    to_ruby(
+        ruby,
+        &canonical::recursively_sort(&from_ruby(ruby, value, "value")?),
+    )
 }
 
 /// Replaces the contents of a Ruby Hash or Array in place, for the `!`
@@ -784,26 +892,43 @@ fn replace_in_place(ruby: &Ruby, target: RValue, value: &Value) -> BindingResult
     }
 }
 
-fn rb_downcase_hash_keys(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, value: RValue) -> BindingResult<RValue> {
+fn rb_downcase_hash_keys(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
     let mut converted = from_ruby(ruby, value, "value")?;
     munge::downcase_hash_keys(&mut converted);
     replace_in_place(ruby, value, &converted)
 }
 
-fn rb_munge_cim_instances(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>, value: RValue) -> BindingResult<RValue> {
+fn rb_munge_cim_instances(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
     let mut converted = from_ruby(ruby, value, "value")?;
     munge::munge_cim_instances(&mut converted);
     replace_in_place(ruby, value, &converted)
 }
 
-fn rb_stringify_nil_attributes(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue, data: RValue) -> BindingResult<RValue> {
+fn rb_stringify_nil_attributes(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    data: RValue,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let mut map = hash_arg(ruby, data, "data")?;
     munge::stringify_nil_attributes(&host.typedef, &mut map);
     replace_in_place(ruby, data, &Value::Hash(map))
 }
 
-fn rb_logon_failed_already(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, credential: RValue) -> BindingResult<bool> {
+fn rb_logon_failed_already(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    credential: RValue,
+) -> BindingResult<bool> {
     let credential = from_ruby(ruby, credential, "credential")?;
     Ok(rb_self
         .state
@@ -813,7 +938,11 @@ fn rb_logon_failed_already(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, credentia
         .is_some_and(|l| lifecycle::logon_failed_already(l, &credential)))
 }
 
-fn rb_specify_dsc_timeout(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, name_hash: RValue) -> BindingResult<Option<u64>> {
+fn rb_specify_dsc_timeout(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    name_hash: RValue,
+) -> BindingResult<Option<u64>> {
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
     let timeout = lifecycle::specify_dsc_timeout(&name_hash);
     if let Some(l) = rb_self.state.borrow_mut().lifecycle.as_mut() {
@@ -835,14 +964,19 @@ fn rb_retry_invoke_dsc_resource(
 ) -> BindingResult<RValue> {
     let block = ruby.block_proc()?;
     for attempt in 1..=max_retry_count {
-        let _: RValue = context.funcall("notice", (format!("Sleeping for {retry_wait_interval_secs} seconds."),))?;
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Sleeping for {retry_wait_interval_secs} seconds."),),
+        )?;
         let _: RValue = rb_self.funcall("sleep", (retry_wait_interval_secs,))?;
-        let _: RValue = context.funcall("notice", (format!("Retrying: attempt {attempt} of {max_retry_count}."),))?;
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Retrying: attempt {attempt} of {max_retry_count}."),),
+        )?;
         let output: RValue = block.call(())?;
         let text: RString = output.funcall("to_s", ())?;
-        let data = munge::parse_json(&text.to_string()?).map_err(|e| {
-            pwshlib_core::Error::Invocation(format!("invalid JSON on retry: {e}"))
-        })?;
+        let data = munge::parse_json(&text.to_string()?)
+            .map_err(|e| pwshlib_core::Error::Invocation(format!("invalid JSON on retry: {e}")))?;
         let error = data
             .as_map()
             .and_then(|m| m.get_named("errormessage"))
@@ -852,7 +986,10 @@ fn rb_retry_invoke_dsc_resource(
         if error.is_empty() {
             return to_ruby(ruby, &data);
         }
-        let _: RValue = context.funcall("notice", (format!("Attempt {attempt} of {max_retry_count} failed."),))?;
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Attempt {attempt} of {max_retry_count} failed."),),
+        )?;
         let matched: RValue = error_matcher.funcall("match?", (error.as_str(),))?;
         if !matched.to_bool() || attempt == max_retry_count {
             let _: RValue = context.funcall("err", (error.as_str(),))?;

@@ -166,11 +166,20 @@ mod tests {
         let mut cache = IdentityCache::new(vec!["name".into(), "dsc_key".into()]);
         cache.insert(&hash(&[("name", "Foo"), ("dsc_key", "C:\\A")]), 1);
         cache.insert(&hash(&[("name", "foo"), ("dsc_key", "c:\\b")]), 2);
-        assert_eq!(cache.get(&hash(&[("name", "FOO"), ("dsc_key", "c:\\a")])), Some(&1));
-        assert_eq!(cache.get(&hash(&[("name", "foo"), ("dsc_key", "C:\\B")])), Some(&2));
+        assert_eq!(
+            cache.get(&hash(&[("name", "FOO"), ("dsc_key", "c:\\a")])),
+            Some(&1)
+        );
+        assert_eq!(
+            cache.get(&hash(&[("name", "foo"), ("dsc_key", "C:\\B")])),
+            Some(&2)
+        );
         // A title alone is ambiguous here.
         assert_eq!(cache.get(&hash(&[("name", "foo")])), None);
-        assert_eq!(cache.remove(&hash(&[("name", "FOO"), ("dsc_key", "C:\\a")])), Some(1));
+        assert_eq!(
+            cache.remove(&hash(&[("name", "FOO"), ("dsc_key", "C:\\a")])),
+            Some(1)
+        );
         assert_eq!(cache.get(&hash(&[("name", "foo")])), Some(&2));
         assert_eq!(cache.len(), 1);
     }

@@ -289,7 +289,10 @@ mod tests {
         assert!(values_equal(&s("1"), &Value::Int(1)));
         assert!(values_equal(&Value::Float(1.0), &Value::Int(1)));
         let t = Timestamp::parse("2020-01-02T03:04:05Z").unwrap();
-        assert!(values_equal(&s("2020-01-02 05:04:05 +02:00"), &Value::Timestamp(t)));
+        assert!(values_equal(
+            &s("2020-01-02 05:04:05 +02:00"),
+            &Value::Timestamp(t)
+        ));
         assert!(values_equal(&Value::Nil, &Value::Array(vec![])));
         assert!(values_equal(&Value::Nil, &s("")));
         let h1 = Value::Hash(Map(vec![(s("Key"), s("VALUE")), (s("n"), Value::Int(2))]));

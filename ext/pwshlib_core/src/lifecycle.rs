@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cache::{Identity, IdentityCache};
-use crate::canonical::{
-    canonicalize_resource, is_absent, is_empty_value, values_equal,
-};
+use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::error::Error;
 use crate::munge::{munge_get_result, parse_json};
 use crate::script::{build_script, DscMethod, InvocableResource, Script};
@@ -201,7 +199,10 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
 
 /// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
 /// cache when this resource was already queried.
-pub fn get_for_canonicalize<H: ProviderHost>(host: &H, resource: &Map) -> Result<Option<Map>, H::Error> {
+pub fn get_for_canonicalize<H: ProviderHost>(
+    host: &H,
+    resource: &Map,
+) -> Result<Option<Map>, H::Error> {
     if let Some(cached) = host.with_state(|s| s.query_results.get(resource).cloned()) {
         return Ok(Some(cached));
     }
@@ -212,18 +213,16 @@ pub fn get_for_canonicalize<H: ProviderHost>(host: &H, resource: &Map) -> Result
 
 /// Attributes a Get query carries over from the canonicalized resource.
 fn query_for(typedef: &TypeDef, name_hash: &Map, canonical: Option<&Map>) -> Map {
+    // The whole canonicalized resource goes along, as it does when
+    // canonicalize makes the Get: the mandatory-for-get properties and the
+    // credential for the call, the rest for munging and for knowing secrets.
+    let _ = typedef;
     let mut query = name_hash.clone();
     if let Some(canonical) = canonical {
-        let namevars = typedef.namevar_attributes();
-        let carried = typedef
-            .mandatory_get_attributes()
-            .into_iter()
-            .chain(namevars.iter().copied())
-            .chain(["dsc_psdscrunascredential", "dsc_timeout", "dsc_ensure"]);
-        for name in carried {
-            if query.get_named(name).is_none() {
-                if let Some(v) = canonical.get_named(name) {
-                    query.insert_symbol(name, v.clone());
+        for (key, value) in canonical.iter() {
+            if let Some(name) = key.key_name() {
+                if query.get_named(name).is_none() {
+                    query.insert_symbol(name, value.clone());
                 }
             }
         }
@@ -255,7 +254,10 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
     Ok(out)
 }
 
-pub fn invoke_get_method<H: ProviderHost>(host: &H, name_hash: &Map) -> Result<Option<Map>, H::Error> {
+pub fn invoke_get_method<H: ProviderHost>(
+    host: &H,
+    name_hash: &Map,
+) -> Result<Option<Map>, H::Error> {
     host.debug(&format!("retrieving {}", Value::Hash(name_hash.clone())))?;
     let typedef = host.typedef()?;
     let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
@@ -273,7 +275,10 @@ pub fn invoke_get_method<H: ProviderHost>(host: &H, name_hash: &Map) -> Result<O
     };
     let title = title_of_map(name_hash);
     let Value::Hash(data) = data else {
-        host.err(title.as_ref(), "Invoke-DscResource Get returned a value that is not an object")?;
+        host.err(
+            title.as_ref(),
+            "Invoke-DscResource Get returned a value that is not an object",
+        )?;
         return Ok(None);
     };
     let (mut munged, errors) = munge_get_result(&typedef, name_hash, &data);
@@ -281,12 +286,14 @@ pub fn invoke_get_method<H: ProviderHost>(host: &H, name_hash: &Map) -> Result<O
         host.err(title.as_ref(), &scrub(&message, &secrets_of(&[name_hash])))?;
     }
     for (key, value) in munged.iter_mut() {
-        if let Some(should) = key.key_name().and_then(|k| name_hash.get_named(k)) {
-            *value = mirror_sensitivity(value, should);
-        }
+        let should = key.key_name().and_then(|k| name_hash.get_named(k));
+        *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
     }
     host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
-    host.debug(&format!("Returned to Puppet as {}", Value::Hash(munged.clone())))?;
+    host.debug(&format!(
+        "Returned to Puppet as {}",
+        Value::Hash(munged.clone())
+    ))?;
     Ok(Some(munged))
 }
 
@@ -294,9 +301,8 @@ pub fn invoke_get_method<H: ProviderHost>(host: &H, name_hash: &Map) -> Result<O
 /// (or sit under a `password` key) in Sensitive, so they are never shown.
 pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
     match (is, should) {
-        (_, Value::Sensitive(_)) if !is.is_nil() && !matches!(is, Value::Sensitive(_)) => {
-            Value::Sensitive(Box::new(is.clone()))
-        }
+        (Value::Nil, _) | (Value::Sensitive(_), _) => is.clone(),
+        (_, Value::Sensitive(_)) => Value::Sensitive(Box::new(is.clone())),
         (Value::Hash(is_map), _) => {
             let should_map = should.as_map();
             Value::Hash(
@@ -304,15 +310,16 @@ pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
                     .iter()
                     .map(|(k, v)| {
                         let name = k.key_name().unwrap_or_default();
-                        let counterpart = should_map.and_then(|m| {
-                            m.iter()
-                                .find(|(sk, _)| sk.key_name().is_some_and(|s| s.eq_ignore_ascii_case(name)))
-                                .map(|(_, sv)| sv)
-                        });
-                        let v = match counterpart {
-                            Some(sv) => mirror_sensitivity(v, sv),
-                            None => v.clone(),
-                        };
+                        let counterpart = should_map
+                            .and_then(|m| {
+                                m.iter()
+                                    .find(|(sk, _)| {
+                                        sk.key_name().is_some_and(|s| s.eq_ignore_ascii_case(name))
+                                    })
+                                    .map(|(_, sv)| sv)
+                            })
+                            .unwrap_or(&Value::Nil);
+                        let v = mirror_sensitivity(v, counterpart);
                         let v = if name.eq_ignore_ascii_case("password")
                             && !v.is_nil()
                             && !matches!(v, Value::Sensitive(_))
@@ -326,8 +333,22 @@ pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
                     .collect(),
             )
         }
-        (Value::Array(items), Value::Array(should_items)) if should_items.iter().any(Value::contains_sensitive) => {
-            Value::Array(items.iter().map(|i| Value::Sensitive(Box::new(i.clone()))).collect())
+        (Value::Array(items), _) => {
+            let secret_items = should
+                .as_array()
+                .is_some_and(|a| a.iter().any(Value::contains_sensitive));
+            Value::Array(
+                items
+                    .iter()
+                    .map(|i| {
+                        if secret_items && !i.is_nil() {
+                            Value::Sensitive(Box::new(i.clone()))
+                        } else {
+                            mirror_sensitivity(i, &Value::Nil)
+                        }
+                    })
+                    .collect(),
+            )
         }
         _ => is.clone(),
     }
@@ -415,7 +436,11 @@ fn invocation_name_hash(name: &Value, should: &Map) -> Map {
     hash
 }
 
-pub fn invoke_set_method<H: ProviderHost>(host: &H, name: &Value, should: &Map) -> Result<Option<Value>, H::Error> {
+pub fn invoke_set_method<H: ProviderHost>(
+    host: &H,
+    name: &Value,
+    should: &Map,
+) -> Result<Option<Value>, H::Error> {
     let title = title_of(name);
     host.debug(&format!(
         "Invoking Set Method for '{}' with {}",
@@ -442,7 +467,11 @@ pub fn invoke_set_method<H: ProviderHost>(host: &H, name: &Value, should: &Map) 
     Ok(data)
 }
 
-pub fn invoke_test_method<H: ProviderHost>(host: &H, name: &Value, should: &Map) -> Result<Insync, H::Error> {
+pub fn invoke_test_method<H: ProviderHost>(
+    host: &H,
+    name: &Value,
+    should: &Map,
+) -> Result<Insync, H::Error> {
     let title = title_of(name).unwrap_or(Value::Nil);
     host.debug(&format!(
         "Relying on DSC Test method for validating if '{title}' is in the desired state"
@@ -455,7 +484,10 @@ pub fn invoke_test_method<H: ProviderHost>(host: &H, name: &Value, should: &Map)
         .and_then(Value::as_map)
         .and_then(|m| m.get_named("indesiredstate"))
         .map(|v| matches!(v, Value::Bool(true)));
-    host.with_state(|s| s.test_results.insert(&name_hash, (name_hash.clone(), in_desired_state)));
+    host.with_state(|s| {
+        s.test_results
+            .insert(&name_hash, (name_hash.clone(), in_desired_state))
+    });
     Ok(match in_desired_state {
         None => Insync::UseDefault,
         Some(true) => Insync::InSync(true),
@@ -485,7 +517,12 @@ pub fn insync<H: ProviderHost>(
     should_hash: &Map,
 ) -> Result<Insync, H::Error> {
     let identity_source = invocation_name_hash(name, should_hash);
-    let marker = host.with_state(|s| (s.query_results.identity(&identity_source), property.to_owned()));
+    let marker = host.with_state(|s| {
+        (
+            s.query_results.identity(&identity_source),
+            property.to_owned(),
+        )
+    });
     if host.with_state(|s| s.insync_reported.remove(&marker)) {
         // The corrective-change check that Puppet makes after a change.
         return Ok(Insync::UseDefault);
@@ -516,7 +553,8 @@ pub fn insync<H: ProviderHost>(
                 };
                 host.with_state(|s| {
                     if s.test_results.get(&identity_source).is_none() {
-                        s.test_results.insert(&identity_source, (identity_source.clone(), answer));
+                        s.test_results
+                            .insert(&identity_source, (identity_source.clone(), answer));
                     }
                 });
                 answer
@@ -548,7 +586,11 @@ pub fn insync<H: ProviderHost>(
         return Ok(Insync::InSync(true));
     }
     host.with_state(|s| s.insync_reported.insert(marker));
-    Ok(Insync::Changed(change_message(property, &is_value, should_value)))
+    Ok(Insync::Changed(change_message(
+        property,
+        &is_value,
+        should_value,
+    )))
 }
 
 // ------------------------------------------------------------- invocation
@@ -621,7 +663,12 @@ fn is_timeout_report(message: &str) -> bool {
 }
 
 /// Builds the script for one call (script.rs does the work).
-pub fn script_for(typedef: &TypeDef, props: &Map, method: DscMethod, load_path: &[String]) -> Result<Script, Error> {
+pub fn script_for(
+    typedef: &TypeDef,
+    props: &Map,
+    method: DscMethod,
+    load_path: &[String],
+) -> Result<Script, Error> {
     let vendored = vendored_modules_path(load_path, &typedef.module_name)?;
     let resource = InvocableResource::new(typedef, props, method, &vendored)?;
     build_script(&resource)
@@ -675,10 +722,26 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         Value::Hash(props.clone())
     ))?;
     host.debug(&format!("Script:\n{}", script.redacted()))?;
-    match run_once(host, title, credential.as_ref(), &script, method, timeout_ms, &secrets)? {
+    match run_once(
+        host,
+        title,
+        credential.as_ref(),
+        &script,
+        method,
+        timeout_ms,
+        &secrets,
+    )? {
         Outcome::Data(data) => Ok(Some(data)),
         Outcome::Failed => Ok(None),
-        Outcome::Collision => retry_after_collision(host, title, credential.as_ref(), &script, method, timeout_ms, &secrets),
+        Outcome::Collision => retry_after_collision(
+            host,
+            title,
+            credential.as_ref(),
+            &script,
+            method,
+            timeout_ms,
+            &secrets,
+        ),
     }
 }
 
@@ -704,16 +767,33 @@ fn run_once<H: ProviderHost>(
         Ok(output) => output,
         Err(e) => {
             let message = scrub(&host.describe_error(&e), secrets);
-            host.err(title, &format!("Invoke-DscResource {} failed: {message}", method.as_str()))?;
+            host.err(
+                title,
+                &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
+            )?;
             return Ok(Outcome::Failed);
         }
     };
     let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
     if stdout.is_empty() {
-        let mut message = format!("Nothing returned by Invoke-DscResource {}.", method.as_str());
-        if let Some(report) = output.errormessage.as_deref().filter(|m| is_timeout_report(m)) {
-            message.push_str(&format!(" The PowerShell host reported a timeout: {}", scrub(report, secrets)));
-        } else if let Some(report) = output.errormessage.as_deref().filter(|m| !m.trim().is_empty()) {
+        let mut message = format!(
+            "Nothing returned by Invoke-DscResource {}.",
+            method.as_str()
+        );
+        if let Some(report) = output
+            .errormessage
+            .as_deref()
+            .filter(|m| is_timeout_report(m))
+        {
+            message.push_str(&format!(
+                " The PowerShell host reported a timeout: {}",
+                scrub(report, secrets)
+            ));
+        } else if let Some(report) = output
+            .errormessage
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+        {
             message.push_str(&format!(" {}", scrub(report, secrets)));
         }
         host.err(title, &message)?;
@@ -733,7 +813,10 @@ fn run_once<H: ProviderHost>(
             return Ok(Outcome::Failed);
         }
     };
-    host.debug(&format!("raw data received: {}", scrub(stdout, secrets)))?;
+    host.debug(&format!(
+        "raw data received: {}",
+        scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
+    ))?;
     let error = data
         .as_map()
         .and_then(|m| m.get_named("errormessage"))
@@ -781,12 +864,18 @@ fn retry_after_collision<H: ProviderHost>(
     for attempt in 1..=COLLISION_MAX_RETRIES {
         host.notice(title, &format!("Sleeping for {wait} seconds."))?;
         host.sleep(wait)?;
-        host.notice(title, &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."))?;
+        host.notice(
+            title,
+            &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
+        )?;
         match run_once(host, title, credential, script, method, timeout_ms, secrets)? {
             Outcome::Data(data) => return Ok(Some(data)),
             Outcome::Failed => return Ok(None),
             Outcome::Collision => {
-                host.notice(title, &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."))?;
+                host.notice(
+                    title,
+                    &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
+                )?;
             }
         }
     }

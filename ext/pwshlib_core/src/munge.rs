@@ -69,16 +69,15 @@ pub fn munge_cim_instances(value: &mut Value) {
 /// collection it could not serialize.
 fn is_dotnet_artifact(value: &Value) -> bool {
     match value {
-        Value::Str(s) => {
-            s.strip_prefix("System.")
-                .and_then(|rest| rest.strip_suffix("[]"))
-                .is_some_and(|middle| {
-                    !middle.is_empty()
-                        && middle
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '`')
-                })
-        }
+        Value::Str(s) => s
+            .strip_prefix("System.")
+            .and_then(|rest| rest.strip_suffix("[]"))
+            .is_some_and(|middle| {
+                !middle.is_empty()
+                    && middle
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '`')
+            }),
         _ => false,
     }
 }
@@ -223,7 +222,10 @@ mod tests {
         let (out, errors) = munge_get_result(&def, &query(), &data);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(out.get_named("name"), Some(&Value::str("Title")));
-        assert_eq!(out.get_named("dsc_destinationpath"), Some(&Value::str("c:\\foo")));
+        assert_eq!(
+            out.get_named("dsc_destinationpath"),
+            Some(&Value::str("c:\\foo"))
+        );
         assert!(!out.contains_named("dsc_timeout"));
         assert!(!out.contains_named("dsc_psdscrunascredential"));
         assert!(!out.contains_named("dsc_unknown"));
@@ -233,7 +235,9 @@ mod tests {
         assert_eq!(out.get_named("dsc_type"), Some(&Value::Nil));
         assert_eq!(
             out.get_named("dsc_starttime"),
-            Some(&Value::Timestamp(Timestamp::parse("2020-01-02T03:04:05Z").unwrap()))
+            Some(&Value::Timestamp(
+                Timestamp::parse("2020-01-02T03:04:05Z").unwrap()
+            ))
         );
         let bindings = out.get_named("dsc_bindinginfo").unwrap().to_string();
         assert_eq!(
@@ -268,7 +272,10 @@ mod tests {
 
     #[test]
     fn big_and_float_numbers_survive() {
-        assert_eq!(parse_json("18446744073709551615").unwrap(), Value::BigInt("18446744073709551615".into()));
+        assert_eq!(
+            parse_json("18446744073709551615").unwrap(),
+            Value::BigInt("18446744073709551615".into())
+        );
         assert_eq!(parse_json("1.5").unwrap(), Value::Float(1.5));
         assert!(parse_json("{nope").is_err());
     }

@@ -4,7 +4,12 @@ use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
 fn attr(pairs: &[(&str, Value)]) -> Value {
-    Value::Hash(pairs.iter().map(|(k, v)| (Value::sym(*k), v.clone())).collect())
+    Value::Hash(
+        pairs
+            .iter()
+            .map(|(k, v)| (Value::sym(*k), v.clone()))
+            .collect(),
+    )
 }
 
 fn prop(type_string: &str, mof_type: &str, extra: &[(&str, Value)]) -> Value {
@@ -28,7 +33,13 @@ pub fn fixture_typedef() -> TypeDef {
     };
     let credential = "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
     let attributes: Map = [
-        ("name", attr(&[("type", Value::str("String")), ("behaviour", Value::sym("namevar"))])),
+        (
+            "name",
+            attr(&[
+                ("type", Value::str("String")),
+                ("behaviour", Value::sym("namevar")),
+            ]),
+        ),
         (
             "validation_mode",
             attr(&[
@@ -41,29 +52,83 @@ pub fn fixture_typedef() -> TypeDef {
             prop(
                 credential,
                 "PSCredential",
-                &[("behaviour", Value::sym("parameter")), ("mof_is_embedded", Value::Bool(true))],
+                &[
+                    ("behaviour", Value::sym("parameter")),
+                    ("mof_is_embedded", Value::Bool(true)),
+                ],
             ),
         ),
         (
             "dsc_timeout",
-            prop("Optional[Integer[1, 1209600]]", "UInt32", &[("behaviour", Value::sym("parameter"))]),
+            prop(
+                "Optional[Integer[1, 1209600]]",
+                "UInt32",
+                &[("behaviour", Value::sym("parameter"))],
+            ),
         ),
-        ("dsc_destinationpath", prop("String", "String", &namevar(true))),
-        ("dsc_ensure", prop("Optional[Enum['Present', 'present', 'Absent', 'absent']]", "String", &[])),
+        (
+            "dsc_destinationpath",
+            prop("String", "String", &namevar(true)),
+        ),
+        (
+            "dsc_ensure",
+            prop(
+                "Optional[Enum['Present', 'present', 'Absent', 'absent']]",
+                "String",
+                &[],
+            ),
+        ),
         ("dsc_contents", prop("Optional[String]", "String", &[])),
         ("dsc_plain", prop("String", "String", &[])),
-        ("dsc_type", prop("Optional[Enum['File', 'file', 'Directory', 'directory']]", "String", &[])),
-        ("dsc_mode", prop("Optional[Enum['', 'Fast', 'Slow']]", "String", &[])),
+        (
+            "dsc_type",
+            prop(
+                "Optional[Enum['File', 'file', 'Directory', 'directory']]",
+                "String",
+                &[],
+            ),
+        ),
+        (
+            "dsc_mode",
+            prop("Optional[Enum['', 'Fast', 'Slow']]", "String", &[]),
+        ),
         ("dsc_force", prop("Optional[Boolean]", "Boolean", &[])),
-        ("dsc_attributes", prop("Optional[Array[String]]", "String[]", &[])),
-        ("dsc_starttime", prop("Optional[Timestamp]", "DateTime", &[])),
-        ("dsc_port", prop("Optional[Integer[0, 65535]]", "UInt32", &[])),
-        ("dsc_password", prop(credential, "PSCredential", &[("mof_is_embedded", Value::Bool(true))])),
+        (
+            "dsc_attributes",
+            prop("Optional[Array[String]]", "String[]", &[]),
+        ),
+        (
+            "dsc_starttime",
+            prop("Optional[Timestamp]", "DateTime", &[]),
+        ),
+        (
+            "dsc_port",
+            prop("Optional[Integer[0, 65535]]", "UInt32", &[]),
+        ),
+        (
+            "dsc_password",
+            prop(
+                credential,
+                "PSCredential",
+                &[("mof_is_embedded", Value::Bool(true))],
+            ),
+        ),
         (
             "dsc_bindinginfo",
-            prop("Optional[Array[Struct[{ protocol => String }]]]", "MSFT_Binding[]", &[("mof_is_embedded", Value::Bool(true))]),
+            prop(
+                "Optional[Array[Struct[{ protocol => String }]]]",
+                "MSFT_Binding[]",
+                &[("mof_is_embedded", Value::Bool(true))],
+            ),
         ),
-        ("dsc_checksum", prop("Optional[String]", "String", &[("behaviour", Value::sym("read_only"))])),
+        (
+            "dsc_checksum",
+            prop(
+                "Optional[String]",
+                "String",
+                &[("behaviour", Value::sym("read_only"))],
+            ),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (Value::sym(k), v))

@@ -113,8 +113,13 @@ impl ProviderHost for FakeHost {
             return Ok(answer);
         }
         Ok(match method {
-            DscMethod::Get => out(&serde_json::to_string(&to_json(&Value::Hash(self.system.borrow().clone()))).unwrap()),
-            DscMethod::Set => out(r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#),
+            DscMethod::Get => out(&serde_json::to_string(&to_json(&Value::Hash(
+                self.system.borrow().clone(),
+            )))
+            .unwrap()),
+            DscMethod::Set => {
+                out(r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#)
+            }
             DscMethod::Test => out(&format!(
                 r#"{{"indesiredstate":{},"errormessage":""}}"#,
                 self.in_desired_state.get()
@@ -191,8 +196,13 @@ fn title() -> Value {
 fn drive(host: &FakeHost, manifest: Map) -> bool {
     let canonical = canonicalize(host, vec![manifest]).unwrap().remove(0);
     let current = get(host, Some(vec![title()])).unwrap().remove(0);
-    assert_eq!(canonicalize(host, vec![current.clone()]).unwrap()[0], current);
-    let target = canonicalize(host, vec![canonical.clone()]).unwrap().remove(0);
+    assert_eq!(
+        canonicalize(host, vec![current.clone()]).unwrap()[0],
+        current
+    );
+    let target = canonicalize(host, vec![canonical.clone()])
+        .unwrap()
+        .remove(0);
     assert_eq!(target, canonical);
     let mut changed = false;
     for property in ["dsc_ensure", "dsc_contents", "dsc_destinationpath"] {
@@ -225,8 +235,13 @@ fn in_sync_resource_costs_one_get() {
 #[test]
 fn canonicalize_keeps_system_casing() {
     let host = FakeHost::new();
-    let canonical = canonicalize(&host, vec![manifest("property")]).unwrap().remove(0);
-    assert_eq!(canonical.get_named("dsc_destinationpath"), Some(&s("C:\\Foo")));
+    let canonical = canonicalize(&host, vec![manifest("property")])
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        canonical.get_named("dsc_destinationpath"),
+        Some(&s("C:\\Foo"))
+    );
     assert_eq!(canonical.get_named("dsc_contents"), Some(&s("hello")));
     assert_eq!(canonical.get_named("dsc_ensure"), Some(&s("Present")));
     assert_eq!(canonical.get_named("name"), Some(&s("Title")));
@@ -247,7 +262,10 @@ fn resource_mode_adds_exactly_one_test() {
     let host = FakeHost::new();
     host.in_desired_state.set(false);
     assert!(drive(&host, manifest("resource")));
-    assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Test, DscMethod::Set]);
+    assert_eq!(
+        host.methods(),
+        [DscMethod::Get, DscMethod::Test, DscMethod::Set]
+    );
     let host = FakeHost::new();
     assert!(!drive(&host, manifest("resource")));
     assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Test]);
@@ -270,14 +288,21 @@ fn change_message_shows_values_but_never_secrets() {
         (Value::sym("dsc_contents"), s("old")),
         (
             Value::sym("dsc_password"),
-            Value::Hash(Map(vec![(s("user"), s("bob")), (s("password"), s("p'ss\nword-old"))])),
+            Value::Hash(Map(vec![
+                (s("user"), s("bob")),
+                (s("password"), s("p'ss\nword-old")),
+            ])),
         ),
     ]);
-    let Insync::Changed(message) = insync(&host, &title(), "dsc_contents", Some(&is), &should).unwrap() else {
+    let Insync::Changed(message) =
+        insync(&host, &title(), "dsc_contents", Some(&is), &should).unwrap()
+    else {
         panic!("expected a change");
     };
     assert_eq!(message, "dsc_contents changed 'old' to 'new'");
-    let Insync::Changed(message) = insync(&host, &title(), "dsc_password", Some(&is), &should).unwrap() else {
+    let Insync::Changed(message) =
+        insync(&host, &title(), "dsc_password", Some(&is), &should).unwrap()
+    else {
         panic!("expected a change");
     };
     assert!(!message.contains("p'ss"), "{message}");
@@ -289,27 +314,40 @@ fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
     let host = FakeHost::new();
     host.answers.borrow_mut().push_back(ExecuteOutput {
         stdout: None,
-        errormessage: Some("Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing".into()),
+        errormessage: Some(
+            "Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing"
+                .into(),
+        ),
     });
     let mut m = manifest("property");
     m.insert_symbol("dsc_timeout", Value::Int(5));
     assert_eq!(invoke_get_method(&host, &m).unwrap(), None);
     let errors = host.logged("err");
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].starts_with("[\"Title\"] Nothing returned"), "{}", errors[0]);
+    assert!(
+        errors[0].starts_with("[\"Title\"] Nothing returned"),
+        "{}",
+        errors[0]
+    );
     assert!(errors[0].contains("timeout"), "{}", errors[0]);
     // The next resource has no timeout: it does not stick.
     let mut other = manifest("property");
     other.insert_symbol("name", s("Other"));
     invoke_get_method(&host, &other).unwrap();
-    assert_eq!(host.calls.borrow().iter().map(|c| c.1).collect::<Vec<_>>(), [Some(5000), None]);
+    assert_eq!(
+        host.calls.borrow().iter().map(|c| c.1).collect::<Vec<_>>(),
+        [Some(5000), None]
+    );
 }
 
 #[test]
 fn invalid_json_reports_parse_error_and_excerpt() {
     let host = FakeHost::new();
     host.answers.borrow_mut().push_back(out("{not json at all"));
-    assert_eq!(invoke_get_method(&host, &manifest("property")).unwrap(), None);
+    assert_eq!(
+        invoke_get_method(&host, &manifest("property")).unwrap(),
+        None
+    );
     let errors = host.logged("err");
     assert!(errors[0].contains("invalid JSON"), "{}", errors[0]);
     assert!(errors[0].contains("{not json at all"), "{}", errors[0]);
@@ -335,7 +373,11 @@ fn logon_failure_is_remembered_for_the_run() {
     assert_eq!(host.methods(), [DscMethod::Get]);
     let errors = host.logged("err");
     assert_eq!(errors.len(), 2);
-    assert!(errors[0].contains("svc") && errors[0].contains("logon rights"), "{}", errors[0]);
+    assert!(
+        errors[0].contains("svc") && errors[0].contains("logon rights"),
+        "{}",
+        errors[0]
+    );
     assert!(errors[1].starts_with("[\"Other\"]"), "{}", errors[1]);
     assert!(errors.iter().all(|e| !e.contains("Secr3t")));
 }
@@ -345,8 +387,12 @@ fn collision_is_retried_and_the_retry_result_used() {
     let host = FakeHost::new();
     host.with_state(|s| s.collision_wait_seconds = 0.5);
     let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
-    host.answers.borrow_mut().extend([out(&collided), out(&collided)]);
-    let result = invoke_get_method(&host, &manifest("property")).unwrap().unwrap();
+    host.answers
+        .borrow_mut()
+        .extend([out(&collided), out(&collided)]);
+    let result = invoke_get_method(&host, &manifest("property"))
+        .unwrap()
+        .unwrap();
     assert_eq!(result.get_named("dsc_contents"), Some(&s("hello")));
     assert_eq!(host.methods(), [DscMethod::Get; 3]);
     assert_eq!(*host.sleeps.borrow(), [0.5, 0.5]);
@@ -359,8 +405,13 @@ fn collision_gives_up_after_five_retries() {
     let host = FakeHost::new();
     host.with_state(|s| s.collision_wait_seconds = 0.0);
     let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
-    host.answers.borrow_mut().extend((0..6).map(|_| out(&collided)));
-    assert_eq!(invoke_get_method(&host, &manifest("property")).unwrap(), None);
+    host.answers
+        .borrow_mut()
+        .extend((0..6).map(|_| out(&collided)));
+    assert_eq!(
+        invoke_get_method(&host, &manifest("property")).unwrap(),
+        None
+    );
     assert_eq!(host.methods().len(), 6);
     assert_eq!(host.logged("err").len(), 1);
 }
@@ -380,9 +431,9 @@ fn reboot_required_warns_naming_the_resource() {
 #[test]
 fn dsc_error_is_scrubbed_of_secrets() {
     let host = FakeHost::new();
-    host.answers.borrow_mut().push_back(out(
-        r#"{"errormessage":"bad password 'Secr\"3t' for svc"}"#,
-    ));
+    host.answers
+        .borrow_mut()
+        .push_back(out(r#"{"errormessage":"bad password 'Secr\"3t' for svc"}"#));
     let mut m = manifest("property");
     m.insert_symbol(
         "dsc_psdscrunascredential",
@@ -401,12 +452,30 @@ fn dsc_error_is_scrubbed_of_secrets() {
 fn set_actions_compare_ensure_case_insensitively() {
     let def = fixture_typedef();
     let ensure = |v: &str| Map(vec![(Value::sym("dsc_ensure"), s(v))]);
-    assert_eq!(set_action(&def, Some(&ensure("absent")), &ensure("PRESENT")), SetAction::Create);
-    assert_eq!(set_action(&def, None, &ensure("Present")), SetAction::Create);
-    assert_eq!(set_action(&def, Some(&ensure("Present")), &ensure("present")), SetAction::Update);
-    assert_eq!(set_action(&def, Some(&ensure("present")), &ensure("ABSENT")), SetAction::Delete);
-    assert_eq!(set_action(&def, Some(&ensure("Present")), &Map::new()), SetAction::Update);
-    assert_eq!(set_action(&def, Some(&ensure("Absent")), &ensure("absent")), SetAction::Update);
+    assert_eq!(
+        set_action(&def, Some(&ensure("absent")), &ensure("PRESENT")),
+        SetAction::Create
+    );
+    assert_eq!(
+        set_action(&def, None, &ensure("Present")),
+        SetAction::Create
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Present")), &ensure("present")),
+        SetAction::Update
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("present")), &ensure("ABSENT")),
+        SetAction::Delete
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Present")), &Map::new()),
+        SetAction::Update
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Absent")), &ensure("absent")),
+        SetAction::Update
+    );
 }
 
 #[test]
