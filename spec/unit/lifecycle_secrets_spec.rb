@@ -16,7 +16,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
     "#{index}#{text}"
   end
 
-  it 'never shows any of 1,000 generated passwords across a whole lifecycle', :gc_stress do
+  it 'never shows any of 1,000 generated passwords across a whole lifecycle' do
     passwords = Array.new(1000) { |i| password(i) }
     change_messages = []
     manager = FakePwshManager.new
@@ -50,7 +50,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
     expect(leaked).to be_empty
   end
 
-  it 'keeps Sensitive values Sensitive at several depths through canonicalize and get' do
+  it 'keeps Sensitive values Sensitive at several depths through canonicalize and get', :gc_stress do
     manager = FakePwshManager.new('UserName' => 'bob', 'Ensure' => 'Present',
                                   'Password' => { 'User' => 'bob', 'Password' => 'echoed' })
     allow(provider).to receive(:ps_manager).and_return(manager)
