@@ -11,9 +11,12 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
   let(:rng) { Random.new(20_240_229) }
   let(:alphabet) { ["'", '"', "\u2018", "\u2019", "\u201A", "\u201B", "\n", "\r\n", '`', '$', '@', '#<Sensitive [value redacted]>', 'é', '漢', ' ', '\\', 'a', 'Z', '9', '{', '}'] }
 
+  # The random part gives every shape of content; the "pw<index>~" token
+  # makes a leak findable by substring search even for one-character
+  # contents, which would otherwise match hex in variable names by chance.
   def password(index)
     text = Array.new(rng.rand(1..24)) { alphabet.sample(random: rng) }.join
-    "#{index}#{text}"
+    "pw#{index}~#{text}"
   end
 
   it 'never shows any of 1,000 generated passwords across a whole lifecycle' do
