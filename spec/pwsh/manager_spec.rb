@@ -234,6 +234,33 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
+  describe 'Ctrl-C' do
+    it 'ends a call promptly, with the host reaped' do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
+        require 'pwsh'
+        m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+        puts m.pid
+        $stdout.flush
+        begin
+          m.execute('Start-Sleep -Seconds 30')
+        rescue Interrupt
+          puts "interrupted alive=\#{m.alive?}"
+        end
+      RUBY
+      IO.popen([RbConfig.ruby, '-e', script]) do |io|
+        host_pid = io.gets.to_i
+        sleep 0.3
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        Process.kill('INT', io.pid)
+        expect(io.gets).to eq("interrupted alive=false\n")
+        expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 1.5
+        io.read
+        expect(File.exist?("/proc/\#{host_pid}")).to be(false)
+      end
+    end
+  end
+
   describe 'exit' do
     it 'ends the host, reaps it and removes its socket' do
       pid = manager.pid

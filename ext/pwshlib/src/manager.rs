@@ -129,25 +129,29 @@ struct Manager {
 }
 
 /// Interrupt plumbing for one blocking call: the unblocking function sets
-/// `cancelled` and shuts down whatever socket the call is using.
+/// `cancelled` and shuts down whatever socket the call is using. It may run
+/// in a signal handler, so it only does an atomic store, a lock-free
+/// `OnceLock::get` and the shutdown(2) syscall.
 #[derive(Default)]
 struct Cancel {
     cancelled: AtomicBool,
-    stream: Mutex<Option<std::os::unix::net::UnixStream>>,
+    stream: std::sync::OnceLock<std::os::unix::net::UnixStream>,
 }
 
 impl Cancel {
     fn unblock(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
-        if let Some(stream) = self.stream.lock().as_ref() {
+        if let Some(stream) = self.stream.get() {
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
     }
 
-    /// Publishes the socket for `unblock`; false if already cancelled.
+    /// Publishes (a duplicate of) the socket for `unblock`; false if the call
+    /// was already cancelled. Set before the flag is checked, so either this
+    /// sees the flag or `unblock` sees the socket.
     fn watch(&self, stream: &std::os::unix::net::UnixStream) -> bool {
         if let Ok(clone) = stream.try_clone() {
-            *self.stream.lock() = Some(clone);
+            let _ = self.stream.set(clone);
         }
         !self.is_cancelled()
     }
