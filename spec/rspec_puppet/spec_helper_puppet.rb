@@ -1,0 +1,25 @@
+# frozen_string_literal: true
+
+# rspec-puppet set-up for the fixture module's types. rspec-puppet registers
+# global hooks (Puppet's TestHelper resets every Puppet setting around each
+# example), so these specs run in their own process: `rake rspec_puppet`.
+# They are not named *_spec.rb, so a plain `rspec spec` does not load them
+# next to the unit specs.
+require 'rspec-puppet'
+
+PWSHLIB_ROOT = File.expand_path('../..', __dir__) unless defined?(PWSHLIB_ROOT)
+FIXTURE_MODULE_PATH = File.join(PWSHLIB_ROOT, 'spec', 'fixtures', 'modules') unless defined?(FIXTURE_MODULE_PATH)
+
+# The scaffolded provider files require our base provider; under a real agent
+# pluginsync puts the pwshlib module's lib/ on the load path, here we do.
+lib = File.join(PWSHLIB_ROOT, 'lib')
+$LOAD_PATH.unshift(lib) unless $LOAD_PATH.include?(lib)
+
+RSpec.configure do |config|
+  config.module_path = FIXTURE_MODULE_PATH
+  # Do not let rspec-puppet symlink the repository into spec/fixtures.
+  config.setup_fixtures = false
+  config.strict_variables = true
+  config.expect_with(:rspec) { |c| c.syntax = :expect }
+  config.order = :defined
+end
