@@ -10,6 +10,7 @@ require 'json'
 require 'open3'
 require 'securerandom'
 require 'tmpdir'
+require 'time'
 require 'yaml'
 
 module Acceptance
@@ -126,6 +127,9 @@ module Acceptance
       @dir = Dir.mktmpdir("pwshlib-acceptance-#{name}-")
       @state_path = File.join(@dir, 'sim-state.json')
       @runs = []
+      # FixtureService has no Ensure property: tell the simulator, so that its
+      # Get results carry none, as the real resource's would not.
+      File.write(@state_path, JSON.generate('no_ensure' => ['FixtureService']))
     end
 
     # Applies a manifest. env holds extra environment variables (simulator
@@ -265,13 +269,54 @@ module Acceptance
     "#{type} { #{puppet_string(title)}:\n#{body}\n}\n"
   end
 
-  # The simulator's stored resources of one friendly type, from a parsed
-  # state file. The state layout belongs to the simulator; this reads it
-  # through the documented `resources` collection.
-  def stored_resources(state, friendly)
-    resources = state['resources'] || {}
-    list = resources.is_a?(Hash) ? resources.values.flat_map { |v| v.is_a?(Array) ? v : [v] } : resources
-    list.select { |r| r.is_a?(Hash) && r['resource'].to_s.casecmp?(friendly) }
+  # The simulator's state file (see ext/pwshlib_sim/README.md):
+  #   {"resources": {"<friendly name>": [{<property> => <value>, ...}, ...]},
+  #    "keys": {...}, "no_ensure": [...], "faults": {...}, "counters": {...}}
+  # Resource and property names compare without case, as DSC does.
+  def stored_all(state)
+    (state['resources'] || {}).to_h { |name, items| [name.downcase, items] }
+  end
+
+  def stored_resource(state, friendly, keys)
+    items = stored_all(state)[friendly.downcase] || []
+    items.find do |item|
+      keys.all? { |key, value| fetch_ci(item, key).to_s.casecmp?(value.to_s) }
+    end
+  end
+
+  # Property names lowercased, at the top level only.
+  def normalize_stored(resource)
+    resource.to_h { |name, value| [name.downcase, value] }
+  end
+
+  # Does a stored value hold exactly a declared value? Nested hash keys
+  # compare without case; a nested CIM instance's class marker is not a
+  # declared value; DateTimes compare as instants.
+  def same_stored_value?(actual, expected)
+    case expected
+    when Time
+      actual.is_a?(String) && (Time.iso8601(actual) == expected rescue false) # rubocop:disable Style/RescueModifier
+    when Hash
+      return false unless actual.is_a?(Hash)
+
+      actual = actual.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
+      expected = expected.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
+      actual.keys.sort == expected.keys.sort && expected.all? { |k, v| same_stored_value?(actual[k], v) }
+    when Array
+      actual.is_a?(Array) && actual.size == expected.size &&
+        expected.each_with_index.all? { |v, i| same_stored_value?(actual[i], v) }
+    else
+      actual == expected
+    end
+  end
+
+  # [user, password] of a credential as the simulator logs or stores it.
+  def credential_parts(value)
+    return [nil, nil] unless value.is_a?(Hash)
+
+    user = fetch_ci(value, 'user') || fetch_ci(value, 'username')
+    password = fetch_ci(value, 'password')
+    [user, password]
   end
 end
 

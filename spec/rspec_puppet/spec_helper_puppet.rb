@@ -23,3 +23,11 @@ RSpec.configure do |config|
   config.expect_with(:rspec) { |c| c.syntax = :expect }
   config.order = :defined
 end
+
+# Turning the catalogue into RAL resources canonicalizes them, which asks the
+# provider for the current state: point it at the simulated host with an
+# empty machine of its own, so no real PowerShell is looked for.
+sim_dir = Dir.mktmpdir('pwshlib-rspec-puppet-')
+at_exit { FileUtils.rm_rf(sim_dir) }
+ENV['PWSHLIB_POWERSHELL'] ||= ENV['PWSHLIB_SIM'] || File.join(PWSHLIB_ROOT, 'target', 'release', 'pwshlib-sim')
+ENV['PWSHLIB_SIM_STATE'] ||= File.join(sim_dir, 'state.json')
