@@ -1,0 +1,44 @@
+# frozen_string_literal: true
+
+require 'open3'
+require 'rbconfig'
+require 'tmpdir'
+
+# Builds the gem and installs it offline into a scratch GEM_HOME: the
+# extension compiles from the shipped sources and Cargo.lock (cargo offline,
+# from the local registry cache), and the installed gem loads.
+RSpec.describe 'the pwshlib gem' do
+  root = File.expand_path('../..', __dir__)
+
+  it 'builds, installs with `gem install --local` offline, carries no target/, and loads' do
+    Dir.mktmpdir('pwshlib-gem') do |dir|
+      gem_file = File.join(dir, 'pwshlib.gem')
+      out, status = Open3.capture2e('gem', 'build', 'pwshlib.gemspec', '--output', gem_file, chdir: root)
+      expect(status).to be_success, out
+
+      contents, status = Open3.capture2e('tar', '-xOf', gem_file, 'data.tar.gz', [:out, :err] => :out)
+      expect(status).to be_success
+      listing, = Open3.capture2('tar', '-tz', stdin_data: contents)
+      expect(listing.lines.map(&:strip)).to include('Cargo.lock', 'ext/pwshlib/extconf.rb', 'lib/pwshlib.rb')
+      expect(listing).not_to match(%r{(\A|/)target/})
+      expect(listing).not_to match(/\.so$/)
+
+      home = File.join(dir, 'home')
+      env = { 'CARGO_NET_OFFLINE' => 'true' }
+      out, status = Open3.capture2e(env, 'gem', 'install', '--local', '--no-document', '--install-dir', home, gem_file)
+      expect(status).to be_success, out
+
+      installed = Dir[File.join(home, 'gems', 'pwshlib-*')].first
+      expect(Dir[File.join(installed, '**', 'target')]).to be_empty
+      expect(Dir.glob(File.join(Dir.tmpdir, 'pwshlib-gem-build-*'))).to be_empty
+
+      gem_path = ([home] + Gem.path).join(File::PATH_SEPARATOR)
+      code = 'gem "pwshlib"; require "puppet/provider/dsc_base_provider/dsc_base_provider"; ' \
+             'print Puppet::Provider::DscBaseProvider.new.class, " ", $LOADED_FEATURES.grep(/pwshlib\.so\z/).first'
+      out, err, status = Open3.capture3({ 'GEM_PATH' => gem_path, 'RUBYLIB' => nil }, RbConfig.ruby, '-e', code, chdir: dir)
+      expect(status).to be_success, err
+      expect(out).to start_with('Puppet::Provider::DscBaseProvider ')
+      expect(out).to include(installed)
+    end
+  end
+end
