@@ -1,0 +1,108 @@
+# frozen_string_literal: true
+
+# The pwshlib demo: applies examples/demo.pp twice with `puppet apply`, with
+# the scaffolded fixture providers talking to the simulated PowerShell host
+# (target/release/pwshlib-sim) on a fresh, empty simulated machine. It shows
+#   1. the first run's changes,
+#   2. the second run's "no changes",
+#   3. what PowerShell was asked to do (the simulator's call log),
+#   4. a debug excerpt with the generated script, password redacted.
+# It exits non-zero if any of that does not hold.
+require 'fileutils'
+require 'json'
+require 'open3'
+require 'tmpdir'
+
+ROOT = File.expand_path('..', __dir__)
+MANIFEST = File.join(ROOT, 'examples', 'demo.pp')
+MODULE_PATH = File.join(ROOT, 'spec', 'fixtures', 'modules')
+SIM = ENV['PWSHLIB_SIM'] || File.join(ROOT, 'target', 'release', 'pwshlib-sim')
+# A piece of the demo's Sensitive password (see demo.pp): it must never show.
+SECRET_PIECE = 'every `quote`'
+
+def heading(text)
+  puts "\n\e[1m== #{text}\e[0m"
+end
+
+def fail!(message)
+  warn "\ndemo FAILED: #{message}"
+  exit 1
+end
+
+def apply(machine, index)
+  run_dir = File.join(machine, "run#{index}")
+  %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
+  log = File.join(run_dir, 'sim-calls.jsonl')
+  env = {
+    'PWSHLIB_POWERSHELL' => SIM,
+    'PWSHLIB_SIM_STATE' => File.join(machine, 'sim-state.json'),
+    'PWSHLIB_SIM_LOG' => log,
+    # Under `puppet apply` there is no pluginsync: put pwshlib's lib/ on the load path.
+    'RUBYLIB' => [File.join(ROOT, 'lib'), ENV['RUBYLIB']].compact.join(File::PATH_SEPARATOR),
+  }
+  command = ['puppet', 'apply', MANIFEST, '--modulepath', MODULE_PATH, '--detailed-exitcodes', '--debug',
+             '--color', 'false'] +
+            %w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(run_dir, d)] }
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  out, err, status = Open3.capture3(env, *command)
+  seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  calls = File.exist?(log) ? File.readlines(log).map { |line| JSON.parse(line) } : []
+  { output: out + err, exitcode: status.exitstatus, calls: calls, seconds: seconds }
+end
+
+# The lines a user sees without --debug.
+def user_lines(output)
+  output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Compiled catalog') }
+end
+
+def call_summary(calls)
+  per_resource = calls.group_by { |c| c['resource'] }
+  per_resource.map do |resource, list|
+    counts = list.group_by { |c| c['method'] }.map { |m, l| "#{l.size} #{m}" }.join(', ')
+    "  #{resource.ljust(16)} #{counts}"
+  end
+end
+
+fail!("the simulated host is not built: #{SIM} (run rake compile)") unless File.executable?(SIM)
+
+Dir.mktmpdir('pwshlib-demo-') do |machine|
+  puts "pwshlib demo: puppet apply #{File.basename(MANIFEST)} twice on a fresh simulated machine (#{machine})"
+
+  first = apply(machine, 1)
+  heading "Run 1: exit code #{first[:exitcode]} (2 = changes applied), #{first[:seconds].round(1)} s"
+  puts user_lines(first[:output])
+  puts 'PowerShell calls (Invoke-DscResource):', call_summary(first[:calls])
+
+  second = apply(machine, 2)
+  heading "Run 2: exit code #{second[:exitcode]} (0 = no changes), #{second[:seconds].round(1)} s"
+  changes = user_lines(second[:output]).reject { |l| l.start_with?('Notice: Applied catalog') }
+  puts changes.empty? ? 'No changes: every resource is in the desired state.' : changes
+  puts 'PowerShell calls (Invoke-DscResource):', call_summary(second[:calls])
+
+  heading 'Debug excerpt (run 1): the script generated for the motd file, password redacted'
+  debug = first[:output].lines
+  start = debug.index { |l| l.include?('New-PsCredential') } || debug.index { |l| l.include?('$InvokeParams') }
+  if start
+    excerpt = debug[[start - 2, 0].max, 12].map { |l| l.length > 240 ? "#{l[0, 240]}…\n" : l }
+    puts excerpt
+  else
+    puts '(no generated script found in the debug output)'
+  end
+
+  heading 'Checks'
+  leaked = [first, second].any? { |run| run[:output].include?(SECRET_PIECE) }
+  sent = [first, second].any? { |run| run[:calls].to_json.include?(JSON.generate(SECRET_PIECE)[1..-2]) }
+  checks = {
+    'run 1 applied changes (exit code 2)' => first[:exitcode] == 2,
+    'run 2 changed nothing (exit code 0)' => second[:exitcode].zero?,
+    'run 2 made no Set call' => second[:calls].none? { |c| c['method'] == 'Set' },
+    'run 2 made one Get per resource' => second[:calls].count { |c| c['method'] == 'Get' } == 4,
+    'the password never appeared in the output' => !leaked,
+    'the password reached PowerShell intact' => sent,
+    'the debug output shows the generated script' => !start.nil?,
+  }
+  checks.each { |text, ok| puts "  #{ok ? 'ok  ' : 'FAIL'} #{text}" }
+  failed = checks.reject { |_, ok| ok }.keys
+  fail!(failed.join('; ')) unless failed.empty?
+  puts "\nDemo finished: the first run converged the machine, the second found nothing to do."
+end
