@@ -52,7 +52,7 @@ end
 
 # The lines a user sees without --debug.
 def user_lines(output)
-  output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Compiled catalog') }
+  output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Compiled catalog') || l.include?('Facter:') }
 end
 
 def call_summary(calls)

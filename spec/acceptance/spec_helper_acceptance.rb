@@ -320,7 +320,9 @@ module Acceptance
   end
 end
 
-RSpec.configure do |config|
-  config.expect_with(:rspec) { |c| c.syntax = :expect }
-  config.order = :defined
+if defined?(RSpec)
+  RSpec.configure do |config|
+    config.expect_with(:rspec) { |c| c.syntax = :expect }
+    config.order = :defined
+  end
 end
