@@ -46,9 +46,13 @@ describe 'puppet apply when the PowerShell host misbehaves' do
   describe 'the host crashes mid-run' do
     before(:all) do
       @machine = Acceptance::Machine.new('crash')
-      # Calls: before-crash Get (1), Set (2); crashing Get (3) kills the host.
+      # The host process dies (exits without answering) on the first call for
+      # the middle resource, after it has served the first one.
       manifest = [self.class.file('before-crash', 'one'), self.class.file('crashing', 'two'), self.class.file('after-crash', 'three')].join("\n")
-      @run = @machine.apply(manifest, env: { 'PWSHLIB_SIM_CRASH_ON_CALL' => '3' })
+      @run = @machine.apply(manifest, env: {
+                              'PWSHLIB_SIM_CRASH_RESOURCE' => 'FixtureFile:C:\\Faults\\crashing.txt',
+                              'PWSHLIB_SIM_CRASH_ON_CALL' => '1',
+                            })
     end
 
     after(:all) { @machine&.cleanup }
@@ -83,7 +87,7 @@ describe 'puppet apply when the PowerShell host misbehaves' do
         self.class.file('slow', 'two'),
       ].join("\n")
       @run = @machine.apply(manifest, env: {
-                              'PWSHLIB_SIM_HANG_RESOURCE' => 'C:\\Faults\\hanging.txt',
+                              'PWSHLIB_SIM_HANG_RESOURCE' => 'FixtureFile:C:\\Faults\\hanging.txt',
                               'PWSHLIB_SIM_LATENCY_MS' => '2500',
                             })
     end
@@ -184,7 +188,7 @@ describe 'puppet apply when the PowerShell host misbehaves' do
     before(:all) do
       @machine = Acceptance::Machine.new('malformed')
       manifest = [self.class.file('garbled', 'one'), self.class.file('fine', 'two')].join("\n")
-      @run = @machine.apply(manifest, env: { 'PWSHLIB_SIM_MALFORMED_JSON' => 'C:\\Faults\\garbled.txt' })
+      @run = @machine.apply(manifest, env: { 'PWSHLIB_SIM_MALFORMED_JSON' => 'FixtureFile:C:\\Faults\\garbled.txt' })
     end
 
     after(:all) { @machine&.cleanup }
@@ -209,8 +213,8 @@ describe 'puppet apply when the PowerShell host misbehaves' do
   describe 'a Set that requires a reboot' do
     before(:all) do
       @machine = Acceptance::Machine.new('reboot')
-      manifest = [self.class.file('needs-reboot', 'one')].join("\n")
-      @run = @machine.apply(manifest, env: { 'PWSHLIB_SIM_REBOOT_REQUIRED' => '1' })
+      manifest = [self.class.file('needs-reboot', 'one'), self.class.file('no-reboot', 'two')].join("\n")
+      @run = @machine.apply(manifest, env: { 'PWSHLIB_SIM_REBOOT_REQUIRED' => 'Set/FixtureFile:C:\\Faults\\needs-reboot.txt' })
     end
 
     after(:all) { @machine&.cleanup }
@@ -222,6 +226,12 @@ describe 'puppet apply when the PowerShell host misbehaves' do
     it 'logs a warning that names the resource' do
       warnings = run.logs.select { |level, _| level == 'warning' }.map(&:last)
       expect(warnings.grep(/reboot/i).join).to match(/needs-reboot|C:\\Faults\\needs-reboot\.txt/)
+      expect(warnings.grep(/reboot/i).join).not_to match(/no-reboot/)
+    end
+
+    it 'applies both resources' do
+      expect(run.changed?(ref('needs-reboot'))).to be(true)
+      expect(run.changed?(ref('no-reboot'))).to be(true)
     end
 
     include_examples 'a run that keeps its secrets'

@@ -271,6 +271,14 @@ describe 'puppet apply with every fixture type' do
       expect_state(@state_after_create, 'svc-vm', 'name' => 'W32Time', 'state' => 'Stopped', 'startuptype' => 'Manual')
     end
 
+    it 'stores the CIM instances with their classes, the nested one too' do
+      bindings = stored_value(@state_after_create, 'site-a', 'bindinginfo')
+      expect(bindings.map { |b| Acceptance.fetch_ci(b, 'cim_instance_type') }).to eq(%w[MSFT_FixtureBindingInformation] * 2)
+      https = bindings.find { |b| Acceptance.fetch_ci(b, 'protocol') == 'https' }
+      expect(Acceptance.fetch_ci(Acceptance.fetch_ci(https, 'authentication'), 'cim_instance_type'))
+        .to eq('MSFT_FixtureAuthenticationInformation')
+    end
+
     it 'passes the run-as credential to every call of the resources that declare it, intact' do
       %w[file-a user-a].each do |title|
         calls = run.calls_for(self.class.base_resources[title][0], KEYS[title])
