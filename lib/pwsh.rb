@@ -1,4 +1,138 @@
 # frozen_string_literal: true
 
 require_relative 'pwsh/version'
+require_relative 'pwsh/util'
+require_relative 'pwsh/windows_powershell'
 require_relative 'pwshlib'
+
+# Pwsh: run PowerShell from Ruby through a persistent host process.
+module Pwsh
+  # Raised when no PowerShell executable can be found.
+  class PowerShellNotFound < RuntimeError; end
+
+  # The persistent PowerShell host manager. The class itself, `#execute`,
+  # `#alive?`, `#exit` and `.spawn` are native (ext/pwshlib/src/manager.rs);
+  # this file adds the instance cache and the PowerShell lookup.
+  class Manager
+    HOST_SCRIPT = File.expand_path('templates/host.ps1', __dir__).freeze
+    DEFAULT_PIPE_TIMEOUT = 180 # seconds, as pwshlib 2.x
+    OVERRIDE_VARIABLE = 'PWSHLIB_POWERSHELL'
+
+    UNIX_PWSH_DIRS = [
+      '/opt/microsoft/powershell/7',
+      '/opt/microsoft/powershell/7-preview',
+      '/opt/microsoft/powershell/6',
+      '/usr/local/microsoft/powershell/7',
+      '/usr/bin',
+      '/usr/local/bin',
+      '/snap/bin',
+    ].freeze
+
+    @instances = {}
+    @instances_lock = Mutex.new
+
+    class << self
+      # The manager cache: key ([cmd, args, options]) → manager.
+      attr_reader :instances
+
+      # One live manager per (cmd, args, options); a dead one is replaced.
+      # Options: debug: (host stderr goes to ours), pipe_timeout: (seconds).
+      def instance(cmd, args, options = {})
+        raise PowerShellNotFound, not_found_message if cmd.nil? || cmd.to_s.empty?
+
+        key = [cmd.to_s, Array(args).map(&:to_s), options.to_h].freeze
+        @instances_lock.synchronize do
+          manager = @instances[key]
+          return manager if manager&.alive?
+
+          manager&.exit
+          @instances[key] = spawn(cmd.to_s, key[1], HOST_SCRIPT, options[:debug] ? true : false,
+                                  Float(options[:pipe_timeout] || DEFAULT_PIPE_TIMEOUT))
+        end
+      end
+
+      def host_script_path
+        HOST_SCRIPT
+      end
+
+      # PWSHLIB_POWERSHELL, when set to something non-empty.
+      def powershell_override
+        value = ENV.fetch(OVERRIDE_VARIABLE, nil)
+        value.nil? || value.empty? ? nil : value
+      end
+
+      # Windows PowerShell (powershell.exe), or the override.
+      def powershell_path
+        return powershell_override if powershell_override
+
+        root = ENV.fetch('SYSTEMROOT', 'C:\\Windows')
+        %w[sysnative system32].each do |dir|
+          path = "#{root}\\#{dir}\\WindowsPowerShell\\v1.0\\powershell.exe"
+          return path if File.exist?(path)
+        end
+        'powershell.exe'
+      end
+
+      def powershell_args
+        %w[-NoProfile -NonInteractive -NoLogo -ExecutionPolicy Bypass]
+      end
+
+      # PowerShell 6+ (pwsh): the override, else the first pwsh on PATH,
+      # in `additional_paths`, or in the usual install directories; nil if
+      # there is none (`instance(nil, …)` then says what was searched).
+      def pwsh_path(additional_paths = [])
+        return powershell_override if powershell_override
+
+        pwsh_candidates(additional_paths).find { |path| File.file?(path) && File.executable?(path) }
+      end
+
+      def pwsh_args
+        %w[-NoProfile -NonInteractive -NoLogo -ExecutionPolicy Bypass]
+      end
+
+      def pwsh_candidates(additional_paths = [])
+        exe = Pwsh::Util.on_windows? ? 'pwsh.exe' : 'pwsh'
+        path_dirs = path_variable.split(File::PATH_SEPARATOR).reject(&:empty?)
+        install_dirs = if Pwsh::Util.on_windows?
+                         program_files = ENV.fetch('ProgramFiles', 'C:\\Program Files')
+                         %w[7 7-preview 6].map { |v| File.join(program_files, 'PowerShell', v) }
+                       else
+                         UNIX_PWSH_DIRS
+                       end
+        (path_dirs + Array(additional_paths) + install_dirs).map do |dir|
+          dir.to_s.end_with?(exe) ? dir.to_s : File.join(dir.to_s, exe)
+        end.uniq
+      end
+
+      def windows_powershell_supported?
+        return true if powershell_override
+
+        Pwsh::Util.on_windows? && Pwsh::WindowsPowerShell.compatible_version?
+      end
+
+      def pwsh_supported?
+        !pwsh_path.nil?
+      end
+
+      def not_found_message
+        <<~MSG.strip
+          No PowerShell executable was found. Searched for pwsh in: #{pwsh_candidates.join(', ')}.
+          Set the environment variable #{OVERRIDE_VARIABLE} to the full path of the PowerShell executable to use
+          (for example #{OVERRIDE_VARIABLE}=/opt/microsoft/powershell/7/pwsh).
+        MSG
+      end
+
+      private
+
+      def path_variable
+        # Windows environment names are case-insensitive; Ruby's ENV keys are not.
+        key = ENV.keys.find { |name| name.casecmp('PATH').zero? }
+        key ? ENV.fetch(key, '') : ''
+      end
+    end
+  end
+end
+
+# Every host is told to exit and is reaped at Ruby exit: no zombies, no
+# socket files left behind.
+at_exit { Pwsh::Manager.shutdown_all }

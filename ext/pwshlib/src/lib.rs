@@ -4,6 +4,7 @@
 mod convert;
 mod dsc_base_provider;
 mod error;
+mod gvl;
 mod manager;
 
 use magnus::{Error, Ruby};

@@ -3,6 +3,7 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod protocol;
 pub mod script;
 pub mod typedef;
 pub mod value;

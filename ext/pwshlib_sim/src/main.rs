@@ -1,6 +1,322 @@
-//! `pwshlib-sim`: a stand-in for PowerShell running the pwshlib host script.
+//! `pwshlib-sim`: a stand-in for PowerShell running lib/templates/host.ps1.
+//!
+//! It takes the host's command line (`<pwsh args…> -File <host.ps1>
+//! -PipePath <socket> -ParentPid <pid>`), listens on the Unix socket, and
+//! speaks docs/protocol.md: hello, then execute → result until exit or EOF.
+//! Every script must parse as PowerShell (tree-sitter-powershell). DSC
+//! invocations go to the DSC engine (`dsc.rs`); anything else to echo mode
+//! (`echo.rs`, see README.md).
+//!
+//! `pwshlib-sim --parse-tree < script.ps1` prints the syntax tree (a debugging aid).
+
+mod dsc;
+mod echo;
+mod outcome;
+
+use std::io::Read;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use outcome::Outcome;
+use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult, Message};
+
+struct Args {
+    pipe_path: PathBuf,
+    parent_pid: Option<u32>,
+}
+
+/// Finds `-PipePath` and `-ParentPid` (PowerShell parameter names are
+/// case-insensitive); every other argument belongs to pwsh and is ignored.
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let (mut pipe_path, mut parent_pid) = (None, None);
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if arg.eq_ignore_ascii_case("-PipePath") {
+            pipe_path = args.next().map(PathBuf::from);
+        } else if arg.eq_ignore_ascii_case("-ParentPid") {
+            let pid = args.next().unwrap_or_default();
+            parent_pid = Some(pid.parse().map_err(|_| format!("bad -ParentPid {pid:?}"))?);
+        }
+    }
+    let pipe_path = pipe_path.ok_or("missing -PipePath <socket path>")?;
+    Ok(Args {
+        pipe_path,
+        parent_pid,
+    })
+}
 
 fn main() {
-    eprintln!("pwshlib-sim: not implemented yet");
-    std::process::exit(1);
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--parse-tree") {
+        let mut code = String::new();
+        let _ = std::io::stdin().read_to_string(&mut code);
+        match parse(&code) {
+            Ok(tree) => println!("{}", tree.root_node().to_sexp()),
+            Err(e) => println!("{e}"),
+        }
+        return;
+    }
+    let args = match parse_args(argv.into_iter()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("pwshlib-sim: {e}");
+            std::process::exit(2);
+        }
+    };
+    std::process::exit(serve(&args));
+}
+
+/// Serves one connection; returns the process exit code.
+fn serve(args: &Args) -> i32 {
+    let listener = match UnixListener::bind(&args.pipe_path) {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!(
+                "pwshlib-sim: cannot listen on {}: {e}",
+                args.pipe_path.display()
+            );
+            return 2;
+        }
+    };
+    if let Some(pid) = args.parent_pid {
+        watch_parent(pid, args.pipe_path.clone());
+    }
+    let code = match listener.accept() {
+        Ok((stream, _)) => {
+            drop(listener);
+            converse(stream)
+        }
+        Err(e) => {
+            eprintln!("pwshlib-sim: accept failed: {e}");
+            2
+        }
+    };
+    let _ = std::fs::remove_file(&args.pipe_path);
+    code
+}
+
+/// Hello, then requests until exit or EOF.
+fn converse(mut stream: UnixStream) -> i32 {
+    let hello = Message::Hello {
+        protocol: protocol::PROTOCOL_VERSION,
+        pid: std::process::id(),
+        host: format!("pwshlib-sim {}", env!("CARGO_PKG_VERSION")),
+    };
+    if protocol::write_message(&mut stream, &hello).is_err() {
+        return 1;
+    }
+    loop {
+        let reply = match protocol::read_message(&mut stream) {
+            Ok(None) | Ok(Some(Message::Exit)) => return 0,
+            Ok(Some(Message::Execute(request))) => Message::Result(execute(request)),
+            Ok(Some(other)) => {
+                let message =
+                    format!("protocol error: unexpected message from the manager: {other:?}");
+                let _ = protocol::write_message(&mut stream, &Message::Error { message });
+                return 3;
+            }
+            Err(e) if e.is_malformed() => {
+                let message = protocol::FrameError::to_string(&e);
+                let message = format!("protocol error: {message}");
+                let _ = protocol::write_message(&mut stream, &Message::Error { message });
+                return 3;
+            }
+            Err(_) => return 1,
+        };
+        if protocol::write_message(&mut stream, &reply).is_err() {
+            return 1;
+        }
+    }
+}
+
+/// Runs one request with its working directory and environment applied for
+/// this call only, as the real host does.
+fn execute(request: ExecuteRequest) -> ExecuteResult {
+    let deadline = Instant::now() + Duration::from_millis(request.timeout_ms);
+    if let Some(dir) = &request.working_dir {
+        if !Path::new(dir).is_dir() {
+            return ExecuteResult::failure(protocol::missing_working_dir_message(dir));
+        }
+    }
+    let tree = match parse(&request.code) {
+        Ok(tree) => tree,
+        Err(e) => return ExecuteResult::failure(e),
+    };
+    let saved = CallScope::enter(&request);
+    let outcome = dsc::handle(&request.code, request.timeout_ms)
+        .unwrap_or_else(|| echo::handle(&request.code, &tree));
+    let result = carry_out(outcome, deadline, request.timeout_ms);
+    drop(saved);
+    result
+}
+
+fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteResult {
+    match outcome {
+        Outcome::Reply {
+            stdout,
+            stderr,
+            exitcode,
+            errormessage,
+        } => ExecuteResult {
+            exitcode,
+            stdout,
+            stderr,
+            errormessage,
+            native_stdout: None,
+        },
+        Outcome::Sleep { millis, then } => {
+            let wake = Instant::now() + Duration::from_millis(millis);
+            if wake > deadline {
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                return ExecuteResult::failure(protocol::timeout_message(timeout_ms));
+            }
+            std::thread::sleep(Duration::from_millis(millis));
+            carry_out(*then, deadline, timeout_ms)
+        }
+        Outcome::HangForever => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        // Like `Stop-Process -Id $PID`: gone without a word (and without
+        // cleaning up the socket file: the manager must cope).
+        Outcome::Crash => std::process::exit(137),
+    }
+}
+
+/// Parses with the real PowerShell grammar; a script with any ERROR or
+/// MISSING node is refused with a message saying where.
+fn parse(code: &str) -> Result<tree_sitter::Tree, String> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_powershell::LANGUAGE.into())
+        .map_err(|e| format!("pwshlib-sim: cannot load the PowerShell grammar: {e}"))?;
+    // tree-sitter reads NUL as the end of input, PowerShell reads it as a
+    // character: parse a copy with each NUL as a space (same byte offsets).
+    let for_parser: std::borrow::Cow<'_, str> = if code.contains('\0') {
+        code.replace('\0', " ").into()
+    } else {
+        code.into()
+    };
+    let tree = parser
+        .parse(for_parser.as_bytes(), None)
+        .ok_or("pwshlib-sim: the PowerShell parser gave up")?;
+    if code.trim().is_empty() {
+        // The grammar refuses an empty program; PowerShell runs it (no output).
+        return Ok(tree);
+    }
+    if let Some(bad) = first_error(tree.root_node()) {
+        let at = bad.start_position();
+        return Err(format!(
+            "pwshlib-sim: the script does not parse as PowerShell ({} at line {}, column {})",
+            if bad.is_missing() {
+                "missing token"
+            } else {
+                "syntax error"
+            },
+            at.row + 1,
+            at.column + 1
+        ));
+    }
+    Ok(tree)
+}
+
+fn first_error(node: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
+    if !node.has_error() {
+        return None;
+    }
+    if node.is_error() || node.is_missing() {
+        return Some(node);
+    }
+    let mut cursor = node.walk();
+    let children: Vec<_> = node.children(&mut cursor).collect();
+    children.into_iter().find_map(first_error).or(Some(node))
+}
+
+/// The per-call environment and working directory; restored on drop.
+struct CallScope {
+    env: Vec<(String, Option<std::ffi::OsString>)>,
+    dir: Option<PathBuf>,
+}
+
+impl CallScope {
+    fn enter(request: &ExecuteRequest) -> Self {
+        let mut env = Vec::new();
+        for (name, value) in &request.env {
+            if name.contains('\0') || value.contains('\0') || name.contains('=') {
+                continue;
+            }
+            env.push((name.clone(), std::env::var_os(name)));
+            // The sim is single-threaded apart from the parent watchdog,
+            // which reads no environment.
+            std::env::set_var(name, value);
+        }
+        let dir = request.working_dir.as_ref().and_then(|dir| {
+            let previous = std::env::current_dir().ok()?;
+            std::env::set_current_dir(dir).ok()?;
+            Some(previous)
+        });
+        CallScope { env, dir }
+    }
+}
+
+impl Drop for CallScope {
+    fn drop(&mut self) {
+        for (name, previous) in self.env.drain(..).rev() {
+            match previous {
+                Some(value) => std::env::set_var(&name, value),
+                None => std::env::remove_var(&name),
+            }
+        }
+        if let Some(dir) = self.dir.take() {
+            let _ = std::env::set_current_dir(dir);
+        }
+    }
+}
+
+/// Exits (removing the socket) once the Ruby process that started us is
+/// gone, so a killed Ruby leaves no host behind.
+fn watch_parent(parent_pid: u32, socket: PathBuf) {
+    let proc_dir = PathBuf::from(format!("/proc/{parent_pid}"));
+    let started_under_parent = std::os::unix::process::parent_id() == parent_pid;
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let reparented = started_under_parent && std::os::unix::process::parent_id() != parent_pid;
+        if reparented || !proc_dir.exists() {
+            let _ = std::fs::remove_file(&socket);
+            std::process::exit(0);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_command_line_is_understood() {
+        let argv = [
+            "-NoProfile",
+            "-NonInteractive",
+            "-NoLogo",
+            "-ExecutionPolicy",
+            "Bypass",
+            "-File",
+            "/x/host.ps1",
+            "-pipepath",
+            "/tmp/a b.sock",
+            "-ParentPid",
+            "42",
+        ];
+        let args = parse_args(argv.iter().map(|s| s.to_string())).unwrap();
+        assert_eq!(args.pipe_path, PathBuf::from("/tmp/a b.sock"));
+        assert_eq!(args.parent_pid, Some(42));
+        assert!(parse_args(["-File".to_string()].into_iter()).is_err());
+    }
+
+    #[test]
+    fn unparsable_scripts_are_refused() {
+        let error = parse("Write-Output 'unterminated").unwrap_err();
+        assert!(error.contains("does not parse as PowerShell"), "{error}");
+        assert!(parse("Write-Output 'fine'").is_ok());
+    }
 }

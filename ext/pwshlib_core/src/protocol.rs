@@ -1,0 +1,276 @@
+//! The host wire protocol (docs/protocol.md): length-prefixed UTF-8 JSON
+//! frames between `Pwsh::Manager` and the PowerShell host (or `pwshlib-sim`).
+//!
+//! Decoding never panics and never allocates more than the bytes that have
+//! actually arrived (plus a small read buffer): a claimed length above
+//! [`MAX_FRAME_LEN`] is refused before anything is read, and a payload is
+//! read incrementally, so a lying length on a short stream costs nothing.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this codec speaks (the `hello` frame's `protocol`).
+pub const PROTOCOL_VERSION: u32 = 1;
+/// The largest payload either side accepts: 256 MiB.
+pub const MAX_FRAME_LEN: usize = 256 * 1024 * 1024;
+/// `timeout_ms` when the caller gives none: 300 s.
+pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+/// Smaller timeouts are raised to this floor.
+pub const MIN_TIMEOUT_MS: u64 = 50;
+
+/// Applies the default and the floor to a caller's timeout. Zero means the
+/// default too: some callers use it for "no timeout", which is not offered.
+pub fn effective_timeout_ms(requested: Option<u64>) -> u64 {
+    match requested {
+        None | Some(0) => DEFAULT_TIMEOUT_MS,
+        Some(ms) => ms.max(MIN_TIMEOUT_MS),
+    }
+}
+
+/// The host's reply text for a timed-out call.
+pub fn timeout_message(timeout_ms: u64) -> String {
+    format!("Catastrophic failure: PowerShell module timeout ({timeout_ms} ms) exceeded while executing")
+}
+
+/// The host's reply text for a missing working directory.
+pub fn missing_working_dir_message(dir: &str) -> String {
+    format!("Working directory '{dir}' does not exist")
+}
+
+/// Every message of protocol version 1, in both directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Host → manager, once, right after the connection is accepted.
+    Hello {
+        protocol: u32,
+        pid: u32,
+        host: String,
+    },
+    /// Manager → host: run code.
+    Execute(ExecuteRequest),
+    /// Manager → host: close the connection and exit.
+    Exit,
+    /// Host → manager: the answer to one `execute`.
+    Result(ExecuteResult),
+    /// Host → manager: the host received a malformed frame and is leaving.
+    Error { message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecuteRequest {
+    pub code: String,
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub working_dir: Option<String>,
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+}
+
+impl ExecuteRequest {
+    /// Builds a request from the Ruby-facing arguments: the timeout gets its
+    /// default and floor, and `"NAME=value"` strings become pairs (a string
+    /// without `=` is ignored; the value may itself contain `=`).
+    pub fn new<S: AsRef<str>>(
+        code: String,
+        timeout_ms: Option<u64>,
+        working_dir: Option<String>,
+        env_vars: &[S],
+    ) -> Self {
+        let env = env_vars
+            .iter()
+            .filter_map(|entry| {
+                let (name, value) = entry.as_ref().split_once('=')?;
+                (!name.is_empty()).then(|| (name.to_owned(), value.to_owned()))
+            })
+            .collect();
+        ExecuteRequest {
+            code,
+            timeout_ms: effective_timeout_ms(timeout_ms),
+            working_dir,
+            env,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ExecuteResult {
+    pub exitcode: i32,
+    #[serde(default)]
+    pub stdout: Option<String>,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub errormessage: Option<String>,
+    #[serde(default)]
+    pub native_stdout: Option<String>,
+}
+
+impl ExecuteResult {
+    /// A failed call with only an error message (timeouts, dead hosts).
+    pub fn failure(message: impl Into<String>) -> Self {
+        ExecuteResult {
+            exitcode: 1,
+            errormessage: Some(message.into()),
+            ..Default::default()
+        }
+    }
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The transport failed (including timeouts and resets).
+    Io(io::Error),
+    /// The stream ended inside a frame.
+    Truncated { expected: usize, got: usize },
+    /// A length above [`MAX_FRAME_LEN`].
+    TooLarge(u64),
+    /// The payload is not valid UTF-8.
+    BadUtf8(usize),
+    /// The payload is not a known JSON message.
+    BadMessage(String),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "i/o error: {e}"),
+            FrameError::Truncated { expected, got } => {
+                write!(f, "stream ended inside a frame ({got} of {expected} bytes)")
+            }
+            FrameError::TooLarge(len) => {
+                write!(
+                    f,
+                    "frame length {len} exceeds the maximum of {MAX_FRAME_LEN}"
+                )
+            }
+            FrameError::BadUtf8(at) => write!(f, "payload is not valid UTF-8 (at byte {at})"),
+            FrameError::BadMessage(why) => write!(f, "payload is not a valid message: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+impl FrameError {
+    /// True for a malformed peer (as opposed to a broken transport).
+    pub fn is_malformed(&self) -> bool {
+        !matches!(self, FrameError::Io(_))
+    }
+}
+
+impl From<FrameError> for crate::Error {
+    fn from(error: FrameError) -> Self {
+        match error {
+            FrameError::Io(e) => crate::Error::Host(format!("connection to the host failed: {e}")),
+            other => crate::Error::Protocol(other.to_string()),
+        }
+    }
+}
+
+/// Serialises a message into one frame (length prefix included).
+pub fn encode(message: &Message) -> Result<Vec<u8>, FrameError> {
+    let mut frame = vec![0u8; 4];
+    serde_json::to_writer(&mut frame, message)
+        .map_err(|e| FrameError::BadMessage(e.to_string()))?;
+    let len = frame.len() - 4;
+    if len > MAX_FRAME_LEN {
+        return Err(FrameError::TooLarge(len as u64));
+    }
+    frame[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(frame)
+}
+
+/// Writes one frame and flushes.
+pub fn write_message<W: Write>(writer: &mut W, message: &Message) -> Result<(), FrameError> {
+    let frame = encode(message)?;
+    writer.write_all(&frame).map_err(FrameError::Io)?;
+    writer.flush().map_err(FrameError::Io)
+}
+
+/// Decodes one payload (without its length prefix).
+pub fn decode_payload(payload: &[u8]) -> Result<Message, FrameError> {
+    let text = std::str::from_utf8(payload).map_err(|e| FrameError::BadUtf8(e.valid_up_to()))?;
+    serde_json::from_str(text).map_err(|e| FrameError::BadMessage(e.to_string()))
+}
+
+/// Reads one frame. `Ok(None)` is a clean end of stream between frames.
+pub fn read_message<R: Read>(reader: &mut R) -> Result<Option<Message>, FrameError> {
+    let mut prefix = [0u8; 4];
+    let got = read_full(reader, &mut prefix)?;
+    if got == 0 {
+        return Ok(None);
+    }
+    if got < prefix.len() {
+        return Err(FrameError::Truncated {
+            expected: prefix.len(),
+            got,
+        });
+    }
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_FRAME_LEN {
+        return Err(FrameError::TooLarge(len as u64));
+    }
+    // Grow with the bytes that actually arrive: `take` bounds the read, and
+    // the initial capacity is capped so a lying length allocates nothing big.
+    let mut payload = Vec::with_capacity(len.min(64 * 1024));
+    reader
+        .take(len as u64)
+        .read_to_end(&mut payload)
+        .map_err(FrameError::Io)?;
+    if payload.len() < len {
+        return Err(FrameError::Truncated {
+            expected: len,
+            got: payload.len(),
+        });
+    }
+    decode_payload(&payload).map(Some)
+}
+
+/// Fills `buf` unless the stream ends first; returns how much was read.
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, FrameError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FrameError::Io(e)),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_strings_become_pairs() {
+        let request = ExecuteRequest::new(
+            "x".into(),
+            None,
+            None,
+            &["A=1", "B=x=y", "novalue", "=empty", "C="],
+        );
+        assert_eq!(
+            request.env,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "x=y".into()),
+                ("C".into(), String::new())
+            ]
+        );
+        assert_eq!(request.timeout_ms, DEFAULT_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn timeouts_are_floored() {
+        assert_eq!(effective_timeout_ms(Some(1)), MIN_TIMEOUT_MS);
+        assert_eq!(effective_timeout_ms(Some(0)), DEFAULT_TIMEOUT_MS);
+        assert_eq!(effective_timeout_ms(Some(1234)), 1234);
+    }
+}

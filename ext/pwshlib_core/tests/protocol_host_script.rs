@@ -1,0 +1,90 @@
+//! Every PowerShell file we ship (lib/templates/*.ps1, including the host
+//! script that serves the protocol) must parse under tree-sitter-powershell:
+//! there is no PowerShell here to run them.
+
+use std::path::PathBuf;
+
+fn templates_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates")
+}
+
+/// Every ERROR or MISSING node, as "line:column kind".
+fn syntax_problems(code: &str) -> Vec<String> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_powershell::LANGUAGE.into())
+        .expect("the PowerShell grammar loads");
+    let tree = parser.parse(code, None).expect("the parser finishes");
+    let mut problems = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            let at = node.start_position();
+            let line = code.lines().nth(at.row).unwrap_or("");
+            problems.push(format!(
+                "{}:{} {}: {}",
+                at.row + 1,
+                at.column + 1,
+                if node.is_missing() {
+                    "MISSING"
+                } else {
+                    "ERROR"
+                },
+                line.trim()
+            ));
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_shipped_template_parses_clean() {
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(templates_dir()).expect("lib/templates exists") {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("ps1") {
+            continue;
+        }
+        let code = std::fs::read_to_string(&path).unwrap();
+        let problems = syntax_problems(&code);
+        assert!(
+            problems.is_empty(),
+            "{}:\n{}",
+            path.display(),
+            problems.join("\n")
+        );
+        checked.push(path);
+    }
+    assert!(
+        checked.iter().any(|p| p.ends_with("host.ps1")),
+        "host.ps1 was checked: {checked:?}"
+    );
+}
+
+#[test]
+fn the_check_catches_broken_scripts() {
+    assert!(!syntax_problems("function f { Write-Output 'x'").is_empty());
+    assert!(!syntax_problems("$x = @{ a = ").is_empty());
+    assert!(syntax_problems("Write-Output 'fine'").is_empty());
+}
+
+#[test]
+fn the_host_script_serves_protocol_version_one() {
+    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
+    assert!(host.contains(&format!(
+        "$script:ProtocolVersion = {}",
+        pwshlib_core::protocol::PROTOCOL_VERSION
+    )));
+    assert!(host.contains(&format!(
+        "$script:MaxFrameLength = {}",
+        pwshlib_core::protocol::MAX_FRAME_LEN
+    )));
+    assert!(host.contains(
+        &pwshlib_core::protocol::timeout_message(1).replace("(1 ms)", "($timeoutMs ms)")
+    ));
+    assert!(host.contains("-PipePath") || host.contains("$PipePath"));
+}

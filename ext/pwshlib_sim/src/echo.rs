@@ -1,0 +1,551 @@
+//! Echo mode: a tiny PowerShell subset, interpreted over the tree-sitter
+//! syntax tree, for code that is not a DSC invocation. It exists so that the
+//! manager can be tested end to end without PowerShell; README.md ("Echo
+//! mode") is the user-facing description and must match this file.
+//!
+//! Statements run in order. Output accumulates; `exit`, `throw`, a crash or a
+//! hang end the script. Anything outside the subset ends it with an
+//! errormessage naming the statement, so a test never passes by accident.
+
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Tree};
+
+use crate::outcome::Outcome;
+
+/// The comment that makes the host hang, ignoring the timeout.
+pub const HANG_DIRECTIVE: &str = "#pwshlib-sim:hang";
+
+/// Interprets `code` (already parsed into `tree`).
+pub fn handle(code: &str, tree: &Tree) -> Outcome {
+    if code.trim().is_empty() {
+        return Outcome::Reply {
+            stdout: None,
+            stderr: String::new(),
+            exitcode: 0,
+            errormessage: None,
+        };
+    }
+    let mut run = Run {
+        code,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        variables: HashMap::new(),
+        slept_ms: 0,
+    };
+    let end = run.statements(tree.root_node());
+    run.finish(end)
+}
+
+/// How a script ended.
+enum End {
+    Completed,
+    Exit(i32),
+    Throw(String),
+    Unsupported(String),
+    Crash,
+    Hang,
+}
+
+struct Run<'a> {
+    code: &'a str,
+    stdout: Vec<String>,
+    stderr: Vec<String>,
+    variables: HashMap<String, String>,
+    slept_ms: u64,
+}
+
+impl<'a> Run<'a> {
+    fn text(&self, node: Node<'_>) -> &'a str {
+        &self.code[node.byte_range()]
+    }
+
+    /// Runs every statement below `node` (program, statement lists).
+    fn statements(&mut self, node: Node<'_>) -> End {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        for child in children {
+            let end = match child.kind() {
+                "comment" => {
+                    let compact: String = self
+                        .text(child)
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .collect();
+                    if compact.eq_ignore_ascii_case(HANG_DIRECTIVE) {
+                        End::Hang
+                    } else {
+                        End::Completed
+                    }
+                }
+                "statement_list" | "empty_statement" => self.statements(child),
+                "flow_control_statement" => self.flow_control(child),
+                "pipeline" => self.pipeline(child),
+                _ => End::Unsupported(self.text(child).to_owned()),
+            };
+            if !matches!(end, End::Completed) {
+                return end;
+            }
+        }
+        End::Completed
+    }
+
+    fn flow_control(&mut self, node: Node<'_>) -> End {
+        let keyword = node
+            .child(0)
+            .map(|k| self.text(k).to_ascii_lowercase())
+            .unwrap_or_default();
+        let argument = node.named_child(0).map(|arg| self.value(arg));
+        match (keyword.as_str(), argument) {
+            ("exit", None) => End::Exit(0),
+            ("exit", Some(Some(value))) => match value.trim().parse() {
+                Ok(code) => End::Exit(code),
+                Err(_) => End::Unsupported(self.text(node).to_owned()),
+            },
+            ("throw", None) => End::Throw("ScriptHalted".into()),
+            ("throw", Some(Some(message))) => End::Throw(message),
+            _ => End::Unsupported(self.text(node).to_owned()),
+        }
+    }
+
+    fn pipeline(&mut self, node: Node<'_>) -> End {
+        // pipeline → pipeline_chain → one command or expression; `|` chains
+        // (more than one element) are outside the subset.
+        let mut inner = single_named_child(node);
+        if let Some(chain) = inner.filter(|n| n.kind() == "pipeline_chain") {
+            inner = single_named_child(chain);
+        }
+        let Some(inner) = inner else {
+            return End::Unsupported(self.text(node).to_owned());
+        };
+        match inner.kind() {
+            "command" => self.command(inner),
+            "assignment_expression" => self.assignment(inner),
+            _ => self.expression_statement(inner),
+        }
+    }
+
+    /// A bare expression: its value is output, except for the stderr
+    /// writer `[Console]::Error.WriteLine(<value>)`.
+    fn expression_statement(&mut self, node: Node<'_>) -> End {
+        let text = self.text(node);
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if compact
+            .to_ascii_lowercase()
+            .starts_with("[console]::error.writeline(")
+        {
+            return match self.call_argument(node) {
+                Some(line) => {
+                    self.stderr.push(line);
+                    End::Completed
+                }
+                None => End::Unsupported(text.to_owned()),
+            };
+        }
+        if self.is_null(node) {
+            return End::Completed; // $null outputs nothing
+        }
+        match self.value(node) {
+            Some(value) => {
+                self.stdout.push(value);
+                End::Completed
+            }
+            None => End::Unsupported(text.to_owned()),
+        }
+    }
+
+    /// The single argument of a method call such as `X.WriteLine('a')`.
+    fn call_argument(&self, node: Node<'_>) -> Option<String> {
+        let list = find_descendant(node, "argument_list")?;
+        let expressions = find_descendant(list, "argument_expression_list")?;
+        let mut cursor = expressions.walk();
+        let args: Vec<_> = expressions.named_children(&mut cursor).collect();
+        match args.as_slice() {
+            [only] => self.value(*only),
+            _ => None,
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'_>) -> End {
+        let (Some(target), Some(value)) = (node.named_child(0), node.named_child(2)) else {
+            return End::Unsupported(self.text(node).to_owned());
+        };
+        let operator = node.named_child(1).map(|op| self.text(op)).unwrap_or("");
+        let target_text = self.text(target).trim();
+        let name = target_text
+            .strip_prefix('$')
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        let value = if value.kind() == "pipeline" {
+            single_named_child(value).and_then(|v| self.value(v))
+        } else {
+            self.value(value)
+        };
+        match (operator, name, value) {
+            ("=", Some(name), Some(value)) => {
+                self.variables.insert(name.to_ascii_lowercase(), value);
+                End::Completed
+            }
+            _ => End::Unsupported(self.text(node).to_owned()),
+        }
+    }
+
+    fn command(&mut self, node: Node<'_>) -> End {
+        let Some(name) = node.child_by_field_name("command_name").or_else(|| {
+            let mut cursor = node.walk();
+            let found = node
+                .named_children(&mut cursor)
+                .find(|c| c.kind() == "command_name");
+            found
+        }) else {
+            return End::Unsupported(self.text(node).to_owned());
+        };
+        let name = self.text(name).to_ascii_lowercase();
+        let Some((parameters, arguments)) = self.command_arguments(node) else {
+            return End::Unsupported(self.text(node).to_owned());
+        };
+        let parameter = |wanted: &str| -> Option<&String> {
+            parameters
+                .iter()
+                .find(|(p, _)| p.eq_ignore_ascii_case(wanted))
+                .and_then(|(_, v)| v.as_ref())
+        };
+        match name.as_str() {
+            "write-output" | "echo" | "write" => {
+                self.stdout.extend(arguments.iter().cloned());
+                End::Completed
+            }
+            "write-error" => {
+                let message = parameter("-Message").or(arguments.first());
+                self.stderr.push(message.cloned().unwrap_or_default());
+                End::Completed
+            }
+            "get-location" | "pwd" if parameters.is_empty() && arguments.is_empty() => {
+                self.stdout.push(current_dir());
+                End::Completed
+            }
+            "start-sleep" | "sleep" => {
+                let (amount, factor) = if let Some(ms) = parameter("-Milliseconds") {
+                    (Some(ms), 1.0)
+                } else {
+                    (parameter("-Seconds").or(arguments.first()), 1000.0)
+                };
+                match amount.and_then(|a| a.trim().parse::<f64>().ok()) {
+                    Some(amount) if amount >= 0.0 => {
+                        self.slept_ms = self.slept_ms.saturating_add((amount * factor) as u64);
+                        End::Completed
+                    }
+                    _ => End::Unsupported(self.text(node).to_owned()),
+                }
+            }
+            "stop-process" => {
+                let own_pid = std::process::id().to_string();
+                if parameter("-Id").or(arguments.first()) == Some(&own_pid) {
+                    End::Crash
+                } else {
+                    End::Unsupported(self.text(node).to_owned())
+                }
+            }
+            _ => End::Unsupported(self.text(node).to_owned()),
+        }
+    }
+
+    /// `-Name value` pairs and positional values. `None` if an argument is
+    /// outside the subset.
+    #[allow(clippy::type_complexity)]
+    fn command_arguments(
+        &self,
+        node: Node<'_>,
+    ) -> Option<(Vec<(String, Option<String>)>, Vec<String>)> {
+        let mut parameters: Vec<(String, Option<String>)> = Vec::new();
+        let mut arguments = Vec::new();
+        let Some(elements) = find_child(node, "command_elements") else {
+            return Some((parameters, arguments));
+        };
+        let mut cursor = elements.walk();
+        let mut pending_parameter: Option<String> = None;
+        for element in elements.named_children(&mut cursor) {
+            match element.kind() {
+                "command_argument_sep" => {}
+                "command_parameter" => {
+                    if let Some(name) = pending_parameter.take() {
+                        parameters.push((name, None));
+                    }
+                    let text = self.text(element).trim_end_matches(':');
+                    pending_parameter = Some(text.to_owned());
+                }
+                _ => {
+                    if pending_parameter.is_none() && self.is_null(element) {
+                        continue; // a $null argument passes nothing
+                    }
+                    let value = self.value(element)?;
+                    match pending_parameter.take() {
+                        Some(name) => parameters.push((name, Some(value))),
+                        None => arguments.push(value),
+                    }
+                }
+            }
+        }
+        if let Some(name) = pending_parameter {
+            parameters.push((name, None));
+        }
+        Some((parameters, arguments))
+    }
+
+    /// The value of an expression in the subset, as text.
+    fn value(&self, node: Node<'_>) -> Option<String> {
+        let text = self.text(node);
+        match node.kind() {
+            "string_literal" if !text.starts_with('"') => string_literal(text),
+            "string_literal" | "expandable_string_literal" => {
+                // Double-quoted text without expansions or escapes only.
+                let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+                (!inner.contains(['$', '`', '"'])).then(|| inner.to_owned())
+            }
+            "integer_literal" | "decimal_integer_literal" | "real_literal" => Some(text.to_owned()),
+            "generic_token" => Some(text.to_owned()),
+            "variable" => self.variable(text),
+            "parenthesized_expression" | "sub_expression" => {
+                // `(Get-Location)` and friends: the location's text.
+                let compact: String = text
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect::<String>()
+                    .to_ascii_lowercase();
+                matches!(
+                    compact.as_str(),
+                    "(get-location)" | "$(get-location)" | "(pwd)"
+                )
+                .then(current_dir)
+            }
+            "member_access" => {
+                let compact: String = text
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect::<String>()
+                    .to_ascii_lowercase();
+                matches!(compact.as_str(), "(get-location).path" | "$pwd.path").then(current_dir)
+            }
+            _ => single_named_child(node).and_then(|child| self.value(child)),
+        }
+    }
+
+    /// True for an expression that is `$null`: `$null` itself, an unset
+    /// `$env:NAME`, or a variable this script has not set.
+    fn is_null(&self, node: Node<'_>) -> bool {
+        let mut node = node;
+        while node.kind() != "variable" {
+            match single_named_child(node) {
+                Some(child) => node = child,
+                None => return false,
+            }
+        }
+        let name = self.text(node).trim_start_matches('$');
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("env:") {
+            return std::env::var_os(&name[4..]).is_none();
+        }
+        match lower.as_str() {
+            "null" => true,
+            "pid" | "pwd" | "true" | "false" => false,
+            _ => !self.variables.contains_key(&lower),
+        }
+    }
+
+    fn variable(&self, text: &str) -> Option<String> {
+        let name = text.strip_prefix('$')?;
+        let lower = name.to_ascii_lowercase();
+        if let Some(env_name) = lower.strip_prefix("env:") {
+            // Case-insensitive, like Windows; `$env:UNSET` is $null, which
+            // outputs nothing (here: an empty value).
+            let env_name = &name[name.len() - env_name.len()..];
+            return Some(std::env::var(env_name).unwrap_or_default());
+        }
+        match lower.as_str() {
+            "pid" => Some(std::process::id().to_string()),
+            "pwd" => Some(current_dir()),
+            "true" => Some("True".into()),
+            "false" => Some("False".into()),
+            "null" => Some(String::new()),
+            _ => Some(self.variables.get(&lower).cloned().unwrap_or_default()),
+        }
+    }
+
+    fn finish(self, end: End) -> Outcome {
+        let joined =
+            |lines: &[String]| -> String { lines.iter().map(|line| format!("{line}\n")).collect() };
+        let stdout = (!self.stdout.is_empty()).then(|| joined(&self.stdout));
+        let stderr = joined(&self.stderr);
+        let reply = |exitcode: i32, errormessage: Option<String>| Outcome::Reply {
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            exitcode,
+            errormessage,
+        };
+        let outcome = match end {
+            End::Completed => reply(0, None),
+            End::Exit(code) => reply(code, None),
+            End::Throw(message) => reply(1, Some(message)),
+            End::Unsupported(statement) => {
+                let mut shown: String = statement.chars().take(120).collect();
+                if shown.len() < statement.len() {
+                    shown.push('…');
+                }
+                reply(
+                    1,
+                    Some(format!(
+                        "pwshlib-sim echo mode does not support this statement: {shown}"
+                    )),
+                )
+            }
+            End::Crash => Outcome::Crash,
+            End::Hang => return Outcome::HangForever,
+        };
+        if self.slept_ms > 0 {
+            Outcome::Sleep {
+                millis: self.slept_ms,
+                then: Box::new(outcome),
+            }
+        } else {
+            outcome
+        }
+    }
+}
+
+/// `'…'` with `''` unescaped, and `@'…'@` here-strings (contents between the
+/// header line and the closing line, verbatim).
+fn string_literal(text: &str) -> Option<String> {
+    if let Some(body) = text.strip_prefix("@'") {
+        let body = body.strip_suffix("'@")?;
+        let body = body
+            .strip_prefix("\r\n")
+            .or_else(|| body.strip_prefix('\n'))?;
+        let body = body
+            .strip_suffix("\r\n")
+            .or_else(|| body.strip_suffix('\n'))
+            .unwrap_or(body);
+        return Some(body.to_owned());
+    }
+    let inner = text.strip_prefix('\'')?.strip_suffix('\'')?;
+    Some(inner.replace("''", "'"))
+}
+
+fn current_dir() -> String {
+    std::env::current_dir()
+        .map(|dir| dir.display().to_string())
+        .unwrap_or_default()
+}
+
+fn single_named_child(node: Node<'_>) -> Option<Node<'_>> {
+    let mut cursor = node.walk();
+    let named: Vec<_> = node
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect();
+    match named.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
+fn find_child<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut cursor = node.walk();
+    let found = node.named_children(&mut cursor).find(|c| c.kind() == kind);
+    found
+}
+
+fn find_descendant<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    if node.kind() == kind {
+        return Some(node);
+    }
+    let mut cursor = node.walk();
+    let children: Vec<_> = node.named_children(&mut cursor).collect();
+    children.into_iter().find_map(|c| find_descendant(c, kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(code: &str) -> Outcome {
+        let tree = crate::parse(code).expect("parses");
+        handle(code, &tree)
+    }
+
+    fn reply(stdout: Option<&str>, stderr: &str, exitcode: i32, error: Option<&str>) -> Outcome {
+        Outcome::Reply {
+            stdout: stdout.map(str::to_owned),
+            stderr: stderr.to_owned(),
+            exitcode,
+            errormessage: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn output_and_literals() {
+        assert_eq!(
+            run("Write-Output 'it''s' 42 \"plain\"\n'bare'\n7"),
+            reply(Some("it's\n42\nplain\nbare\n7\n"), "", 0, None)
+        );
+        assert_eq!(
+            run("Write-Output @'\nline 'one' '@ is not the end\n'@"),
+            reply(Some("line 'one' '@ is not the end\n"), "", 0, None)
+        );
+        assert_eq!(
+            run("Write-Output 'a\0b'"),
+            reply(Some("a\0b\n"), "", 0, None)
+        );
+        assert_eq!(run("  "), reply(None, "", 0, None));
+    }
+
+    #[test]
+    fn errors_exit_codes_and_throw() {
+        assert_eq!(
+            run("Write-Error 'bad'; [Console]::Error.WriteLine('worse')\nWrite-Output 'x'\nexit 3\nWrite-Output 'never'"),
+            reply(Some("x\n"), "bad\nworse\n", 3, None)
+        );
+        assert_eq!(run("throw 'boom'"), reply(None, "", 1, Some("boom")));
+    }
+
+    #[test]
+    fn variables_are_per_script() {
+        assert_eq!(run("$x = 'v'; $x"), reply(Some("v\n"), "", 0, None));
+        assert_eq!(run("$x"), reply(None, "", 0, None));
+        assert_eq!(
+            run("Write-Output $env:PWSHLIB_SIM_SURELY_UNSET 'a' $null"),
+            reply(Some("a\n"), "", 0, None)
+        );
+    }
+
+    #[test]
+    fn sleeps_crashes_and_hangs() {
+        assert_eq!(
+            run("Start-Sleep -Seconds 1\nStart-Sleep -Milliseconds 250\nWrite-Output 'late'"),
+            Outcome::Sleep {
+                millis: 1250,
+                then: Box::new(reply(Some("late\n"), "", 0, None))
+            }
+        );
+        assert_eq!(run("Stop-Process -Id $PID"), Outcome::Crash);
+        assert_eq!(
+            run("Write-Output 'x'\n# pwshlib-sim:hang"),
+            Outcome::HangForever
+        );
+    }
+
+    #[test]
+    fn anything_else_is_refused_by_name() {
+        match run("Get-Item foo | Out-String") {
+            Outcome::Reply {
+                errormessage: Some(message),
+                exitcode: 1,
+                ..
+            } => {
+                assert!(
+                    message.contains("does not support this statement: Get-Item foo | Out-String"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What the simulated host does with one `execute` request. Both the DSC
+//! engine (`dsc.rs`) and echo mode (`echo.rs`) produce an [`Outcome`]; the
+//! main loop carries it out against the request's timeout.
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Answer with a result frame.
+    Reply {
+        stdout: Option<String>,
+        stderr: String,
+        exitcode: i32,
+        errormessage: Option<String>,
+    },
+    /// Wait, then carry out `then`. If the wait would pass the request's
+    /// timeout, the main loop replies with the timeout error at the deadline
+    /// instead (and the host stays usable), as the real host does.
+    Sleep { millis: u64, then: Box<Outcome> },
+    /// Never answer (ignores the timeout): for the manager's own deadline.
+    HangForever,
+    /// Die mid-call without answering.
+    Crash,
+}
+
+// Constructors for the DSC engine and tests; not every build uses them all.
+#[allow(dead_code)]
+impl Outcome {
+    /// A successful reply with this stdout.
+    pub fn stdout(text: impl Into<String>) -> Self {
+        Outcome::Reply {
+            stdout: Some(text.into()),
+            stderr: String::new(),
+            exitcode: 0,
+            errormessage: None,
+        }
+    }
+
+    /// A failed reply with this error message.
+    pub fn error(message: impl Into<String>) -> Self {
+        Outcome::Reply {
+            stdout: None,
+            stderr: String::new(),
+            exitcode: 1,
+            errormessage: Some(message.into()),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+module Pwsh
+  # Helpers other modules use to talk to PowerShell (the pwshlib 2.x API).
+  module Util
+    module_function
+
+    # Quote characters PowerShell accepts as single quotes: ' and U+2018..U+201B.
+    SINGLE_QUOTES = "'\u2018\u2019\u201A\u201B"
+
+    def on_windows?
+      # Ruby only sets ALT_SEPARATOR on Windows.
+      !File::ALT_SEPARATOR.nil?
+    end
+
+    # True if any entry of a PATH-style list is neither empty nor an existing directory.
+    def invalid_directories?(path_collection)
+      return false if path_collection.nil? || path_collection.empty?
+
+      separator = on_windows? ? ';' : ':'
+      path_collection.split(separator).any? { |path| !path.empty? && !File.directory?(path) }
+    end
+
+    # 'FooBar' / :FooBar → 'foo_bar' / :foo_bar
+    def snake_case(object)
+      symbol = string_or_symbol!(object, 'snake_case')
+      text = object.to_s.gsub('::', '/')
+                   .gsub(/([A-Z]+)([A-Z][a-z])/, '\1_\2')
+                   .gsub(/([a-z\d])([A-Z])/, '\1_\2')
+                   .tr('-', '_')
+                   .downcase
+      symbol ? text.to_sym : text
+    end
+
+    # 'foo_bar' / :foo_bar → 'FooBar' / :FooBar
+    def pascal_case(object)
+      symbol = string_or_symbol!(object, 'pascal_case')
+      text = object.to_s.split('_').map(&:capitalize).join
+      symbol ? text.to_sym : text
+    end
+
+    def snake_case_hash_keys(object)
+      apply_key_mutator(object, method(:snake_case))
+    end
+
+    def pascal_case_hash_keys(object)
+      apply_key_mutator(object, method(:pascal_case))
+    end
+
+    def symbolize_hash_keys(object)
+      apply_key_mutator(object, ->(key) { key.respond_to?(:to_sym) ? key.to_sym : key })
+    end
+
+    # Applies `mutator` to every hash key, recursively through hashes and arrays.
+    def apply_key_mutator(object, mutator)
+      case object
+      when Array then object.map { |item| apply_key_mutator(item, mutator) }
+      when Hash then object.to_h { |key, value| [mutator.call(key), apply_key_mutator(value, mutator)] }
+      else object
+      end
+    end
+
+    # Doubles every single-quote character (including the typographic ones
+    # PowerShell also treats as quotes), for use inside '…'.
+    def escape_quotes(text)
+      text.to_s.gsub(/[#{SINGLE_QUOTES}]/o) { |quote| quote * 2 }
+    end
+
+    # A Ruby value as a PowerShell literal.
+    def format_powershell_value(object)
+      case object
+      when nil then '$null'
+      when true, :true then '$true' # rubocop:disable Lint/BooleanSymbol
+      when false, :false then '$false' # rubocop:disable Lint/BooleanSymbol
+      when Symbol, Numeric then object.to_s
+      when String then "'#{escape_quotes(object)}'"
+      when Array then "@(#{object.map { |item| format_powershell_value(item) }.join(', ')})"
+      when Hash
+        "@{#{object.map { |k, v| "#{format_powershell_value(k)} = #{format_powershell_value(v)}" }.join('; ')}}"
+      else
+        raise ArgumentError, "unsupported type #{object.class} of value '#{object}'"
+      end
+    end
+
+    # A calculated property for Select-Object.
+    def custom_powershell_property(name, expression)
+      "@{Name = '#{escape_quotes(name)}'; Expression = {#{expression}}}"
+    end
+
+    def string_or_symbol!(object, caller_name)
+      return object.is_a?(Symbol) if object.is_a?(Symbol) || object.is_a?(String)
+
+      raise ArgumentError, "#{caller_name} only handles strings and symbols, passed a #{object.class}: #{object}"
+    end
+    private_class_method :string_or_symbol!
+  end
+end

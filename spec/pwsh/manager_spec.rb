@@ -1,0 +1,273 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+require 'pwsh'
+require 'timeout'
+require 'tmpdir'
+require 'rbconfig'
+
+# The real Rust manager against the real simulated host (pwshlib-sim) over a
+# real Unix socket. Echo mode (ext/pwshlib_sim/README.md) supplies the code.
+RSpec.describe Pwsh::Manager do
+  # PIDs of the live (or zombie) children of this Ruby process.
+  def child_pids
+    Dir.glob('/proc/[0-9]*/stat').filter_map do |stat|
+      fields = File.read(stat).sub(/\A.*\) /m, '').split
+      File.basename(File.dirname(stat)).to_i if fields[1].to_i == Process.pid
+    rescue Errno::ENOENT, Errno::ESRCH
+      nil
+    end
+  end
+
+  def process_gone?(pid)
+    !File.exist?("/proc/#{pid}") || File.read("/proc/#{pid}/stat").split[2] == 'Z'
+  rescue Errno::ENOENT
+    true
+  end
+
+  def socket_files
+    Dir.glob(File.join(Dir.tmpdir, "pwshlib-#{Process.pid}-*.sock"))
+  end
+
+  def new_manager(options = {})
+    described_class.instance(PWSHLIB_SIM, described_class.pwsh_args, options)
+  end
+
+  around do |example|
+    saved = ENV.fetch('PWSHLIB_POWERSHELL', nil)
+    ENV['PWSHLIB_POWERSHELL'] = PWSHLIB_SIM
+    example.run
+  ensure
+    ENV['PWSHLIB_POWERSHELL'] = saved
+  end
+
+  let(:manager) { new_manager }
+
+  describe 'execute' do
+    it 'runs many requests in a row on one host' do
+      pid = manager.pid
+      results = Array.new(50) { |i| manager.execute("Write-Output 'call #{i}'") }
+      expect(results.map { |r| r[:stdout] }).to eq(Array.new(50) { |i| "call #{i}\n" })
+      expect(manager.pid).to eq(pid)
+      expect(new_manager).to equal(manager)
+    end
+
+    it 'returns stdout, stderr, the exit code and the error message', :gc_stress do
+      result = manager.execute("Write-Output 'out'\nWrite-Error 'err'\nexit 7")
+      expect(result).to eq(exitcode: 7, stdout: "out\n", stderr: "err\n", errormessage: nil, native_stdout: nil)
+      expect(manager.execute("throw 'boom'")).to include(exitcode: 1, errormessage: 'boom')
+      expect(manager.execute("Write-Output 'still here'")[:stdout]).to eq("still here\n")
+    end
+
+    it 'refuses code that does not parse as PowerShell, and stays usable' do
+      result = manager.execute("Write-Output 'unterminated")
+      expect(result[:errormessage]).to match(/does not parse as PowerShell/)
+      expect(manager.execute('Write-Output 1')[:stdout]).to eq("1\n")
+    end
+
+    it 'applies a working directory for that call only' do
+      Dir.mktmpdir('pwshlib spec dir') do |dir|
+        here = manager.execute('(Get-Location).Path')[:stdout]
+        expect(manager.execute('(Get-Location).Path', nil, dir)[:stdout]).to eq("#{dir}\n")
+        expect(manager.execute('(Get-Location).Path')[:stdout]).to eq(here)
+      end
+    end
+
+    it 'reports a missing working directory' do
+      missing = File.join(Dir.tmpdir, 'pwshlib-no-such-dir-xyz')
+      result = manager.execute('Get-Location', nil, missing)
+      expect(result[:errormessage]).to eq("Working directory '#{missing}' does not exist")
+      expect(manager).to be_alive
+    end
+
+    it 'applies extra environment variables for that call only', :gc_stress do
+      result = manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B', nil, nil, ['PWSHLIB_A=1', 'PWSHLIB_B=x=y', 'ignored'])
+      expect(result[:stdout]).to eq("1\nx=y\n")
+      expect(manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B')[:stdout]).to be_nil
+    end
+
+    it 'does not carry variables from one call into the next' do
+      expect(manager.execute("$leak = 'v'; $leak")[:stdout]).to eq("v\n")
+      expect(manager.execute('$leak')[:stdout]).to be_nil
+    end
+
+    it "carries code with '@, NUL, quotes and non-ASCII intact" do
+      text = "a'@b\u0000c \"q\" \u2019 \u00e9\u{1F600}"
+      code = "Write-Output @'\n#{text}\n'@"
+      expect(manager.execute(code)[:stdout]).to eq("#{text}\n")
+    end
+
+    it 'carries 5 MB of code intact both ways' do
+      big = ('0123456789abcdef' * 327_680) # 5 MiB
+      result = manager.execute("Write-Output '#{big}'")
+      expect(result[:stdout].bytesize).to eq(big.bytesize + 1)
+      expect(result[:stdout]).to eq("#{big}\n")
+    end
+
+    it 'gives a result hash with UTF-8 strings' do
+      result = manager.execute("Write-Output '\u00e9'")
+      expect(result[:stdout].encoding).to eq(Encoding::UTF_8)
+      expect(result[:stdout]).to eq("\u00e9\n")
+    end
+  end
+
+  describe 'timeouts' do
+    it 'stops code that runs past its timeout and stays usable' do
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      result = manager.execute('Start-Sleep -Seconds 10', 500)
+      elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      expect(result[:errormessage]).to eq('Catastrophic failure: PowerShell module timeout (500 ms) exceeded while executing')
+      expect(elapsed).to be_between(0.45, 2.5)
+      expect(manager).to be_alive
+      expect(manager.execute("Write-Output 'after'")[:stdout]).to eq("after\n")
+    end
+
+    it 'raises tiny timeouts to the floor and treats 0 as the default' do
+      expect(manager.execute('Start-Sleep -Milliseconds 20', 1)[:stdout]).to be_nil
+      expect(manager.execute('Start-Sleep -Milliseconds 20', 1)[:errormessage]).to be_nil
+      expect(manager.execute("Write-Output 'zero'", 0)[:stdout]).to eq("zero\n")
+    end
+
+    it 'gives up on a hung host at the timeout plus the grace period; a fresh host follows' do
+      hung_pid = manager.pid
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      result = manager.execute("Write-Output 'x'\n#pwshlib-sim:hang", 500)
+      elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      expect(result[:errormessage]).to match(/stopped responding/)
+      expect(elapsed).to be < 0.5 + 2
+      expect(manager).not_to be_alive
+      expect(process_gone?(hung_pid)).to be(true)
+      fresh = new_manager
+      expect(fresh.pid).not_to eq(hung_pid)
+      expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
+    end
+  end
+
+  describe 'host death' do
+    it 'turns a crash mid-call into an error result; the next instance is a fresh host', :gc_stress do
+      crashed_pid = manager.pid
+      result = manager.execute('Stop-Process -Id $PID')
+      expect(result[:exitcode]).not_to eq(0)
+      expect(result[:errormessage]).to match(/host died during the call/)
+      expect(manager).not_to be_alive
+      expect(manager.execute('Write-Output 1')[:errormessage]).to match(/not running/)
+      fresh = new_manager
+      expect(fresh).not_to equal(manager)
+      expect(fresh.pid).not_to eq(crashed_pid)
+      expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
+    end
+
+    it 'notices a host killed from outside' do
+      Process.kill('KILL', manager.pid)
+      # A killed process is reapable only once all its threads are gone.
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 2
+      sleep 0.02 while manager.alive? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      expect(manager).not_to be_alive
+      expect(process_gone?(manager.pid)).to be(true)
+      expect(new_manager).to be_alive
+    end
+  end
+
+  describe 'starting' do
+    it 'kills a host that never listens once pipe_timeout runs out, and says so' do
+      Dir.mktmpdir('pwshlib never listens') do |dir|
+        sleeper = File.join(dir, "sleepy 'host\".sh")
+        File.write(sleeper, "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/pid\"\nexec sleep 30\n")
+        File.chmod(0o755, sleeper)
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        expect { described_class.instance(sleeper, [], pipe_timeout: 1) }
+          .to raise_error(RuntimeError, /to open its socket .* within the pipe_timeout of 1\.0 s.*killed/)
+        expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be_between(0.9, 3)
+        expect(process_gone?(File.read(File.join(dir, 'pid')).to_i)).to be(true)
+      end
+    end
+
+    it 'starts a command whose path has spaces and quotes, without a shell' do
+      Dir.mktmpdir("pwshlib it's \"quoted\" dir") do |dir|
+        link = File.join(dir, 'my pwsh; echo hacked')
+        File.symlink(PWSHLIB_SIM, link)
+        other = described_class.instance(link, ['-NoProfile', 'a b', "c'd"])
+        expect(other.execute("Write-Output 'spaced'")[:stdout]).to eq("spaced\n")
+        other.exit
+      end
+    end
+
+    it 'explains an executable that does not exist' do
+      expect { described_class.instance('/nonexistent/pwsh', []) }
+        .to raise_error(RuntimeError, %r{Failed to start the PowerShell host "/nonexistent/pwsh".*PWSHLIB_POWERSHELL})
+    end
+
+    it 'runs two managers with different keys at once' do
+      first = new_manager
+      second = new_manager(debug: false, pipe_timeout: 30)
+      expect(second).not_to equal(first)
+      expect(second.pid).not_to eq(first.pid)
+      threads = [first, second].map do |m|
+        Thread.new { m.execute('Start-Sleep -Milliseconds 400; $PID')[:stdout] }
+      end
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      outputs = threads.map(&:value)
+      expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 0.75
+      expect(outputs).to eq(["#{first.pid}\n", "#{second.pid}\n"])
+      expect(described_class.instances.values).to include(first, second)
+    end
+  end
+
+  describe 'the global VM lock' do
+    it 'is released while waiting on the host' do
+      ticks = 0
+      ticker = Thread.new { loop { ticks += 1; sleep 0.01 } } # rubocop:disable Style/Semicolon
+      manager.execute('Start-Sleep -Milliseconds 500')
+      ticker.kill
+      expect(ticks).to be > 20
+    end
+
+    it 'lets an interrupt (Timeout.timeout) end a call, leaving the manager cleanly dead' do
+      pid = manager.pid
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      expect { Timeout.timeout(0.3) { manager.execute('Start-Sleep -Seconds 20') } }.to raise_error(Timeout::Error)
+      expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 1.5
+      expect(manager).not_to be_alive
+      expect(process_gone?(pid)).to be(true)
+      expect(socket_files).not_to include(manager.socket_path)
+      expect(new_manager.execute("Write-Output 'next'")[:stdout]).to eq("next\n")
+    end
+  end
+
+  describe 'exit' do
+    it 'ends the host, reaps it and removes its socket' do
+      pid = manager.pid
+      path = manager.socket_path
+      expect(File.socket?(path)).to be(true)
+      manager.exit
+      expect(manager).not_to be_alive
+      expect(process_gone?(pid)).to be(true)
+      expect(File.exist?(path)).to be(false)
+      expect(new_manager).not_to equal(manager)
+    end
+
+    it 'reaps every host at Ruby exit, leaving no process and no socket file' do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
+        require 'pwsh'
+        a = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+        b = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], ['-x'])
+        a.execute("Write-Output 1")
+        puts [a.pid, b.pid, a.socket_path, b.socket_path].join(' ')
+      RUBY
+      output = IO.popen([RbConfig.ruby, '-e', script], &:read)
+      expect($?.success?).to be(true) # rubocop:disable Style/SpecialGlobalVars
+      pid_a, pid_b, *sockets = output.split
+      expect([pid_a, pid_b].map { |pid| File.exist?("/proc/#{pid}") }).to eq([false, false])
+      expect(sockets.map { |path| File.exist?(path) }).to eq([false, false])
+    end
+  end
+
+  describe 'after the suite' do
+    it 'leaves no child process and no socket file behind' do
+      described_class.shutdown_all
+      expect(child_pids).to eq([])
+      expect(socket_files).to eq([])
+    end
+  end
+end

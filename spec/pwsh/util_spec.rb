@@ -1,0 +1,173 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+require 'pwsh'
+require 'tmpdir'
+
+RSpec.describe Pwsh::Util do
+  it 'knows this is not Windows' do
+    expect(described_class.on_windows?).to be(false)
+  end
+
+  describe '.invalid_directories?' do
+    it 'is false for nil, empty and existing directories (empty entries are fine)' do
+      expect(described_class.invalid_directories?(nil)).to be(false)
+      expect(described_class.invalid_directories?('')).to be(false)
+      expect(described_class.invalid_directories?("#{Dir.tmpdir}::/")).to be(false)
+    end
+
+    it 'is true when any entry is missing' do
+      expect(described_class.invalid_directories?("#{Dir.tmpdir}:/no/such/pwshlib/dir")).to be(true)
+    end
+  end
+
+  describe 'case conversion' do
+    it 'snake_cases strings and symbols' do
+      expect(described_class.snake_case('PowerShellVersion')).to eq('power_shell_version')
+      expect(described_class.snake_case('DSCResource')).to eq('dsc_resource')
+      expect(described_class.snake_case(:IsHTTPSEnabled)).to eq(:is_https_enabled)
+      expect(described_class.snake_case('already_snake')).to eq('already_snake')
+      expect(described_class.snake_case('Some-Thing')).to eq('some_thing')
+    end
+
+    it 'PascalCases strings and symbols' do
+      expect(described_class.pascal_case('power_shell_version')).to eq('PowerShellVersion')
+      expect(described_class.pascal_case(:dsc_resource)).to eq(:DscResource)
+    end
+
+    it 'refuses other types' do
+      expect { described_class.snake_case(1) }.to raise_error(ArgumentError, /only handles strings and symbols/)
+      expect { described_class.pascal_case(nil) }.to raise_error(ArgumentError, /only handles strings and symbols/)
+    end
+  end
+
+  describe 'hash key helpers' do
+    let(:nested) { { 'SomeKey' => [{ 'InnerKey' => 1 }, 'Value'], :OtherKey => { 'DeepKey' => 'DeepValue' } } }
+
+    it 'snake_cases keys at every depth, leaving values alone' do
+      expect(described_class.snake_case_hash_keys(nested))
+        .to eq('some_key' => [{ 'inner_key' => 1 }, 'Value'], :other_key => { 'deep_key' => 'DeepValue' })
+    end
+
+    it 'PascalCases keys at every depth' do
+      expect(described_class.pascal_case_hash_keys('some_key' => { 'inner_key' => ['a_b'] }))
+        .to eq('SomeKey' => { 'InnerKey' => ['a_b'] })
+    end
+
+    it 'symbolizes keys at every depth' do
+      expect(described_class.symbolize_hash_keys('a' => [{ 'b' => 'c' }], 1 => 2))
+        .to eq(a: [{ b: 'c' }], 1 => 2)
+    end
+
+    it 'passes non-hashes through' do
+      expect(described_class.snake_case_hash_keys('Text')).to eq('Text')
+      expect(described_class.symbolize_hash_keys([1, { 'x' => 1 }])).to eq([1, { x: 1 }])
+    end
+  end
+
+  describe '.escape_quotes' do
+    it 'doubles every kind of single quote PowerShell honours' do
+      expect(described_class.escape_quotes("it's")).to eq("it''s")
+      expect(described_class.escape_quotes("\u2018a\u2019b\u201Ac\u201B")).to eq("\u2018\u2018a\u2019\u2019b\u201A\u201Ac\u201B\u201B")
+      expect(described_class.escape_quotes('"double" stays')).to eq('"double" stays')
+    end
+  end
+
+  describe '.format_powershell_value' do
+    it 'formats scalars' do
+      expect(described_class.format_powershell_value(true)).to eq('$true')
+      expect(described_class.format_powershell_value(:false)).to eq('$false') # rubocop:disable Lint/BooleanSymbol
+      expect(described_class.format_powershell_value(nil)).to eq('$null')
+      expect(described_class.format_powershell_value(42)).to eq('42')
+      expect(described_class.format_powershell_value(1.5)).to eq('1.5')
+      expect(described_class.format_powershell_value(:Bare)).to eq('Bare')
+      expect(described_class.format_powershell_value("it's")).to eq("'it''s'")
+    end
+
+    it 'formats arrays and hashes recursively' do
+      expect(described_class.format_powershell_value(['a', 1, [true]])).to eq("@('a', 1, @($true))")
+      expect(described_class.format_powershell_value('k' => 'v', 'n' => { 'x' => nil }))
+        .to eq("@{'k' = 'v'; 'n' = @{'x' = $null}}")
+    end
+
+    it 'refuses other objects' do
+      expect { described_class.format_powershell_value(Object.new) }.to raise_error(ArgumentError, /unsupported type Object/)
+    end
+  end
+
+  it 'builds a calculated property' do
+    expect(described_class.custom_powershell_property('Name', '$_.Name'))
+      .to eq("@{Name = 'Name'; Expression = {$_.Name}}")
+  end
+end
+
+RSpec.describe Pwsh::WindowsPowerShell do
+  it 'has no version off Windows' do
+    expect(described_class.version).to be_nil
+    expect(described_class.compatible_version?).to be(false)
+  end
+
+  it 'compares versions against the minimum' do
+    expect(described_class.compatible_version?('5.1.17763.1')).to be(true)
+    expect(described_class.compatible_version?('3.0')).to be(true)
+    expect(described_class.compatible_version?('2.0')).to be(false)
+    expect(described_class.compatible_version?('not a version')).to be(false)
+  end
+end
+
+RSpec.describe 'Pwsh entry points' do
+  it 'loads through ruby-pwsh and pwsh, with a version' do
+    expect(require('ruby-pwsh')).to be(true).or be(false)
+    expect(Pwsh::VERSION).to match(/\A\d+\.\d+\.\d+/)
+    expect(Pwsh::Manager).to respond_to(:instance, :instances, :pwsh_path, :pwsh_args, :powershell_path,
+                                        :powershell_args, :windows_powershell_supported?, :pwsh_supported?)
+  end
+end
+
+RSpec.describe Pwsh::Manager, 'PowerShell lookup' do
+  around do |example|
+    saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PATH')
+    example.run
+  ensure
+    %w[PWSHLIB_POWERSHELL PATH].each { |name| ENV[name] = saved[name] }
+  end
+
+  it 'uses PWSHLIB_POWERSHELL for both PowerShells when set' do
+    ENV['PWSHLIB_POWERSHELL'] = '/some/where/pwsh'
+    expect(described_class.pwsh_path).to eq('/some/where/pwsh')
+    expect(described_class.powershell_path).to eq('/some/where/pwsh')
+    expect(described_class.pwsh_supported?).to be(true)
+    expect(described_class.windows_powershell_supported?).to be(true)
+  end
+
+  it 'finds pwsh on PATH, then in additional paths' do
+    ENV.delete('PWSHLIB_POWERSHELL')
+    Dir.mktmpdir do |dir|
+      on_path = File.join(dir, 'onpath')
+      extra = File.join(dir, 'extra dir')
+      [on_path, extra].each { |d| Dir.mkdir(d) }
+      File.write(File.join(extra, 'pwsh'), "#!/bin/sh\n")
+      File.chmod(0o755, File.join(extra, 'pwsh'))
+      ENV['PATH'] = on_path
+      expect(described_class.pwsh_path([extra])).to eq(File.join(extra, 'pwsh'))
+      File.write(File.join(on_path, 'pwsh'), "#!/bin/sh\n")
+      File.chmod(0o755, File.join(on_path, 'pwsh'))
+      expect(described_class.pwsh_path([extra])).to eq(File.join(on_path, 'pwsh'))
+    end
+  end
+
+  it 'says what it searched and how to choose a PowerShell when there is none' do
+    ENV.delete('PWSHLIB_POWERSHELL')
+    ENV['PATH'] = '/nonexistent-pwshlib-bin'
+    skip 'a real pwsh is installed here' if described_class.pwsh_path
+    expect(described_class.pwsh_supported?).to be(false)
+    expect { described_class.instance(described_class.pwsh_path, described_class.pwsh_args) }
+      .to raise_error(Pwsh::PowerShellNotFound,
+                      %r{/nonexistent-pwshlib-bin/pwsh, .*/opt/microsoft/powershell/7/pwsh.*PWSHLIB_POWERSHELL}m)
+  end
+
+  it 'exposes the host script' do
+    expect(File.file?(described_class.host_script_path)).to be(true)
+    expect(described_class.host_script_path).to end_with('lib/templates/host.ps1')
+  end
+end
