@@ -96,7 +96,8 @@ describe 'fixture.example.com', type: :host do
     ral = catalogue.to_ral
     file = ral.resource('Dsc_fixturefile', 'readme')
     expect(file).to be_a(Puppet::Type.type(:dsc_fixturefile))
-    expect(file.provider.class.name).to eq(:dsc_fixturefile)
+    expect(file.my_provider).to be_a(Puppet::Provider::DscFixturefile::DscFixturefile)
+    expect(file.my_provider).to be_a(Puppet::Provider::DscBaseProvider)
     expect(ral.resource('Dsc_fixtureservice', 'spooler')).to be_a(Puppet::Type.type(:dsc_fixtureservice))
   end
 end

@@ -42,7 +42,7 @@ describe 'invalid.example.com', type: :host do
     ['dsc_fixturefile', 'dsc_psdscrunascredential', "{ 'user' => 'u' }", /dsc_psdscrunascredential/],
     ['dsc_fixturefile', 'dsc_psdscrunascredential', "{ 'user' => '', 'password' => Sensitive('p') }", /dsc_psdscrunascredential/],
     ['dsc_fixtureclassresource', 'dsc_value', '42', /dsc_value/],
-    ['dsc_fixtureuser', 'dsc_password', "{ 'user' => 'bob', 'password' => Sensitive(''), }", /dsc_password/],
+    ['dsc_fixtureuser', 'dsc_password', "{ 'user' => 'bob' }", /dsc_password/],
     ['dsc_fixtureuser', 'dsc_password', "{ 'user' => 'bob', 'password' => Sensitive('p'), 'domain' => 'x' }", /dsc_password/],
     ['dsc_fixturewebsite', 'dsc_bindinginfo', "[{ 'protocol' => 'ftp' }]", /dsc_bindinginfo/],
     ['dsc_fixturewebsite', 'dsc_bindinginfo', "[{ 'protocol' => 'http', 'port' => 65536 }]", /dsc_bindinginfo/],
@@ -53,6 +53,8 @@ describe 'invalid.example.com', type: :host do
     ['dsc_fixtureschedule', 'dsc_repeatintervalminutes', '4294967296', /dsc_repeatintervalminutes/],
     ['dsc_fixtureregistry', 'dsc_valuetype', "'QWord'", /dsc_valuetype/],
     ['dsc_fixtureregistry', 'dsc_valuedata', "'not an array'", /dsc_valuedata/],
+    ['dsc_fixturefile', 'dsc_checksum', "'abc123'", /dsc_checksum/],
+    ['dsc_fixtureservice', 'dsc_displayname', "'Print Spooler'", /dsc_displayname/],
     ['dsc_fixtureservice', 'dsc_state', "'Paused'", /dsc_state/],
     ['dsc_fixtureservice', 'dsc_ensure', "'Present'", /dsc_ensure/],
   ]
