@@ -9,9 +9,9 @@
 //!
 //! `pwshlib-sim --parse-tree < script.ps1` prints the syntax tree (a debugging aid).
 
-mod dsc;
 mod echo;
-mod outcome;
+
+use pwshlib_sim::{dsc, outcome};
 
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};

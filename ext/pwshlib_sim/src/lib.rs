@@ -1,0 +1,8 @@
+//! The simulated PowerShell host as a library, so that tests can drive the
+//! DSC engine without a socket.
+
+pub mod dsc;
+pub mod faults;
+pub mod outcome;
+pub mod psvalue;
+pub mod state;

@@ -1,0 +1,881 @@
+//! The DSC engine driven the way the main loop drives it: scripts in the
+//! shape of docs/architecture.md through `handle_with_env`, a temporary
+//! state file and call log per test.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use pwshlib_sim::dsc::handle_with_env;
+use pwshlib_sim::faults::{COLLISION_MESSAGE, LOGON_FAILURE_MESSAGE, MALFORMED_STDOUT};
+use pwshlib_sim::outcome::Outcome;
+use serde_json::{json, Value as Json};
+
+const PREAMBLE: &str = r#"$script:ErrorActionPreference = 'Stop'
+$script:WarningPreference = 'SilentlyContinue'
+function New-PsCredential {
+  param($User, $Password)
+  $InvokeParams = @{Name = 'Decoy'; Method = 'Set'}
+  New-Object System.Management.Automation.PSCredential($User, (ConvertTo-SecureString $Password -AsPlainText -Force))
+}
+$Response = @{indesiredstate = $false; rebootrequired = $false; errormessage = ''}
+"#;
+
+const POSTSCRIPT: &str = r#"
+try {
+  $Result = Invoke-DscResource @InvokeParams
+} catch {
+  $Response.errormessage = $_.Exception.Message
+}
+$Result | ConvertTo-Json -Compress
+"#;
+
+const MODULE: &str = "@{ModuleName = 'C:/puppet/lib/puppet_x/pwshlibfixturedsc/dsc_resources/PwshlibFixtureDsc/PwshlibFixtureDsc.psd1'; RequiredVersion = '1.0.0'}";
+
+/// A script as the provider builds it: `variables` are the credential and
+/// CIM lines, `properties` the body of the Property hashtable.
+fn script(variables: &str, resource: &str, method: &str, properties: &str) -> String {
+    format!(
+        "{PREAMBLE}{variables}\n$InvokeParams = @{{Name = '{resource}'; Method = '{method}'; Property = @{{{properties}}}; ModuleName = {MODULE}}}\n{POSTSCRIPT}"
+    )
+}
+
+struct Sim {
+    _dir: tempfile::TempDir,
+    state: PathBuf,
+    log: PathBuf,
+    env: HashMap<String, String>,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        let log = dir.path().join("calls.jsonl");
+        let mut env = HashMap::new();
+        env.insert("PWSHLIB_SIM_STATE".to_owned(), state.display().to_string());
+        env.insert("PWSHLIB_SIM_LOG".to_owned(), log.display().to_string());
+        Sim {
+            _dir: dir,
+            state,
+            log,
+            env,
+        }
+    }
+
+    fn with_state(self, doc: Json) -> Sim {
+        std::fs::write(&self.state, doc.to_string()).unwrap();
+        self
+    }
+
+    fn set_env(&mut self, name: &str, value: &str) {
+        self.env.insert(name.to_owned(), value.to_owned());
+    }
+
+    fn outcome(&self, code: &str) -> Option<Outcome> {
+        let env = self.env.clone();
+        handle_with_env(code, 5_000, &move |name| env.get(name).cloned())
+    }
+
+    /// The result JSON of a DSC call that answered normally.
+    fn json(&self, code: &str) -> Json {
+        match self.outcome(code) {
+            Some(outcome) => reply_json(outcome),
+            None => panic!("not recognised as a DSC invocation"),
+        }
+    }
+
+    fn get(&self, properties: &str) -> Json {
+        self.json(&script("", "FixtureFile", "Get", properties))
+    }
+
+    fn set(&self, properties: &str) -> Json {
+        self.json(&script("", "FixtureFile", "Set", properties))
+    }
+
+    fn test(&self, properties: &str) -> Json {
+        self.json(&script("", "FixtureFile", "Test", properties))
+    }
+
+    fn log(&self) -> Vec<Json> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn state(&self) -> Json {
+        serde_json::from_str(&std::fs::read_to_string(&self.state).unwrap()).unwrap()
+    }
+}
+
+fn reply_json(outcome: Outcome) -> Json {
+    match outcome {
+        Outcome::Reply {
+            stdout: Some(stdout),
+            errormessage: None,
+            exitcode: 0,
+            ..
+        } => {
+            assert!(
+                stdout.ends_with('\n') && stdout.trim_end().lines().count() == 1,
+                "{stdout:?}"
+            );
+            serde_json::from_str(stdout.trim_end()).unwrap()
+        }
+        Outcome::Sleep { then, .. } => reply_json(*then),
+        other => panic!("expected a result on stdout, got {}", describe(&other)),
+    }
+}
+
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Reply {
+            stdout,
+            errormessage,
+            exitcode,
+            ..
+        } => format!("Reply(stdout {stdout:?}, errormessage {errormessage:?}, exit {exitcode})"),
+        Outcome::Sleep { millis, then } => format!("Sleep({millis}, {})", describe(then)),
+        Outcome::HangForever => "HangForever".to_owned(),
+        Outcome::Crash => "Crash".to_owned(),
+    }
+}
+
+fn script_error(outcome: Option<Outcome>) -> String {
+    match outcome {
+        Some(Outcome::Reply {
+            stdout: None,
+            errormessage: Some(message),
+            ..
+        }) => message,
+        Some(other) => panic!("expected a script error, got {}", describe(&other)),
+        None => panic!("expected a script error, got None"),
+    }
+}
+
+const PATH_A: &str = r"destinationpath = 'C:\Temp\A.txt'";
+
+// ---------------------------------------------------------------------------
+// Recognising scripts
+
+#[test]
+fn code_that_is_not_a_dsc_invocation_is_left_to_echo_mode() {
+    let sim = Sim::new();
+    assert!(sim.outcome("Write-Output 'hello'").is_none());
+    assert!(sim.outcome("$x = @{Name = 'a'}\n$x").is_none());
+    assert!(sim.outcome("").is_none());
+    // A helper function that mentions $InvokeParams does not count.
+    assert!(sim.outcome(PREAMBLE).is_none());
+    assert!(sim.log().is_empty());
+}
+
+#[test]
+fn a_dsc_script_that_does_not_parse_is_rejected() {
+    let sim = Sim::new();
+    let broken =
+        script("", "FixtureFile", "Get", PATH_A).replace("Property = @{", "Property = @{ (");
+    let message = script_error(sim.outcome(&broken));
+    assert!(message.contains("does not parse"), "{message}");
+    assert!(sim.log().is_empty());
+}
+
+#[test]
+fn values_outside_the_subset_are_errors_not_guesses() {
+    let sim = Sim::new();
+    let message = script_error(sim.outcome(&script(
+        "",
+        "FixtureFile",
+        "Get",
+        "destinationpath = Get-Date",
+    )));
+    assert!(message.contains("Get-Date"), "{message}");
+    let message =
+        script_error(sim.outcome(&script("", "FixtureFile", "Get", "destinationpath = 1 + 2")));
+    assert!(message.contains("1 + 2"), "{message}");
+    let message = script_error(sim.outcome(&script(
+        "",
+        "FixtureFile",
+        "Get",
+        "credential = $cred_missing",
+    )));
+    assert!(message.contains("$cred_missing"), "{message}");
+    let message = script_error(sim.outcome(&script("", "FixtureFile", "Get", "a = 1; A = 2")));
+    assert!(message.contains("Duplicate keys"), "{message}");
+    let message = script_error(sim.outcome(&script("", "FixtureFile", "Frobnicate", PATH_A)));
+    assert!(message.contains("Method"), "{message}");
+    let message =
+        script_error(sim.outcome(&script("", "FixtureFile", "Get", "when = [DateTime]'soon'")));
+    assert!(message.contains("DateTime"), "{message}");
+}
+
+// ---------------------------------------------------------------------------
+// Get, Set, Test
+
+#[test]
+fn get_of_a_missing_resource_is_absent_and_learns_the_keys() {
+    let sim = Sim::new();
+    let result = sim.get(PATH_A);
+    assert_eq!(
+        result,
+        json!({"destinationpath": r"C:\Temp\A.txt", "Ensure": "Absent"})
+    );
+    assert_eq!(
+        sim.state()["keys"],
+        json!({"FixtureFile": ["destinationpath"]})
+    );
+    let log = sim.log();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["method"], "Get");
+    assert_eq!(log[0]["resource"], "FixtureFile");
+    assert_eq!(
+        log[0]["properties"],
+        json!({"destinationpath": r"C:\Temp\A.txt"})
+    );
+    assert_eq!(log[0]["module"]["RequiredVersion"], "1.0.0");
+    assert_eq!(log[0]["run_as_user"], Json::Null);
+    assert_eq!(log[0]["fault"], Json::Null);
+    assert_eq!(log[0]["pid"], json!(std::process::id()));
+}
+
+#[test]
+fn set_then_get_keeps_the_stored_casing_and_finds_keys_without_case() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    let set = sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'; contents = 'Hello World'; attributes = @('Hidden', 'ReadOnly'); force = $true");
+    assert_eq!(
+        set,
+        json!({"indesiredstate": true, "rebootrequired": false, "errormessage": ""})
+    );
+    let got = sim.get(r"destinationpath = 'c:\temp\a.TXT'");
+    assert_eq!(
+        got,
+        json!({
+            "destinationpath": r"C:\Temp\A.txt",
+            "ensure": "Present",
+            "contents": "Hello World",
+            "attributes": ["Hidden", "ReadOnly"],
+            "force": true
+        })
+    );
+    // A later Set with other casing: the value takes the new casing, the
+    // property keeps its stored name.
+    sim.set(r"DestinationPath = 'c:\temp\a.txt'; Contents = 'HELLO world'");
+    let got = sim.get(r"destinationpath = 'C:\TEMP\A.TXT'");
+    assert_eq!(got["contents"], "HELLO world");
+    assert!(got.get("Contents").is_none());
+    assert_eq!(got["destinationpath"], r"c:\temp\a.txt");
+    assert_eq!(
+        sim.state()["resources"]["FixtureFile"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn found_resources_without_ensure_come_back_present() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    sim.set(r"destinationpath = 'C:\Temp\A.txt'; contents = 'x'");
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Present");
+}
+
+#[test]
+fn set_absent_removes_the_resource() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'; contents = 'x'");
+    sim.set(r"destinationpath = 'C:\temp\a.txt'; ensure = 'absent'");
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
+    assert_eq!(sim.state()["resources"]["FixtureFile"], json!([]));
+}
+
+#[test]
+fn resources_are_told_apart_by_all_their_keys() {
+    let sim = Sim::new();
+    let get = |key: &str, value: &str| {
+        sim.json(&script(
+            "",
+            "FixtureRegistry",
+            "Get",
+            &format!("key = '{key}'; valuename = '{value}'"),
+        ))
+    };
+    let set = |key: &str, value: &str, data: &str| {
+        sim.json(&script(
+            "",
+            "FixtureRegistry",
+            "Set",
+            &format!(
+                "key = '{key}'; valuename = '{value}'; ensure = 'Present'; valuedata = @('{data}')"
+            ),
+        ))
+    };
+    get(r"HKLM:\Software\A", "One");
+    set(r"HKLM:\Software\A", "One", "1");
+    set(r"HKLM:\Software\A", "Two", "2");
+    assert_eq!(get(r"hklm:\software\a", "one")["valuedata"], json!(["1"]));
+    assert_eq!(get(r"HKLM:\Software\A", "TWO")["valuedata"], json!(["2"]));
+    assert_eq!(get(r"HKLM:\Software\B", "One")["Ensure"], "Absent");
+}
+
+#[test]
+fn test_compares_like_dsc() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'; contents = 'Hello'; attributes = @('Hidden', 'ReadOnly'); size = 5");
+    let in_sync = |props: &str| sim.test(props)["indesiredstate"].as_bool().unwrap();
+    assert!(in_sync(
+        r"destinationpath = 'c:\temp\a.txt'; ensure = 'present'; contents = 'HELLO'"
+    ));
+    assert!(in_sync(
+        r"destinationpath = 'C:\Temp\A.txt'; attributes = @('readonly', 'hidden')"
+    ));
+    assert!(in_sync(r"destinationpath = 'C:\Temp\A.txt'; size = '5'"));
+    assert!(!in_sync(
+        r"destinationpath = 'C:\Temp\A.txt'; contents = 'Goodbye'"
+    ));
+    assert!(!in_sync(
+        r"destinationpath = 'C:\Temp\A.txt'; attributes = @('Hidden')"
+    ));
+    assert!(!in_sync(
+        r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Absent'"
+    ));
+    assert!(!in_sync(
+        r"destinationpath = 'C:\Temp\Missing.txt'; ensure = 'Present'"
+    ));
+    assert!(in_sync(
+        r"destinationpath = 'C:\Temp\Missing.txt'; ensure = 'Absent'"
+    ));
+    assert_eq!(
+        sim.test(PATH_A),
+        json!({"indesiredstate": true, "errormessage": ""})
+    );
+}
+
+#[test]
+fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
+    let sim = Sim::new().with_state(json!({"keys": {"fixturefile": ["DestinationPath"]}}));
+    sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
+    assert_eq!(sim.get(PATH_A)["ensure"], "Present");
+    assert_eq!(
+        sim.state()["keys"],
+        json!({"fixturefile": ["DestinationPath"]})
+    );
+
+    let fresh = Sim::new();
+    let result = fresh.json(&script("", "FixtureUser", "Set", "username = 'bob'"));
+    let message = result["errormessage"].as_str().unwrap();
+    assert!(
+        message.contains("key properties of FixtureUser are unknown"),
+        "{message}"
+    );
+    assert_eq!(result["indesiredstate"], false);
+    let result = fresh.json(&script("", "FixtureUser", "Test", "username = 'bob'"));
+    assert!(result["errormessage"].as_str().unwrap().contains("unknown"));
+}
+
+#[test]
+fn types_listed_in_no_ensure_never_gain_ensure() {
+    let sim = Sim::new().with_state(json!({"no_ensure": ["FixtureService"]}));
+    let get = || sim.json(&script("", "FixtureService", "Get", "name = 'Spooler'"));
+    assert_eq!(get(), json!({"name": "Spooler"}));
+    sim.json(&script(
+        "",
+        "FixtureService",
+        "Set",
+        "name = 'Spooler'; state = 'Running'",
+    ));
+    assert_eq!(get(), json!({"name": "Spooler", "state": "Running"}));
+}
+
+#[test]
+fn read_only_values_can_be_seeded_in_the_state_file() {
+    let sim = Sim::new().with_state(json!({
+        "keys": {"FixtureFile": ["DestinationPath"]},
+        "resources": {"FixtureFile": [
+            {"DestinationPath": r"C:\Temp\A.txt", "Ensure": "Present", "Checksum": "abc", "Contents": ""}
+        ]}
+    }));
+    assert_eq!(
+        sim.get(PATH_A),
+        json!({"DestinationPath": r"C:\Temp\A.txt", "Ensure": "Present", "Checksum": "abc", "Contents": null})
+    );
+}
+
+#[test]
+fn empty_and_typed_empty_arrays() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    sim.set(r"destinationpath = 'C:\Temp\A.txt'; attributes = [string[]]@(); tags = @(); one = @('x'); nested = @(@('a', 'b'), @('c'))");
+    let stored = &sim.state()["resources"]["FixtureFile"][0];
+    assert_eq!(stored["attributes"], json!([]));
+    assert_eq!(stored["tags"], json!([]));
+    assert_eq!(stored["one"], json!(["x"]));
+    assert_eq!(stored["nested"], json!([["a", "b"], ["c"]]));
+    let got = sim.get(PATH_A);
+    assert_eq!(got["attributes"], Json::Null);
+    assert_eq!(got["tags"], Json::Null);
+    assert!(
+        sim.test(r"destinationpath = 'C:\Temp\A.txt'; attributes = [string[]]@()")
+            ["indesiredstate"]
+            .as_bool()
+            .unwrap()
+    );
+    assert!(
+        !sim.test(r"destinationpath = 'C:\Temp\A.txt'; one = [string[]]@()")["indesiredstate"]
+            .as_bool()
+            .unwrap()
+    );
+}
+
+#[test]
+fn scalar_literals() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    sim.set(
+        r"destinationpath = 'C:\Temp\A.txt'; n = 42; neg = -7; big = 4294967295; f = 1.5; hex = 0x10; yes = $true; no = $false; nothing = $null; cast = [uint32]3; 'quoted key' = 'v'; h = @{inner = 'x'; 'two words' = 2}",
+    );
+    let got = sim.get(PATH_A);
+    assert_eq!(got["n"], 42);
+    assert_eq!(got["neg"], -7);
+    assert_eq!(got["big"], 4294967295u64);
+    assert_eq!(got["f"], 1.5);
+    assert_eq!(got["hex"], 16);
+    assert_eq!(got["yes"], true);
+    assert_eq!(got["no"], false);
+    assert_eq!(got["nothing"], Json::Null);
+    assert_eq!(got["cast"], 3);
+    assert_eq!(got["quoted key"], "v");
+    assert_eq!(got["h"], json!({"inner": "x", "two words": 2}));
+}
+
+#[test]
+fn quotes_of_every_kind_survive() {
+    let sim = Sim::new();
+    sim.get(PATH_A);
+    // The provider doubles ', U+2018, U+2019, U+201A and U+201B.
+    sim.set("destinationpath = 'C:\\Temp\\A.txt'; contents = 'it''s \u{2018}\u{2018}a\u{2019}\u{2019} \u{201A}\u{201A}b\u{201B}\u{201B} \"q\" $x `n @'");
+    assert_eq!(
+        sim.get(PATH_A)["contents"],
+        "it's \u{2018}a\u{2019} \u{201A}b\u{201B} \"q\" $x `n @"
+    );
+}
+
+#[test]
+fn multiline_hashtables_and_here_strings() {
+    let sim = Sim::new();
+    let code = format!(
+        "{PREAMBLE}$InvokeParams = @{{\n  Name = 'FixtureFile'\n  Method = 'Get'\n  Property = @{{\n    destinationpath = @'\nC:\\Temp\\A.txt\n'@\n  }}\n  ModuleName = 'PwshlibFixtureDsc'\n}}\n{POSTSCRIPT}"
+    );
+    assert_eq!(sim.json(&code)["destinationpath"], r"C:\Temp\A.txt");
+    assert_eq!(sim.log()[0]["module"], "PwshlibFixtureDsc");
+}
+
+#[test]
+fn datetimes_are_iso8601_and_compare_as_instants() {
+    let sim = Sim::new();
+    let schedule =
+        |method: &str, props: &str| sim.json(&script("", "FixtureSchedule", method, props));
+    schedule("Get", "name = 'Nightly'");
+    schedule(
+        "Set",
+        "name = 'Nightly'; ensure = 'Present'; starttime = [DateTime]'2024-01-02T03:04:05+02:00'",
+    );
+    assert_eq!(
+        schedule("Get", "name = 'Nightly'")["starttime"],
+        "2024-01-02T01:04:05Z"
+    );
+    assert!(schedule(
+        "Test",
+        "name = 'Nightly'; starttime = [DateTime]'2024-01-02T01:04:05Z'"
+    )["indesiredstate"]
+        .as_bool()
+        .unwrap());
+    assert!(!schedule(
+        "Test",
+        "name = 'Nightly'; starttime = [DateTime]'2024-01-02T03:04:05Z'"
+    )["indesiredstate"]
+        .as_bool()
+        .unwrap());
+}
+
+#[test]
+fn credentials_arrive_intact_and_passwords_never_come_back() {
+    let sim = Sim::new();
+    let password = "p''ss\u{2019}\u{2019}w\"ord";
+    let variables = format!(
+        "$cred_3f2a = New-PsCredential -User 'CONTOSO\\Admin' -Password 'runas''secret'\n$cred_9b1c = New-PsCredential -User 'bob' -Password '{password}'"
+    );
+    let user =
+        |method: &str, props: &str| sim.json(&script(&variables, "FixtureUser", method, props));
+    user("Get", "username = 'bob'; psdscrunascredential = $cred_3f2a");
+    user(
+        "Set",
+        "username = 'bob'; ensure = 'Present'; password = $cred_9b1c; psdscrunascredential = $cred_3f2a",
+    );
+    let got = user("Get", "username = 'BOB'; psdscrunascredential = $cred_3f2a");
+    assert_eq!(
+        got,
+        json!({"username": "bob", "ensure": "Present", "password": {"UserName": "bob", "Password": null}})
+    );
+    // Keys never include the run-as credential, which is never stored.
+    assert_eq!(sim.state()["keys"]["FixtureUser"], json!(["username"]));
+    let stored = &sim.state()["resources"]["FixtureUser"][0];
+    assert_eq!(
+        stored["password"],
+        json!({"user": "bob", "password": "p'ss\u{2019}w\"ord"})
+    );
+    assert!(stored.get("psdscrunascredential").is_none());
+    // The log shows secrets in the clear.
+    let log = sim.log();
+    assert_eq!(log[1]["run_as_user"], r"CONTOSO\Admin");
+    assert_eq!(
+        log[1]["properties"]["psdscrunascredential"]["password"],
+        "runas'secret"
+    );
+    assert_eq!(
+        log[1]["properties"]["password"]["password"],
+        "p'ss\u{2019}w\"ord"
+    );
+    // Test checks the password too.
+    assert!(
+        user("Test", "username = 'bob'; password = $cred_9b1c")["indesiredstate"]
+            .as_bool()
+            .unwrap()
+    );
+    let other = "$cred_1 = New-PsCredential -User 'bob' -Password 'P''SS\u{2019}\u{2019}W\"ORD'";
+    let result = sim.json(&script(
+        other,
+        "FixtureUser",
+        "Test",
+        "username = 'bob'; password = $cred_1",
+    ));
+    assert_eq!(result["indesiredstate"], false);
+}
+
+#[test]
+fn cim_instances_nest_and_compare_without_order() {
+    let sim = Sim::new();
+    let variables = "$cim_a1 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $true; basic = $false}\n\
+         $cim_b2 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' -Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $cim_a1}\n\
+         $cim_c3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' -Property @{'protocol' = 'http'; 'port' = 80}";
+    let site =
+        |method: &str, props: &str| sim.json(&script(variables, "FixtureWebsite", method, props));
+    site("Get", "name = 'Default'");
+    site(
+        "Set",
+        "name = 'Default'; ensure = 'Present'; bindinginfo = [CimInstance[]]@($cim_b2, $cim_c3)",
+    );
+    let got = site("Get", "name = 'default'");
+    assert_eq!(
+        got["bindinginfo"],
+        json!([
+            {
+                "protocol": "https",
+                "port": 443,
+                "certificatesubjects": ["CN=a", "CN=b"],
+                "authentication": {"anonymous": true, "basic": false, "cim_instance_type": "MSFT_FixtureAuthentication"},
+                "cim_instance_type": "MSFT_FixtureBindingInformation"
+            },
+            {"protocol": "http", "port": 80, "cim_instance_type": "MSFT_FixtureBindingInformation"}
+        ])
+    );
+    let reordered = "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_c3, $cim_b2)";
+    assert!(site("Test", reordered)["indesiredstate"].as_bool().unwrap());
+    let changed = "$cim_x = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' -Property @{protocol = 'http'; port = 8080}";
+    let result = sim.json(&script(
+        changed,
+        "FixtureWebsite",
+        "Test",
+        "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_x)",
+    ));
+    assert_eq!(result["indesiredstate"], false);
+}
+
+#[test]
+fn a_cim_instance_that_cannot_be_built_is_reported() {
+    let sim = Sim::new();
+    let variables = "$cim_a1 = New-CimInstance -ClientOnly -ClassName 'MSFT_X' -Property 'oops'";
+    let message = script_error(sim.outcome(&script(
+        variables,
+        "FixtureWebsite",
+        "Get",
+        "name = 'a'; b = $cim_a1",
+    )));
+    assert!(
+        message.contains("-Property must be a hashtable"),
+        "{message}"
+    );
+}
+
+#[test]
+fn without_a_state_file_the_state_lives_in_the_process() {
+    let mut sim = Sim::new();
+    sim.env.remove("PWSHLIB_SIM_STATE");
+    let resource = "InProcessOnlyResource";
+    sim.json(&script("", resource, "Get", "id = 'k'"));
+    sim.json(&script("", resource, "Set", "id = 'K'; value = 'v'"));
+    assert_eq!(
+        sim.json(&script("", resource, "Get", "id = 'k'"))["value"],
+        "v"
+    );
+    assert!(!sim.state.exists());
+}
+
+#[test]
+fn a_state_file_that_is_not_json_fails_the_call_cleanly() {
+    let sim = Sim::new();
+    std::fs::write(&sim.state, "{not json").unwrap();
+    let result = sim.get(PATH_A);
+    let message = result["errormessage"].as_str().unwrap();
+    assert!(message.contains("not valid JSON"), "{message}");
+    assert_eq!(std::fs::read_to_string(&sim.state).unwrap(), "{not json");
+}
+
+// ---------------------------------------------------------------------------
+// Faults
+
+#[test]
+fn latency_delays_every_dsc_call() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_LATENCY_MS", "250");
+    match sim
+        .outcome(&script("", "FixtureFile", "Get", PATH_A))
+        .unwrap()
+    {
+        Outcome::Sleep { millis, then } => {
+            assert_eq!(millis, 250);
+            assert_eq!(reply_json(*then)["Ensure"], "Absent");
+        }
+        other => panic!("{}", describe(&other)),
+    }
+}
+
+#[test]
+fn hang_sleeps_past_the_timeout_for_the_selected_resource_only() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_HANG_RESOURCE", r"FixtureFile:C:\Temp\B.txt");
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
+    match sim
+        .outcome(&script(
+            "",
+            "FixtureFile",
+            "Get",
+            r"destinationpath = 'c:\temp\b.txt'",
+        ))
+        .unwrap()
+    {
+        Outcome::Sleep { millis, .. } => assert!(millis > 5_000),
+        other => panic!("{}", describe(&other)),
+    }
+    sim.set_env("PWSHLIB_SIM_HANG_RESOURCE", "");
+    sim.set_env("PWSHLIB_SIM_HANG_FOREVER_RESOURCE", "Set/FixtureFile");
+    assert!(matches!(
+        sim.outcome(&script("", "FixtureFile", "Set", PATH_A)),
+        Some(Outcome::HangForever)
+    ));
+    assert_eq!(
+        sim.get(PATH_A)["Ensure"],
+        "Absent",
+        "a hung Set changes nothing"
+    );
+    assert_eq!(sim.log()[2]["fault"], "hang_forever");
+}
+
+#[test]
+fn crash_on_the_nth_call_once_even_across_restarts() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_CRASH_ON_CALL", "3");
+    let code = script("", "FixtureFile", "Get", PATH_A);
+    assert!(matches!(sim.outcome(&code), Some(Outcome::Reply { .. })));
+    assert!(matches!(sim.outcome(&code), Some(Outcome::Reply { .. })));
+    assert!(matches!(sim.outcome(&code), Some(Outcome::Crash)));
+    // The counter is in the state file, so a fresh host does not crash again.
+    assert_eq!(sim.state()["counters"]["crash_calls"], 3);
+    assert!(matches!(sim.outcome(&code), Some(Outcome::Reply { .. })));
+    assert_eq!(sim.log()[2]["fault"], "crash");
+}
+
+#[test]
+fn crash_resource_counts_only_matching_calls() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_CRASH_RESOURCE", r"FixtureFile:C:\Temp\B.txt");
+    sim.get(PATH_A);
+    sim.get(PATH_A);
+    let b = script(
+        "",
+        "FixtureFile",
+        "Get",
+        r"destinationpath = 'C:\Temp\B.txt'",
+    );
+    assert!(matches!(sim.outcome(&b), Some(Outcome::Crash)));
+    assert!(matches!(sim.outcome(&b), Some(Outcome::Reply { .. })));
+}
+
+#[test]
+fn collisions_n_times_then_success() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_COLLISIONS", "2");
+    let expected = json!({"errormessage": COLLISION_MESSAGE});
+    assert_eq!(sim.get(PATH_A), expected);
+    assert_eq!(sim.get(PATH_A), expected);
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
+    let faults: Vec<Json> = sim.log().iter().map(|l| l["fault"].clone()).collect();
+    assert_eq!(faults, [json!("collision"), json!("collision"), Json::Null]);
+    let set = sim.set(PATH_A);
+    assert_eq!(set["errormessage"], "");
+}
+
+#[test]
+fn collisions_can_target_one_resource_and_come_from_the_state_file() {
+    let sim = Sim::new()
+        .with_state(json!({"faults": {"collisions": 1, "collisions_resource": "Set/FixtureFile"}}));
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
+    let set = sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
+    assert_eq!(
+        set,
+        json!({"indesiredstate": false, "rebootrequired": false, "errormessage": COLLISION_MESSAGE})
+    );
+    assert_eq!(
+        sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'")["errormessage"],
+        ""
+    );
+    assert_eq!(sim.state()["counters"]["collisions_served"], 1);
+}
+
+#[test]
+fn logon_failure_for_the_named_run_as_user() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_LOGON_FAILURE_USER", "svc_denied");
+    let variables = "$cred_1 = New-PsCredential -User 'CONTOSO\\svc_denied' -Password 'x'\n$cred_2 = New-PsCredential -User 'CONTOSO\\svc_ok' -Password 'x'";
+    let denied = sim.json(&script(
+        variables,
+        "FixtureFile",
+        "Get",
+        &format!("{PATH_A}; psdscrunascredential = $cred_1"),
+    ));
+    assert_eq!(denied, json!({"errormessage": LOGON_FAILURE_MESSAGE}));
+    let allowed = sim.json(&script(
+        variables,
+        "FixtureFile",
+        "Get",
+        &format!("{PATH_A}; psdscrunascredential = $cred_2"),
+    ));
+    assert_eq!(allowed["Ensure"], "Absent");
+    assert_eq!(
+        sim.get(PATH_A)["Ensure"],
+        "Absent",
+        "no run-as credential, no logon"
+    );
+    let test = sim.json(&script(
+        variables,
+        "FixtureFile",
+        "Test",
+        &format!("{PATH_A}; psdscrunascredential = $cred_1"),
+    ));
+    assert_eq!(
+        test,
+        json!({"indesiredstate": false, "errormessage": LOGON_FAILURE_MESSAGE})
+    );
+}
+
+#[test]
+fn malformed_json_for_the_selected_resource() {
+    let mut sim = Sim::new();
+    sim.set_env(
+        "PWSHLIB_SIM_MALFORMED_JSON",
+        r"FixtureFile:DestinationPath=C:\Temp\B.txt",
+    );
+    assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
+    match sim
+        .outcome(&script(
+            "",
+            "FixtureFile",
+            "Get",
+            r"destinationpath = 'C:\Temp\B.txt'",
+        ))
+        .unwrap()
+    {
+        Outcome::Reply {
+            stdout: Some(stdout),
+            errormessage: None,
+            ..
+        } => {
+            assert_eq!(stdout.trim_end(), MALFORMED_STDOUT);
+            assert!(serde_json::from_str::<Json>(&stdout).is_err());
+        }
+        other => panic!("{}", describe(&other)),
+    }
+    sim.set_env("PWSHLIB_SIM_MALFORMED_JSON", "all");
+    assert!(matches!(
+        sim.outcome(&script("", "FixtureFile", "Test", PATH_A)),
+        Some(Outcome::Reply { stdout: Some(s), .. }) if s.trim_end() == MALFORMED_STDOUT
+    ));
+}
+
+#[test]
+fn reboot_required_on_set() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_REBOOT_REQUIRED", "true");
+    sim.get(PATH_A);
+    assert_eq!(
+        sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'"),
+        json!({"indesiredstate": true, "rebootrequired": true, "errormessage": ""})
+    );
+    sim.set_env("PWSHLIB_SIM_REBOOT_REQUIRED", "FixtureUser");
+    assert_eq!(
+        sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'")["rebootrequired"],
+        false
+    );
+}
+
+#[test]
+fn a_bad_fault_setting_is_reported_in_the_result() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_COLLISIONS", "lots");
+    let message = sim.get(PATH_A)["errormessage"].as_str().unwrap().to_owned();
+    assert!(message.contains("PWSHLIB_SIM_COLLISIONS"), "{message}");
+}
+
+#[test]
+fn two_engines_sharing_a_state_file_do_not_lose_writes() {
+    let sim = Sim::new().with_state(json!({"keys": {"FixtureFile": ["destinationpath"]}}));
+    let env = sim.env.clone();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let env = env.clone();
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    let code = script(
+                        "",
+                        "FixtureFile",
+                        "Set",
+                        &format!("destinationpath = 'C:\\{t}\\{i}'; ensure = 'Present'"),
+                    );
+                    let outcome = handle_with_env(&code, 5_000, &|name| env.get(name).cloned());
+                    assert!(matches!(
+                        outcome,
+                        Some(Outcome::Reply {
+                            errormessage: None,
+                            ..
+                        })
+                    ));
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(
+        sim.state()["resources"]["FixtureFile"]
+            .as_array()
+            .unwrap()
+            .len(),
+        40
+    );
+    assert_eq!(sim.log().len(), 40);
+}
