@@ -2,13 +2,39 @@
 //! DSC provider.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
+use std::sync::Arc;
 
-use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
+use magnus::{
+    block::Proc, function, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue,
+    KwArgs, RArray, RClass, RHash, RModule, RString, Ruby, TryConvert, Value as RValue,
+};
+use pwshlib_core::canonical;
+use pwshlib_core::lifecycle::{
+    self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
+};
+use pwshlib_core::munge;
+use pwshlib_core::script::DscMethod;
+use pwshlib_core::{Map, TypeDef, Value};
+
+use crate::convert::{
+    from_ruby, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context,
+};
+use crate::error::{BindingError, BindingResult};
 
 /// Per-run provider state. Only owned Rust data lives here; Ruby values are
 /// converted on the way in.
 #[derive(Default)]
-pub struct ProviderState {}
+pub struct ProviderState {
+    /// The type definition, read once from `context.type`.
+    typedef: Option<Arc<TypeDef>>,
+    /// Caches and memos of the lifecycle; created with the type definition.
+    lifecycle: Option<LifecycleState>,
+    /// `Puppet::Type.metaparams`, read once.
+    metaparams: Option<HashSet<String>>,
+    /// A collision retry wait set from Ruby (tests), in seconds.
+    collision_wait_seconds: Option<f64>,
+}
 
 #[derive(Default)]
 #[magnus::wrap(class = "Puppet::Provider::DscBaseProvider", free_immediately, size)]
@@ -39,6 +65,7 @@ fn define_dsc_base_provider(ruby: &Ruby) -> Result<bool, Error> {
     let class = provider.define_class("DscBaseProvider", ruby.class_object())?;
     class.define_alloc_func::<DscBaseProvider>();
     class.define_method("initialize", method!(DscBaseProvider::initialize, 0))?;
+    define_lifecycle_methods(class)?;
     Ok(true)
 }
 
@@ -49,4 +76,945 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         function!(define_dsc_base_provider, 0),
     )?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle: the Resource API entry points, the invocation of DSC, the caches
+// and the pwshlib 2.x helpers. The logic is in `pwshlib_core::lifecycle`;
+// this block only converts values and reaches the overridable methods
+// through Ruby dispatch (`funcall` on self).
+// ---------------------------------------------------------------------------
+
+const COLLISION_WAIT_ENV: &str = "PWSHLIB_COLLISION_RETRY_SECONDS";
+
+fn define_lifecycle_methods(class: RClass) -> Result<(), Error> {
+    class.define_method("canonicalize", method!(rb_canonicalize, 2))?;
+    class.define_method("get", method!(rb_get, -1))?;
+    class.define_method("set", method!(rb_set, 2))?;
+    class.define_method("insync?", method!(rb_insync, 5))?;
+    class.define_method("create", method!(rb_create, 3))?;
+    class.define_method("update", method!(rb_update, 3))?;
+    class.define_method("delete", method!(rb_delete, 2))?;
+    class.define_method("invoke_get_method", method!(rb_invoke_get_method, 2))?;
+    class.define_method(
+        "invoke_get_method_for_canonicalize",
+        method!(rb_invoke_get_method_for_canonicalize, 2),
+    )?;
+    class.define_method("invoke_set_method", method!(rb_invoke_set_method, 3))?;
+    class.define_method("invoke_test_method", method!(rb_invoke_test_method, 3))?;
+    class.define_method("invoke_dsc_resource", method!(rb_invoke_dsc_resource, 4))?;
+    class.define_method("ps_manager", method!(rb_ps_manager, 0))?;
+    class.define_method("cached_test_results", method!(rb_cached_test_results, 0))?;
+    class.define_method("fetch_cached_hashes", method!(rb_fetch_cached_hashes, 2))?;
+    class.define_method("same?", method!(rb_same, 2))?;
+    class.define_method("values_equal?", method!(rb_values_equal, 2))?;
+    class.define_method("recursively_downcase", method!(rb_recursively_downcase, 1))?;
+    class.define_method("recursively_sort", method!(rb_recursively_sort, 1))?;
+    class.define_method("downcase_hash_keys!", method!(rb_downcase_hash_keys, 1))?;
+    class.define_method("munge_cim_instances!", method!(rb_munge_cim_instances, 1))?;
+    class.define_method(
+        "stringify_nil_attributes",
+        method!(rb_stringify_nil_attributes, 2),
+    )?;
+    class.define_method("logon_failed_already?", method!(rb_logon_failed_already, 1))?;
+    class.define_method("specify_dsc_timeout", method!(rb_specify_dsc_timeout, 1))?;
+    class.define_method(
+        "retry_invoke_dsc_resource",
+        method!(rb_retry_invoke_dsc_resource, 4),
+    )?;
+    class.define_method(
+        "collision_retry_seconds",
+        method!(rb_collision_retry_seconds, 0),
+    )?;
+    class.define_method(
+        "collision_retry_seconds=",
+        method!(rb_set_collision_retry_seconds, 1),
+    )?;
+    Ok(())
+}
+
+fn env_collision_wait() -> Option<f64> {
+    std::env::var(COLLISION_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// The provider seen from the core lifecycle: state access plus Ruby
+/// dispatch for every overridable method and every `context` call.
+struct RubyHost<'r> {
+    ruby: &'r Ruby,
+    provider: Obj<DscBaseProvider>,
+    context: RValue,
+    typedef: Arc<TypeDef>,
+}
+
+impl<'r> RubyHost<'r> {
+    fn new(ruby: &'r Ruby, provider: Obj<DscBaseProvider>, context: RValue) -> BindingResult<Self> {
+        let cached = provider.state.borrow().typedef.clone();
+        let typedef = match cached {
+            Some(typedef) => typedef,
+            None => {
+                // Read with no borrow held: this calls into Ruby.
+                let typedef = Arc::new(type_definition_from_context(ruby, context)?);
+                let mut state = provider.state.borrow_mut();
+                let mut lifecycle = LifecycleState::new(&typedef);
+                if let Some(wait) = state.collision_wait_seconds.or_else(env_collision_wait) {
+                    lifecycle.collision_wait_seconds = wait;
+                }
+                state.lifecycle = Some(lifecycle);
+                state.typedef = Some(typedef.clone());
+                typedef
+            }
+        };
+        Ok(RubyHost {
+            ruby,
+            provider,
+            context,
+            typedef,
+        })
+    }
+
+    fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        match title {
+            Some(title) => {
+                let title = to_ruby(self.ruby, title)?;
+                let _: RValue = self.context.funcall(level, (title, message))?;
+            }
+            None => {
+                let _: RValue = self.context.funcall(level, (message,))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
+    let puppet: RModule = ruby.class_object().const_get("Puppet")?;
+    let type_class: RClass = puppet.const_get("Type")?;
+    let names: RArray = type_class.funcall("metaparams", ())?;
+    let mut set = HashSet::new();
+    for name in names.into_iter() {
+        let text: RString = name.funcall("to_s", ())?;
+        set.insert(text.to_string()?);
+    }
+    Ok(set)
+}
+
+fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
+    let value = hash
+        .get(ruby.to_symbol(name))
+        .or_else(|| hash.get(ruby.str_new(name)));
+    match value {
+        Some(v) if !v.is_nil() => {
+            let text: RString = v.funcall("to_s", ())?;
+            // SAFETY: copied into an owned String before any further Ruby call.
+            Ok(Some(
+                unsafe { text.as_str() }
+                    .map(str::to_owned)
+                    .unwrap_or_else(|_| unsafe { text.to_string_lossy().into_owned() }),
+            ))
+        }
+        _ => Ok(None),
+    }
+}
+
+impl ProviderHost for RubyHost<'_> {
+    type Error = BindingError;
+
+    fn typedef(&self) -> BindingResult<Arc<TypeDef>> {
+        Ok(self.typedef.clone())
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
+        let mut state = self.provider.state.borrow_mut();
+        let typedef = self.typedef.clone();
+        f(state
+            .lifecycle
+            .get_or_insert_with(|| LifecycleState::new(&typedef)))
+    }
+
+    fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
+        let arg = map_to_ruby(self.ruby, name_hash)?;
+        let result: RValue = self
+            .provider
+            .funcall("invoke_get_method", (self.context, arg))?;
+        match RHash::from_value(result) {
+            Some(hash) => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> BindingResult<()> {
+        let name = to_ruby(self.ruby, name)?;
+        let should = map_to_ruby(self.ruby, should)?;
+        let _: RValue = self
+            .provider
+            .funcall("invoke_set_method", (self.context, name, should))?;
+        Ok(())
+    }
+
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> BindingResult<Insync> {
+        let name = to_ruby(self.ruby, name)?;
+        let should = map_to_ruby(self.ruby, should)?;
+        let result: RValue = self
+            .provider
+            .funcall("invoke_test_method", (self.context, name, should))?;
+        Ok(insync_from_ruby(self.ruby, result))
+    }
+
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> BindingResult<Option<Value>> {
+        let name_hash = map_to_ruby(self.ruby, name_hash)?;
+        let props = map_to_ruby(self.ruby, props)?;
+        let method = method.as_str().to_lowercase();
+        let result: RValue = self.provider.funcall(
+            "invoke_dsc_resource",
+            (self.context, name_hash, props, method),
+        )?;
+        if result.is_nil() {
+            return Ok(None);
+        }
+        Ok(Some(from_ruby(self.ruby, result, "result")?))
+    }
+
+    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {
+        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let result: RValue = manager.funcall("execute", (script, timeout_ms))?;
+        let Some(hash) = RHash::from_value(result) else {
+            return Ok(ExecuteOutput::default());
+        };
+        Ok(ExecuteOutput {
+            stdout: output_field(self.ruby, hash, "stdout")?,
+            errormessage: output_field(self.ruby, hash, "errormessage")?,
+        })
+    }
+
+    fn load_path(&self) -> BindingResult<Vec<String>> {
+        let load_path: RArray = self.ruby.eval("$LOAD_PATH")?;
+        let mut entries = Vec::with_capacity(load_path.len());
+        for entry in load_path.into_iter() {
+            let text: RString = entry.funcall("to_s", ())?;
+            entries.push(text.to_string()?);
+        }
+        Ok(entries)
+    }
+
+    fn is_metaparam(&self, name: &str) -> bool {
+        let known = self.provider.state.borrow().metaparams.is_some();
+        if !known {
+            let set = metaparams(self.ruby).unwrap_or_default();
+            self.provider.state.borrow_mut().metaparams = Some(set);
+        }
+        self.provider
+            .state
+            .borrow()
+            .metaparams
+            .as_ref()
+            .is_some_and(|set| set.contains(name))
+    }
+
+    fn sleep(&self, seconds: f64) -> BindingResult<()> {
+        // Kernel#sleep on self: releases the VM lock and can be stubbed.
+        let _: RValue = self.provider.funcall("sleep", (seconds,))?;
+        Ok(())
+    }
+
+    fn describe_error(&self, error: &BindingError) -> String {
+        match error {
+            BindingError::Core(e) => e.to_string(),
+            BindingError::Ruby(e) => e.to_string(),
+        }
+    }
+
+    fn debug(&self, message: &str) -> BindingResult<()> {
+        self.call_context("debug", None, message)
+    }
+    fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("notice", title, message)
+    }
+    fn warning(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("warning", title, message)
+    }
+    fn err(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("err", title, message)
+    }
+}
+
+fn insync_from_ruby(ruby: &Ruby, value: RValue) -> Insync {
+    if value.is_kind_of(ruby.class_true_class()) {
+        return Insync::InSync(true);
+    }
+    if value.is_kind_of(ruby.class_false_class()) {
+        return Insync::InSync(false);
+    }
+    if let Some(array) = RArray::from_value(value) {
+        let message = array
+            .entry::<RValue>(1)
+            .ok()
+            .and_then(RString::from_value)
+            .and_then(|s| s.to_string().ok());
+        return Insync::Changed(message.unwrap_or_default());
+    }
+    Insync::UseDefault
+}
+
+fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
+    Ok(match answer {
+        Insync::UseDefault => ruby.qnil().as_value(),
+        Insync::InSync(b) => b.into_value_with(ruby),
+        Insync::Changed(message) => {
+            let array = ruby.ary_new_capa(2);
+            array.push(false)?;
+            array.push(message.as_str())?;
+            array.as_value()
+        }
+    })
+}
+
+fn hash_arg(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<Map> {
+    match from_ruby(ruby, value, "")? {
+        Value::Hash(map) => Ok(map),
+        Value::Nil => Ok(Map::new()),
+        other => Err(pwshlib_core::Error::InvalidValue {
+            attribute: what.to_owned(),
+            message: format!("expected a hash, got {other}"),
+        }
+        .into()),
+    }
+}
+
+fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {
+    let array = ruby.ary_new_capa(maps.len());
+    for map in maps {
+        array.push(map_to_ruby(ruby, map)?)?;
+    }
+    Ok(array)
+}
+
+fn option_map_to_ruby(ruby: &Ruby, map: Option<Map>) -> BindingResult<RValue> {
+    match map {
+        Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
+        None => Ok(ruby.qnil().as_value()),
+    }
+}
+
+fn rb_canonicalize(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resources: RArray,
+) -> BindingResult<RArray> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let mut maps = Vec::with_capacity(resources.len());
+    for resource in resources.into_iter() {
+        maps.push(hash_arg(ruby, resource, "resource")?);
+    }
+    let canonical = lifecycle::canonicalize(&host, maps)?;
+    maps_to_ruby(ruby, &canonical)
+}
+
+fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> BindingResult<RArray> {
+    let (context, names) = match args {
+        [context] => (*context, None),
+        [context, names] => (*context, Some(*names)),
+        _ => {
+            return Err(magnus::Error::new(
+                ruby.exception_arg_error(),
+                format!(
+                    "wrong number of arguments (given {}, expected 1..2)",
+                    args.len()
+                ),
+            )
+            .into())
+        }
+    };
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let names = match names {
+        Some(names) if !names.is_nil() => match from_ruby(ruby, names, "names")? {
+            Value::Array(items) => Some(items),
+            other => Some(vec![other]),
+        },
+        _ => None,
+    };
+    let results = lifecycle::get(&host, names)?;
+    maps_to_ruby(ruby, &results)
+}
+
+fn rb_insync(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    property_name: RValue,
+    is_hash: RValue,
+    should_hash: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name = from_ruby(ruby, name, "name")?;
+    let property = match from_ruby(ruby, property_name, "property_name")? {
+        Value::Str(s) | Value::Symbol(s) => s,
+        other => other.to_string(),
+    };
+    let is_hash = if is_hash.is_nil() {
+        None
+    } else {
+        Some(hash_arg(ruby, is_hash, "is_hash")?)
+    };
+    let should_hash = hash_arg(ruby, should_hash, "should_hash")?;
+    let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
+    insync_to_ruby(ruby, &answer)
+}
+
+/// `set(context, changes)`: each change runs inside
+/// `context.creating/updating/deleting(name) { create/update/delete }`.
+fn rb_set(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    changes: RHash,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
+    changes.foreach(|name: RValue, change: RValue| {
+        pairs.push((name, change));
+        Ok(magnus::r_hash::ForEach::Continue)
+    })?;
+    for (name, change) in pairs {
+        let change_hash = RHash::from_value(change);
+        let field = |key: &str| -> Option<RValue> {
+            change_hash
+                .and_then(|h| h.get(ruby.to_symbol(key)))
+                .filter(|v| !v.is_nil())
+        };
+        let should_rb = field("should");
+        let is_rb = match field("is") {
+            Some(is) => Some(is),
+            None => {
+                // No current state given: ask get (through Ruby dispatch).
+                let names = ruby.ary_new_capa(1);
+                names.push(name)?;
+                let found: RArray = rb_self.funcall("get", (context, names))?;
+                found.into_iter().next()
+            }
+        };
+        let name_value = from_ruby(ruby, name, "name")?;
+        let should = match should_rb {
+            Some(v) => hash_arg(ruby, v, "should")?,
+            None => lifecycle::name_hash_of(&name_value),
+        };
+        let is = match is_rb {
+            Some(v) => Some(hash_arg(ruby, v, "is")?),
+            None => None,
+        };
+        let action = lifecycle::set_action(&host.typedef, is.as_ref(), &should);
+        let should_rb = match should_rb {
+            Some(v) => v,
+            None => map_to_ruby(ruby, &should)?.as_value(),
+        };
+        run_in_context_block(ruby, rb_self, context, name, should_rb, action)?;
+    }
+    Ok(ruby.qnil().as_value())
+}
+
+/// Calls `context.<creating|updating|deleting>(name) { self.<create|update|delete>(…) }`
+/// with a native block. The block captures the provider, context, name and
+/// should as Opaque handles; they stay reachable from this frame's arguments
+/// (on the machine stack, which Ruby's GC scans) for as long as the block can
+/// run, because the context calls it before `funcall_with_block` returns.
+fn run_in_context_block(
+    ruby: &Ruby,
+    provider: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+    action: SetAction,
+) -> BindingResult<()> {
+    let captured = (
+        Opaque::from(provider.as_value()),
+        Opaque::from(context),
+        Opaque::from(name),
+        Opaque::from(should),
+    );
+    let block: Proc = ruby.proc_from_fn(move |ruby, _args, _block| -> Result<RValue, Error> {
+        let provider = ruby.get_inner(captured.0);
+        let context = ruby.get_inner(captured.1);
+        let name = ruby.get_inner(captured.2);
+        let should = ruby.get_inner(captured.3);
+        let result: RValue = match action {
+            SetAction::Delete => provider.funcall("delete", (context, name))?,
+            other => provider.funcall(other.method_name(), (context, name, should))?,
+        };
+        raise_if_set_failed(ruby, provider, name, should)?;
+        Ok(result)
+    });
+    let title: RValue = match RHash::from_value(name) {
+        // Multi-namevar titles: name the resource by its `name`.
+        Some(hash) => hash.get(ruby.to_symbol("name")).unwrap_or(name),
+        None => name,
+    };
+    let _: RValue = context.funcall_with_block(action.context_method(), (title,), block)?;
+    Ok(())
+}
+
+/// After a failed Set (already reported through `context.err`), raise so
+/// that the Resource API marks this resource as failed; the run goes on.
+fn raise_if_set_failed(
+    ruby: &Ruby,
+    provider: RValue,
+    name: RValue,
+    should: RValue,
+) -> Result<(), Error> {
+    let Ok(provider) = Obj::<DscBaseProvider>::try_convert(provider) else {
+        return Ok(());
+    };
+    let to_err = |e: BindingError| magnus::error::IntoError::into_error(e, ruby);
+    let name = from_ruby(ruby, name, "name").map_err(to_err)?;
+    let should = match from_ruby(ruby, should, "should").map_err(to_err)? {
+        Value::Hash(map) => map,
+        _ => Map::new(),
+    };
+    let mut key = lifecycle::name_hash_of(&name);
+    for (k, v) in should.iter() {
+        if let Some(n) = k.key_name() {
+            if key.get_named(n).is_none() {
+                key.insert_symbol(n, v.clone());
+            }
+        }
+    }
+    let failed = provider
+        .state
+        .borrow_mut()
+        .lifecycle
+        .as_mut()
+        .and_then(|l| l.failed_sets.remove(&key))
+        .is_some();
+    if failed {
+        let puppet: RModule = ruby.class_object().const_get("Puppet")?;
+        let error: magnus::ExceptionClass = puppet.const_get("Error")?;
+        return Err(Error::new(
+            error,
+            "Invoke-DscResource Set did not succeed; see the error above",
+        ));
+    }
+    Ok(())
+}
+
+fn rb_create(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name_value = from_ruby(ruby, name, "name")?;
+    let should_map = hash_arg(ruby, should, "should")?;
+    host.debug(&format!(
+        "Creating '{}' with {}",
+        lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
+        Value::Hash(should_map.clone())
+    ))?;
+    host.invoke_set_method(&name_value, &should_map)?;
+    Ok(ruby.qnil().as_value())
+}
+
+fn rb_update(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name_value = from_ruby(ruby, name, "name")?;
+    let should_map = hash_arg(ruby, should, "should")?;
+    host.debug(&format!(
+        "Updating '{}' with {}",
+        lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
+        Value::Hash(should_map.clone())
+    ))?;
+    host.invoke_set_method(&name_value, &should_map)?;
+    Ok(ruby.qnil().as_value())
+}
+
+fn rb_delete(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name_value = from_ruby(ruby, name, "name")?;
+    host.debug(&format!(
+        "Deleting '{}'",
+        lifecycle::title_of(&name_value).unwrap_or(Value::Nil)
+    ))?;
+    let should = lifecycle::delete_should(&host, &name_value)?;
+    host.invoke_set_method(&name_value, &should)?;
+    Ok(ruby.qnil().as_value())
+}
+
+fn rb_invoke_get_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let result = lifecycle::invoke_get_method(&host, &name_hash)?;
+    option_map_to_ruby(ruby, result)
+}
+
+fn rb_invoke_get_method_for_canonicalize(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resource: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let resource = hash_arg(ruby, resource, "resource")?;
+    let result = lifecycle::get_for_canonicalize(&host, &resource)?;
+    option_map_to_ruby(ruby, result)
+}
+
+fn rb_invoke_set_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name = from_ruby(ruby, name, "name")?;
+    let should = hash_arg(ruby, should, "should")?;
+    lifecycle::invoke_set_method(&host, &name, &should)?;
+    Ok(ruby.qnil().as_value())
+}
+
+fn rb_invoke_test_method(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name = from_ruby(ruby, name, "name")?;
+    let should = hash_arg(ruby, should, "should")?;
+    let answer = lifecycle::invoke_test_method(&host, &name, &should)?;
+    insync_to_ruby(ruby, &answer)
+}
+
+fn parse_method(ruby: &Ruby, method: RValue) -> BindingResult<DscMethod> {
+    let text = match from_ruby(ruby, method, "method")? {
+        Value::Str(s) | Value::Symbol(s) => s,
+        other => other.to_string(),
+    };
+    match text.to_lowercase().as_str() {
+        "get" => Ok(DscMethod::Get),
+        "set" => Ok(DscMethod::Set),
+        "test" => Ok(DscMethod::Test),
+        _ => Err(pwshlib_core::Error::InvalidValue {
+            attribute: "method".into(),
+            message: format!("'{text}' is not one of get, set, test"),
+        }
+        .into()),
+    }
+}
+
+fn rb_invoke_dsc_resource(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+    props: RValue,
+    method: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let props = hash_arg(ruby, props, "props")?;
+    let method = parse_method(ruby, method)?;
+    match lifecycle::invoke_dsc_resource(&host, &name_hash, &props, method)? {
+        Some(value) => to_ruby(ruby, &value),
+        None => Ok(ruby.qnil().as_value()),
+    }
+}
+
+/// `Pwsh::Manager.instance(pwsh_path, pwsh_args, debug: …)`, or the Windows
+/// PowerShell path and args on Windows, all through Ruby.
+fn rb_ps_manager(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>) -> BindingResult<RValue> {
+    let pwsh: RModule = ruby.class_object().const_get("Pwsh")?;
+    let manager: RClass = pwsh.const_get("Manager")?;
+    let on_windows: bool = match pwsh.const_get::<_, RModule>("Util") {
+        Ok(util) => util.funcall::<_, _, RValue>("on_windows?", ())?.to_bool(),
+        Err(_) => ruby.eval::<RValue>("Gem.win_platform?")?.to_bool(),
+    };
+    let (path, args): (RValue, RValue) = if on_windows {
+        (
+            manager.funcall("powershell_path", ())?,
+            manager.funcall("powershell_args", ())?,
+        )
+    } else {
+        (
+            manager.funcall("pwsh_path", ())?,
+            manager.funcall("pwsh_args", ())?,
+        )
+    };
+    let debug = ruby
+        .eval::<RValue>("defined?(Puppet::Util::Log) ? Puppet::Util::Log.level == :debug : false")?
+        .to_bool();
+    let options = ruby.hash_new();
+    options.aset(ruby.to_symbol("debug"), debug)?;
+    Ok(manager.funcall("instance", (path, args, KwArgs(options)))?)
+}
+
+fn rb_cached_test_results(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RArray> {
+    let entries: Vec<Map> = rb_self
+        .state
+        .borrow()
+        .lifecycle
+        .as_ref()
+        .map(|l| {
+            l.test_results
+                .values()
+                .map(|(name, result)| {
+                    let mut entry = name.clone();
+                    entry.insert_symbol(
+                        "in_desired_state",
+                        result.map(Value::Bool).unwrap_or(Value::Nil),
+                    );
+                    entry
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    maps_to_ruby(ruby, &entries)
+}
+
+/// 2.x `fetch_cached_hashes`: the cached hashes that agree with any of
+/// `hashes` on every key they share.
+fn rb_fetch_cached_hashes(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    cache: RArray,
+    hashes: RValue,
+) -> BindingResult<RArray> {
+    let wanted: Vec<Map> = match from_ruby(ruby, hashes, "hashes")? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Hash(m) => Some(m),
+                _ => None,
+            })
+            .collect(),
+        Value::Hash(m) => vec![m],
+        _ => Vec::new(),
+    };
+    let found = ruby.ary_new();
+    for item in cache.into_iter() {
+        let Value::Hash(candidate) = from_ruby(ruby, item, "cache")? else {
+            continue;
+        };
+        let matches = wanted.iter().any(|w| {
+            w.iter().all(|(k, v)| match candidate.get(k) {
+                Some(c) => c == v,
+                None => true,
+            })
+        });
+        if matches {
+            found.push(item)?;
+        }
+    }
+    Ok(found)
+}
+
+fn rb_same(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    a: RValue,
+    b: RValue,
+) -> BindingResult<bool> {
+    Ok(canonical::same(
+        &from_ruby(ruby, a, "value1")?,
+        &from_ruby(ruby, b, "value2")?,
+    ))
+}
+
+fn rb_values_equal(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    a: RValue,
+    b: RValue,
+) -> BindingResult<bool> {
+    Ok(canonical::values_equal(
+        &from_ruby(ruby, a, "is")?,
+        &from_ruby(ruby, b, "should")?,
+    ))
+}
+
+fn rb_recursively_downcase(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    to_ruby(
+        ruby,
+        &canonical::recursively_downcase(&from_ruby(ruby, value, "value")?),
+    )
+}
+
+fn rb_recursively_sort(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    to_ruby(
+        ruby,
+        &canonical::recursively_sort(&from_ruby(ruby, value, "value")?),
+    )
+}
+
+/// Replaces the contents of a Ruby Hash or Array in place, for the `!`
+/// helpers.
+fn replace_in_place(ruby: &Ruby, target: RValue, value: &Value) -> BindingResult<RValue> {
+    let fresh = to_ruby(ruby, value)?;
+    if RHash::from_value(target).is_some() || RArray::from_value(target).is_some() {
+        let _: RValue = target.funcall("replace", (fresh,))?;
+        Ok(target)
+    } else {
+        Ok(fresh)
+    }
+}
+
+fn rb_downcase_hash_keys(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    let mut converted = from_ruby(ruby, value, "value")?;
+    munge::downcase_hash_keys(&mut converted);
+    replace_in_place(ruby, value, &converted)
+}
+
+fn rb_munge_cim_instances(
+    ruby: &Ruby,
+    _rb_self: Obj<DscBaseProvider>,
+    value: RValue,
+) -> BindingResult<RValue> {
+    let mut converted = from_ruby(ruby, value, "value")?;
+    munge::munge_cim_instances(&mut converted);
+    replace_in_place(ruby, value, &converted)
+}
+
+fn rb_stringify_nil_attributes(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    data: RValue,
+) -> BindingResult<RValue> {
+    let host = RubyHost::new(ruby, rb_self, context)?;
+    let mut map = hash_arg(ruby, data, "data")?;
+    munge::stringify_nil_attributes(&host.typedef, &mut map);
+    replace_in_place(ruby, data, &Value::Hash(map))
+}
+
+fn rb_logon_failed_already(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    credential: RValue,
+) -> BindingResult<bool> {
+    let credential = from_ruby(ruby, credential, "credential")?;
+    Ok(rb_self
+        .state
+        .borrow()
+        .lifecycle
+        .as_ref()
+        .is_some_and(|l| lifecycle::logon_failed_already(l, &credential)))
+}
+
+fn rb_specify_dsc_timeout(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    name_hash: RValue,
+) -> BindingResult<Option<u64>> {
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let timeout = lifecycle::specify_dsc_timeout(&name_hash);
+    if let Some(l) = rb_self.state.borrow_mut().lifecycle.as_mut() {
+        l.timeout_ms = timeout;
+    }
+    Ok(timeout)
+}
+
+/// 2.x `retry_invoke_dsc_resource(context, max_retry_count, wait, matcher) { json }`:
+/// notices, waits, and yields for a fresh JSON result until it has no
+/// error, or the error no longer matches, or the retries run out.
+fn rb_retry_invoke_dsc_resource(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    max_retry_count: u32,
+    retry_wait_interval_secs: f64,
+    error_matcher: RValue,
+) -> BindingResult<RValue> {
+    let block = ruby.block_proc()?;
+    for attempt in 1..=max_retry_count {
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Sleeping for {retry_wait_interval_secs} seconds."),),
+        )?;
+        let _: RValue = rb_self.funcall("sleep", (retry_wait_interval_secs,))?;
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Retrying: attempt {attempt} of {max_retry_count}."),),
+        )?;
+        let output: RValue = block.call(())?;
+        let text: RString = output.funcall("to_s", ())?;
+        let data = munge::parse_json(&text.to_string()?)
+            .map_err(|e| pwshlib_core::Error::Invocation(format!("invalid JSON on retry: {e}")))?;
+        let error = data
+            .as_map()
+            .and_then(|m| m.get_named("errormessage"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if error.is_empty() {
+            return to_ruby(ruby, &data);
+        }
+        let _: RValue = context.funcall(
+            "notice",
+            (format!("Attempt {attempt} of {max_retry_count} failed."),),
+        )?;
+        let matched: RValue = error_matcher.funcall("match?", (error.as_str(),))?;
+        if !matched.to_bool() || attempt == max_retry_count {
+            let _: RValue = context.funcall("err", (error.as_str(),))?;
+            return Ok(ruby.qnil().as_value());
+        }
+    }
+    Ok(ruby.qnil().as_value())
+}
+
+fn rb_collision_retry_seconds(rb_self: Obj<DscBaseProvider>) -> f64 {
+    let state = rb_self.state.borrow();
+    state
+        .lifecycle
+        .as_ref()
+        .map(|l| l.collision_wait_seconds)
+        .or(state.collision_wait_seconds)
+        .or_else(env_collision_wait)
+        .unwrap_or(lifecycle::COLLISION_DEFAULT_WAIT_SECONDS)
+}
+
+fn rb_set_collision_retry_seconds(rb_self: Obj<DscBaseProvider>, seconds: f64) -> f64 {
+    let mut state = rb_self.state.borrow_mut();
+    state.collision_wait_seconds = Some(seconds);
+    if let Some(l) = state.lifecycle.as_mut() {
+        l.collision_wait_seconds = seconds;
+    }
+    seconds
 }

@@ -3,8 +3,11 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod literal;
 pub mod protocol;
+pub mod pslint;
 pub mod script;
+pub mod templates;
 pub mod typedef;
 pub mod value;
 pub mod vendored;
@@ -12,3 +15,10 @@ pub mod vendored;
 pub use error::{Error, Result};
 pub use typedef::{Attribute, Behaviour, TypeDef};
 pub use value::{Map, Timestamp, Value};
+pub mod cache;
+pub mod canonical;
+pub mod lifecycle;
+pub mod munge;
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -1,12 +1,21 @@
-//! Building the Invoke-DscResource script, with secret positions tracked as
-//! the text is written (see docs/architecture.md). STUB: the script-building
-//! work fills this in; the signatures are the contract other parts code to.
+//! Building the Invoke-DscResource script (docs/architecture.md shows its
+//! shape), with secret positions tracked as the text is written.
+//!
+//! One pass produces the real script for PowerShell and, from the recorded
+//! secret spans, the redacted rendering for logs: nothing ever searches the
+//! finished text for secrets.
 
 use std::ops::Range;
+use std::sync::OnceLock;
+
+use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::typedef::TypeDef;
+use crate::literal::{powershell_type, read_single_quoted, TrackedText};
+use crate::templates;
+use crate::typedef::{Behaviour, TypeDef};
 use crate::value::{Map, Value};
+use crate::vendored;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DscMethod {
@@ -23,31 +32,249 @@ impl DscMethod {
             DscMethod::Test => "Test",
         }
     }
+
+    /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
+    pub fn parse(text: &str) -> Option<DscMethod> {
+        [DscMethod::Get, DscMethod::Set, DscMethod::Test]
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
+    }
 }
 
-/// A finished script: the real text for PowerShell and the byte ranges of
-/// every secret literal in it.
-#[derive(Debug, Clone, Default)]
+/// What replaces a secret in the redacted rendering: a string literal, so
+/// the redacted script still reads as PowerShell.
+pub const REDACTION_MARKER: &str = "'#<Sensitive [value redacted]>'";
+
+/// The redacted rendering when every marker tried would let a secret show
+/// (only crafted secrets that spell out marker fragments get here). Shorter
+/// than the shortest guarded secret, so nothing can leak through it.
+pub const REDACTION_FALLBACK: &str = "<#>";
+
+/// Random markers tried after [`REDACTION_MARKER`] before giving up.
+const MARKER_ATTEMPTS: usize = 64;
+
+/// Secrets shorter than this are not guarded: `true` and `1` occur anywhere.
+pub const GUARDED_SECRET_CHARS: usize = 4;
+
+/// The first line of every script.
+pub const HEADER: &str =
+    "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n";
+
+/// A finished script: the real text for PowerShell, the byte ranges of every
+/// secret literal in it, and the plain texts of those secrets.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Script {
     text: String,
     secret_spans: Vec<Range<usize>>,
+    secrets: Vec<String>,
 }
 
 impl Script {
+    pub fn from_tracked(tracked: TrackedText) -> Script {
+        let (text, secret_spans, secrets) = tracked.into_parts();
+        Script {
+            text,
+            secret_spans,
+            secrets,
+        }
+    }
+
     /// The text PowerShell runs. Never log it.
     pub fn text(&self) -> &str {
         &self.text
     }
 
-    /// The text for logs, with every secret literal replaced by a marker.
+    /// Byte ranges of the secret literals in [`Script::text`], in order.
+    pub fn secret_spans(&self) -> &[Range<usize>] {
+        &self.secret_spans
+    }
+
+    pub fn has_secrets(&self) -> bool {
+        !self.secret_spans.is_empty()
+    }
+
+    /// The text between the secrets: everything the redacted rendering keeps.
+    pub fn public_pieces(&self) -> Vec<&str> {
+        let mut pieces = Vec::with_capacity(self.secret_spans.len() + 1);
+        let mut at = 0;
+        for span in &self.secret_spans {
+            pieces.push(&self.text[at..span.start]);
+            at = span.end;
+        }
+        pieces.push(&self.text[at..]);
+        pieces
+    }
+
+    /// The secrets that must not occur in a redacted rendering: those of at
+    /// least [`GUARDED_SECRET_CHARS`] characters that the public text does
+    /// not itself contain (a secret equal to a public value is public).
+    pub fn guarded_secrets(&self) -> Vec<&str> {
+        let pieces = self.public_pieces();
+        let mut guarded: Vec<&str> = self
+            .secrets
+            .iter()
+            .map(String::as_str)
+            .filter(|s| s.chars().count() >= GUARDED_SECRET_CHARS)
+            .filter(|s| !pieces.iter().any(|piece| piece.contains(s)))
+            .collect();
+        guarded.sort_unstable();
+        guarded.dedup();
+        guarded
+    }
+
+    /// Every secret span replaced by `marker`, whatever the marker.
+    pub fn redacted_with(&self, marker: &str) -> String {
+        self.public_pieces().join(marker)
+    }
+
+    /// The text for logs: every secret literal replaced by
+    /// [`REDACTION_MARKER`], or, if a secret would then still show (say the
+    /// secret is that marker text), by a random marker that lets none show.
     pub fn redacted(&self) -> String {
-        let _ = &self.secret_spans;
-        unimplemented_script()
+        if self.secret_spans.is_empty() {
+            return self.text.clone();
+        }
+        let guarded = self.guarded_secrets();
+        let clean = |candidate: &str| !guarded.iter().any(|s| candidate.contains(s));
+        let standard = self.redacted_with(REDACTION_MARKER);
+        if clean(&standard) {
+            return standard;
+        }
+        (0..MARKER_ATTEMPTS)
+            .map(|attempt| self.redacted_with(&random_marker(attempt)))
+            .find(|candidate| clean(candidate))
+            .unwrap_or_else(|| REDACTION_FALLBACK.to_owned())
+    }
+
+    /// The "marked text" form, for the pwshlib 2.x Ruby methods that pass a
+    /// script around as one String (`ps_script_content`, `redact_secrets`,
+    /// `remove_secret_identifiers`): each secret literal sits between two
+    /// copies of a block comment holding a per-process random token. It is
+    /// still valid PowerShell. Fails only if the script itself contains the
+    /// token, which would make the form ambiguous.
+    pub fn marked(&self) -> Result<String> {
+        let marker = secret_marker();
+        if self.text.contains(marker_token()) {
+            return Err(Error::InvalidValue {
+                attribute: "script".into(),
+                message: "a value contains pwshlib's secret marker".into(),
+            });
+        }
+        let mut out =
+            String::with_capacity(self.text.len() + 2 * marker.len() * self.secret_spans.len());
+        let mut at = 0;
+        for span in &self.secret_spans {
+            out.push_str(&self.text[at..span.start]);
+            out.push_str(marker);
+            out.push_str(&self.text[span.clone()]);
+            out.push_str(marker);
+            at = span.end;
+        }
+        out.push_str(&self.text[at..]);
+        Ok(out)
+    }
+
+    /// Reads the marked text form back. Text without markers is a script
+    /// without secrets; an unpaired marker makes the rest of the text secret.
+    pub fn from_marked(marked: &str) -> Script {
+        let mut text = String::with_capacity(marked.len());
+        let mut secret_spans = Vec::new();
+        let mut secrets = Vec::new();
+        for (index, part) in marked.split(secret_marker()).enumerate() {
+            if index % 2 == 1 && !part.is_empty() {
+                secret_spans.push(text.len()..text.len() + part.len());
+                secrets.push(part.to_owned());
+                if let Some((value, length)) = read_single_quoted(part) {
+                    if length == part.len() {
+                        secrets.push(value);
+                    }
+                }
+            }
+            text.push_str(part);
+        }
+        Script {
+            text,
+            secret_spans,
+            secrets,
+        }
     }
 }
 
-fn unimplemented_script() -> String {
-    String::new()
+fn random_marker(attempt: usize) -> String {
+    let id = Uuid::new_v4();
+    // Vary the first and last characters too: a secret can straddle public
+    // text and a marker's fixed edges.
+    match attempt % 3 {
+        0 => format!("'{}'", id.simple()),
+        1 => id.as_u128().to_string(),
+        _ => format!("\"{}\"", id.simple()),
+    }
+}
+
+fn marker_token() -> &'static str {
+    static TOKEN: OnceLock<String> = OnceLock::new();
+    TOKEN.get_or_init(|| format!("PuppetSensitive:{}", Uuid::new_v4().simple()))
+}
+
+/// The block comment that brackets each secret in the marked text form.
+pub fn secret_marker() -> &'static str {
+    static MARKER: OnceLock<String> = OnceLock::new();
+    MARKER.get_or_init(|| format!("<#{}#>", marker_token()))
+}
+
+/// A fresh PowerShell variable name: `prefix` + a simple UUID.
+pub fn random_variable_name(prefix: &str) -> String {
+    format!("{prefix}{}", Uuid::new_v4().simple())
+}
+
+/// One DSC property to pass: the value as given and the type information
+/// the script needs to write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvokeParameter {
+    /// The Puppet attribute, e.g. `dsc_ensure`.
+    pub attribute: String,
+    pub value: Value,
+    pub mof_type: Option<String>,
+    pub mof_is_embedded: bool,
+}
+
+impl InvokeParameter {
+    /// The DSC property name: the attribute without `dsc_`.
+    pub fn property_name(&self) -> &str {
+        self.attribute
+            .strip_prefix("dsc_")
+            .unwrap_or(&self.attribute)
+    }
+
+    fn base_mof_type(&self) -> Option<&str> {
+        self.mof_type
+            .as_deref()
+            .map(|t| t.trim().trim_end_matches("[]"))
+    }
+
+    pub fn is_credential(&self) -> bool {
+        self.base_mof_type()
+            .is_some_and(|t| t.eq_ignore_ascii_case("PSCredential"))
+    }
+
+    pub fn is_datetime(&self) -> bool {
+        self.base_mof_type()
+            .is_some_and(|t| t.eq_ignore_ascii_case("DateTime"))
+    }
+
+    pub fn is_array(&self) -> bool {
+        self.mof_type
+            .as_deref()
+            .is_some_and(|t| t.trim().ends_with("[]"))
+    }
+
+    /// The CIM class of an embedded instance property (`MSFT_Foo[]` → `MSFT_Foo`).
+    pub fn cim_class(&self) -> Option<&str> {
+        if !self.mof_is_embedded || self.is_credential() {
+            return None;
+        }
+        self.base_mof_type()
+    }
 }
 
 /// What pwshlib 2.x calls the invocable resource: everything needed to build
@@ -55,37 +282,628 @@ fn unimplemented_script() -> String {
 /// Ruby-visible `invocable_resource` / `ps_script_content` pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InvocableResource {
-    pub value: Value,
+    /// The resource title, for messages.
+    pub name: Option<String>,
+    pub friendly_name: String,
+    pub resource_name: String,
+    /// `MOF`, `Class`, or None.
+    pub implementation: Option<String>,
+    pub module_name: String,
+    pub module_version: Option<String>,
+    pub method: DscMethod,
+    /// Empty when the script does not need it (MOF without a version).
+    pub vendored_modules_path: String,
+    /// In type definition order.
+    pub parameters: Vec<InvokeParameter>,
 }
 
 impl InvocableResource {
     /// `should` is a resource hash (Symbol keys, `dsc_` attributes), method
     /// is Get/Set/Test, `vendored_modules_path` comes from the load path.
+    ///
+    /// Get passes the mandatory-for-get properties plus the run-as
+    /// credential; Set and Test pass every `dsc_` property of `should`.
+    /// Never passed: `dsc_timeout`, read-only properties, nil values.
     pub fn new(
-        _typedef: &TypeDef,
-        _should: &Map,
-        _method: DscMethod,
-        _vendored_modules_path: &str,
+        typedef: &TypeDef,
+        should: &Map,
+        method: DscMethod,
+        vendored_modules_path: &str,
     ) -> Result<Self> {
-        Err(Error::Invocation(
-            "script building is not implemented yet".into(),
-        ))
-    }
-
-    pub fn to_value(&self) -> Value {
-        self.value.clone()
-    }
-
-    pub fn from_value(value: &Value) -> Result<Self> {
+        let parameters = typedef
+            .attributes
+            .iter()
+            .filter(|attr| attr.is_dsc_property() && attr.behaviour != Behaviour::ReadOnly)
+            .filter(|attr| {
+                method != DscMethod::Get
+                    || attr.mandatory_for_get
+                    || attr.name == "dsc_psdscrunascredential"
+            })
+            .filter_map(|attr| {
+                let value = should.get_named(&attr.name)?;
+                (!value.is_nil()).then(|| InvokeParameter {
+                    attribute: attr.name.clone(),
+                    value: value.clone(),
+                    mof_type: attr.mof_type.clone(),
+                    mof_is_embedded: attr.mof_is_embedded,
+                })
+            })
+            .collect();
+        let name = should.get_named("name").and_then(|v| match v {
+            Value::Str(s) | Value::Symbol(s) => Some(s.clone()),
+            _ => None,
+        });
         Ok(InvocableResource {
-            value: value.clone(),
+            name,
+            friendly_name: typedef.friendly_name.clone(),
+            resource_name: typedef.resource_name.clone(),
+            implementation: typedef.implementation.clone(),
+            module_name: typedef.module_name.clone(),
+            module_version: typedef.module_version.clone(),
+            method,
+            vendored_modules_path: vendored_modules_path.to_owned(),
+            parameters,
         })
+    }
+
+    /// Like [`InvocableResource::new`], looking the vendored path up on the
+    /// load path only when the script needs it (Class-based resources, and
+    /// MOF resources with a version).
+    pub fn from_load_path(
+        typedef: &TypeDef,
+        should: &Map,
+        method: DscMethod,
+        load_path: &[String],
+    ) -> Result<Self> {
+        let path = if needs_vendored_path(typedef.is_class_based(), &typedef.module_version) {
+            vendored::vendored_modules_path(load_path, &typedef.module_name)?
+        } else {
+            String::new()
+        };
+        InvocableResource::new(typedef, should, method, &path)
+    }
+
+    pub fn is_class_based(&self) -> bool {
+        self.implementation
+            .as_deref()
+            .is_some_and(|i| i.eq_ignore_ascii_case("Class"))
+    }
+
+    /// The pwshlib 2.x hash: `name`, the `dscmeta_*` keys,
+    /// `dsc_invoke_method` (lowercase), `vendored_modules_path`, and
+    /// `parameters`: `{dsc_x: {value:, mof_type:, mof_is_embedded:}}`.
+    pub fn to_value(&self) -> Value {
+        let text = |s: &Option<String>| s.clone().map(Value::Str).unwrap_or(Value::Nil);
+        let mut parameters = Map::new();
+        for p in &self.parameters {
+            let mut entry = Map::new();
+            entry.insert_symbol("value", p.value.clone());
+            entry.insert_symbol("mof_type", text(&p.mof_type));
+            entry.insert_symbol("mof_is_embedded", Value::Bool(p.mof_is_embedded));
+            parameters.insert_symbol(&p.attribute, Value::Hash(entry));
+        }
+        let mut map = Map::new();
+        map.insert_symbol("name", text(&self.name));
+        map.insert_symbol(
+            "dscmeta_resource_friendly_name",
+            Value::str(&self.friendly_name),
+        );
+        map.insert_symbol("dscmeta_resource_name", Value::str(&self.resource_name));
+        map.insert_symbol(
+            "dscmeta_resource_implementation",
+            text(&self.implementation),
+        );
+        map.insert_symbol("dscmeta_module_name", Value::str(&self.module_name));
+        map.insert_symbol("dscmeta_module_version", text(&self.module_version));
+        map.insert_symbol(
+            "dsc_invoke_method",
+            Value::str(self.method.as_str().to_ascii_lowercase()),
+        );
+        map.insert_symbol(
+            "vendored_modules_path",
+            Value::str(&self.vendored_modules_path),
+        );
+        map.insert_symbol("parameters", Value::Hash(parameters));
+        Value::Hash(map)
+    }
+
+    /// Reads the hash [`InvocableResource::to_value`] writes (Symbol or
+    /// String keys).
+    pub fn from_value(value: &Value) -> Result<Self> {
+        let invalid = |message: String| Error::InvalidValue {
+            attribute: "invocable resource".into(),
+            message,
+        };
+        let map = value
+            .as_map()
+            .ok_or_else(|| invalid("it is not a hash".into()))?;
+        let text = |key: &str| -> Option<String> {
+            match map.get_named(key)? {
+                Value::Str(s) | Value::Symbol(s) => Some(s.clone()),
+                _ => None,
+            }
+        };
+        let required = |key: &str| text(key).ok_or_else(|| invalid(format!("it has no {key}")));
+        let method_text = required("dsc_invoke_method")?;
+        let method = DscMethod::parse(&method_text)
+            .ok_or_else(|| invalid(format!("unknown dsc_invoke_method {method_text:?}")))?;
+        let mut parameters = Vec::new();
+        if let Some(entries) = map.get_named("parameters") {
+            let entries = entries
+                .as_map()
+                .ok_or_else(|| invalid("parameters is not a hash".into()))?;
+            for (key, entry) in entries.iter() {
+                let attribute = key
+                    .key_name()
+                    .ok_or_else(|| invalid(format!("parameter key {key} is not a name")))?;
+                let entry = entry
+                    .as_map()
+                    .ok_or_else(|| invalid(format!("parameter {attribute} is not a hash")))?;
+                parameters.push(InvokeParameter {
+                    attribute: attribute.to_owned(),
+                    value: entry.get_named("value").cloned().unwrap_or(Value::Nil),
+                    mof_type: entry
+                        .get_named("mof_type")
+                        .and_then(Value::key_name)
+                        .map(str::to_owned),
+                    mof_is_embedded: matches!(
+                        entry.get_named("mof_is_embedded"),
+                        Some(Value::Bool(true))
+                    ),
+                });
+            }
+        }
+        Ok(InvocableResource {
+            name: text("name"),
+            friendly_name: required("dscmeta_resource_friendly_name")?,
+            resource_name: text("dscmeta_resource_name").unwrap_or_default(),
+            implementation: text("dscmeta_resource_implementation"),
+            module_name: required("dscmeta_module_name")?,
+            module_version: text("dscmeta_module_version").filter(|v| !v.is_empty()),
+            method,
+            vendored_modules_path: text("vendored_modules_path").unwrap_or_default(),
+            parameters,
+        })
+    }
+
+    fn vendored_path(&self) -> Result<&str> {
+        if self.vendored_modules_path.is_empty() {
+            return Err(Error::MissingVendoredPath {
+                module: self.module_name.clone(),
+                searched: "no vendored modules path was given".into(),
+            });
+        }
+        Ok(&self.vendored_modules_path)
     }
 }
 
-/// Builds the script for one invocation.
-pub fn build_script(_resource: &InvocableResource) -> Result<Script> {
-    Err(Error::Invocation(
-        "script building is not implemented yet".into(),
-    ))
+fn needs_vendored_path(class_based: bool, version: &Option<String>) -> bool {
+    class_based || version.is_some()
+}
+
+/// The generated sections of a script, before they are joined with the
+/// templates. The Ruby methods `munge_psmodulepath`, `prepare_credentials`,
+/// `prepare_cim_instances` and `invoke_params` each return one of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScriptParts {
+    /// Class-based resources only: adds the vendored path to PSModulePath.
+    pub module_path: String,
+    /// `$cred_… = New-PsCredential …` lines.
+    pub credentials: TrackedText,
+    /// `$cim_… = New-CimInstance …` lines, nested instances first.
+    pub cim_instances: TrackedText,
+    /// The `$InvokeParams = @{…}` line.
+    pub invoke_params: TrackedText,
+}
+
+impl ScriptParts {
+    /// Builds the sections; `names` makes each variable name from a prefix
+    /// (`cred_` or `cim_`).
+    pub fn build(
+        resource: &InvocableResource,
+        names: &mut dyn FnMut(&str) -> String,
+    ) -> Result<ScriptParts> {
+        let mut builder = Builder {
+            names,
+            credentials: TrackedText::new(),
+            cim_instances: TrackedText::new(),
+        };
+        let invoke_params = builder.invoke_params(resource)?;
+        let module_path = if resource.is_class_based() {
+            let path = crate::literal::quote(resource.vendored_path()?).map_err(|_| {
+                Error::MissingVendoredPath {
+                    module: resource.module_name.clone(),
+                    searched: "the vendored path contains a NUL character".into(),
+                }
+            })?;
+            format!("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path {path}\n")
+        } else {
+            String::new()
+        };
+        Ok(ScriptParts {
+            module_path,
+            credentials: builder.credentials,
+            cim_instances: builder.cim_instances,
+            invoke_params,
+        })
+    }
+
+    /// Joins the sections with the header and templates into the script.
+    pub fn into_script(self) -> Script {
+        let mut out = TrackedText::new();
+        out.push(HEADER);
+        for template in [templates::FUNCTIONS, templates::PREAMBLE] {
+            out.push(template);
+            ensure_newline(&mut out);
+        }
+        out.push(&self.module_path);
+        out.append(self.credentials);
+        out.append(self.cim_instances);
+        out.append(self.invoke_params);
+        ensure_newline(&mut out);
+        out.push(templates::POSTSCRIPT);
+        ensure_newline(&mut out);
+        Script::from_tracked(out)
+    }
+}
+
+fn ensure_newline(out: &mut TrackedText) {
+    if !out.text().ends_with('\n') {
+        out.push("\n");
+    }
+}
+
+/// Builds the script for one invocation, with random variable names.
+pub fn build_script(resource: &InvocableResource) -> Result<Script> {
+    build_script_with(resource, &mut random_variable_name)
+}
+
+/// Builds the script with variable names from `names` (tests use a counter,
+/// so that two builds can be compared).
+pub fn build_script_with(
+    resource: &InvocableResource,
+    names: &mut dyn FnMut(&str) -> String,
+) -> Result<Script> {
+    Ok(ScriptParts::build(resource, names)?.into_script())
+}
+
+/// From a type definition, a resource hash, a method and Ruby's load path to
+/// the script: the one call the provider's lifecycle needs.
+pub fn script_for(
+    typedef: &TypeDef,
+    should: &Map,
+    method: DscMethod,
+    load_path: &[String],
+) -> Result<Script> {
+    build_script(&InvocableResource::from_load_path(
+        typedef, should, method, load_path,
+    )?)
+}
+
+/// Strips Sensitive wrappers, saying whether there were any.
+fn peel(value: &Value) -> (&Value, bool) {
+    let mut value = value;
+    let mut secret = false;
+    while let Value::Sensitive(inner) = value {
+        value = inner;
+        secret = true;
+    }
+    (value, secret)
+}
+
+fn named_entry<'m>(map: &'m Map, name: &str) -> Option<&'m (Value, Value)> {
+    map.iter()
+        .find(|(k, _)| k.key_name().is_some_and(|n| n.eq_ignore_ascii_case(name)))
+}
+
+/// A nested CIM instance: a hash that names its class.
+fn is_cim_hash(value: &Value) -> bool {
+    peel(value)
+        .0
+        .as_map()
+        .is_some_and(|m| named_entry(m, "cim_instance_type").is_some())
+}
+
+/// A credential nested in a CIM instance: a hash of exactly user and password.
+fn is_credential_hash(value: &Value) -> bool {
+    peel(value).0.as_map().is_some_and(|m| {
+        m.len() == 2 && named_entry(m, "user").is_some() && named_entry(m, "password").is_some()
+    })
+}
+
+struct Builder<'n> {
+    names: &'n mut dyn FnMut(&str) -> String,
+    credentials: TrackedText,
+    cim_instances: TrackedText,
+}
+
+impl Builder<'_> {
+    fn invoke_params(&mut self, resource: &InvocableResource) -> Result<TrackedText> {
+        let mut out = TrackedText::new();
+        out.push("$InvokeParams = @{Name = ");
+        out.string(&resource.friendly_name, "Name")?;
+        out.push("; Method = ");
+        out.string(resource.method.as_str(), "Method")?;
+        out.push("; Property = @{");
+        for (i, parameter) in resource.parameters.iter().enumerate() {
+            if i > 0 {
+                out.push("; ");
+            }
+            out.key(&Value::str(parameter.property_name()), &parameter.attribute)?;
+            out.push(" = ");
+            self.property_value(&mut out, parameter)?;
+        }
+        out.push("}; ModuleName = ");
+        match &resource.module_version {
+            Some(version) => {
+                out.push("@{ModuleName = ");
+                if resource.is_class_based() {
+                    out.string(&resource.module_name, "ModuleName")?;
+                } else {
+                    let module = &resource.module_name;
+                    let path = format!("{}/{module}/{module}.psd1", resource.vendored_path()?);
+                    out.string(&path, "ModuleName")?;
+                }
+                out.push("; RequiredVersion = ");
+                out.string(version, "RequiredVersion")?;
+                out.push("}");
+            }
+            None => out.string(&resource.module_name, "ModuleName")?,
+        }
+        out.push("}\n");
+        Ok(out)
+    }
+
+    fn property_value(&mut self, out: &mut TrackedText, parameter: &InvokeParameter) -> Result<()> {
+        let attribute = parameter.attribute.as_str();
+        let (value, secret) = peel(&parameter.value);
+        if parameter.is_credential() {
+            if value.is_nil() {
+                out.push("$null");
+                return Ok(());
+            }
+            let variable = self.credential(value, secret, attribute)?;
+            out.push("$");
+            out.push(&variable);
+            return Ok(());
+        }
+        if let Some(class) = parameter.cim_class() {
+            let class = class.to_owned();
+            return match value {
+                Value::Nil => {
+                    out.push("$null");
+                    Ok(())
+                }
+                Value::Array(items) => {
+                    out.push("[CimInstance[]]@(");
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(", ");
+                        }
+                        let variable = self.cim_instance(Some(&class), item, secret, attribute)?;
+                        out.push("$");
+                        out.push(&variable);
+                    }
+                    out.push(")");
+                    Ok(())
+                }
+                Value::Hash(_) => {
+                    let variable = self.cim_instance(Some(&class), value, secret, attribute)?;
+                    if parameter.is_array() {
+                        out.push("[CimInstance[]]@($");
+                        out.push(&variable);
+                        out.push(")");
+                    } else {
+                        out.push("$");
+                        out.push(&variable);
+                    }
+                    Ok(())
+                }
+                other => Err(Error::InvalidValue {
+                    attribute: attribute.to_owned(),
+                    message: format!(
+                        "a {class} CIM instance must be a hash (or an array of hashes), not {}",
+                        kind_name(other)
+                    ),
+                }),
+            };
+        }
+        out.maybe_secret(secret, |w| match value {
+            Value::Array(items) if items.is_empty() => {
+                match &parameter.mof_type {
+                    Some(mof_type) => {
+                        w.push("[");
+                        w.push(powershell_type(mof_type, parameter.mof_is_embedded));
+                        w.push("[]]@()");
+                    }
+                    None => w.push("@()"),
+                }
+                Ok(())
+            }
+            _ if parameter.is_datetime() => datetime_value(w, value, attribute),
+            _ => w.value(value, attribute),
+        })
+    }
+
+    /// `$cred_… = New-PsCredential -User '…' -Password '…'`; the password is
+    /// always a secret, the user when it is Sensitive.
+    fn credential(&mut self, value: &Value, secret: bool, attribute: &str) -> Result<String> {
+        let (value, hash_secret) = peel(value);
+        let secret = secret || hash_secret;
+        let invalid = |message: &str| Error::InvalidValue {
+            attribute: attribute.to_owned(),
+            message: message.to_owned(),
+        };
+        let map = value
+            .as_map()
+            .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
+        let member = |name: &str| -> Result<(&str, bool)> {
+            let (_, raw) = named_entry(map, name)
+                .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
+            let (inner, is_secret) = peel(raw);
+            match inner {
+                Value::Str(s) | Value::Symbol(s) => Ok((s, is_secret)),
+                _ => Err(invalid(
+                    "a credential's 'user' and 'password' must be strings",
+                )),
+            }
+        };
+        let (user, user_secret) = member("user")?;
+        let (password, _) = member("password")?;
+        let variable = (self.names)("cred_");
+        let mut line = TrackedText::new();
+        line.push("$");
+        line.push(&variable);
+        line.push(" = New-PsCredential -User ");
+        line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
+        line.push(" -Password ");
+        line.secret_string(password, attribute)?;
+        line.push("\n");
+        self.credentials.append(line);
+        Ok(variable)
+    }
+
+    /// `$cim_… = New-CimInstance -ClientOnly -ClassName '…' -Property @{…}`,
+    /// after the lines of the instances nested in it. A top-level instance
+    /// takes its class from the attribute's mof_type, a nested one from its
+    /// `cim_instance_type` key (which is not passed as a property).
+    fn cim_instance(
+        &mut self,
+        class: Option<&str>,
+        value: &Value,
+        secret: bool,
+        attribute: &str,
+    ) -> Result<String> {
+        let (value, instance_secret) = peel(value);
+        let secret = secret || instance_secret;
+        let map = value.as_map().ok_or_else(|| Error::InvalidValue {
+            attribute: attribute.to_owned(),
+            message: format!("a CIM instance must be a hash, not {}", kind_name(value)),
+        })?;
+        let type_entry = named_entry(map, "cim_instance_type");
+        let (class_name, class_secret) = match (class, type_entry) {
+            (Some(class), _) => (class.to_owned(), false),
+            (None, Some((_, type_value))) => {
+                let (type_value, type_secret) = peel(type_value);
+                let name = type_value.key_name().ok_or_else(|| Error::InvalidValue {
+                    attribute: attribute.to_owned(),
+                    message: "cim_instance_type must be a string".into(),
+                })?;
+                (name.to_owned(), secret || type_secret)
+            }
+            (None, None) => {
+                return Err(Error::InvalidValue {
+                    attribute: attribute.to_owned(),
+                    message: "a nested CIM instance needs a cim_instance_type".into(),
+                })
+            }
+        };
+        let mut properties = TrackedText::new();
+        properties.push("@{");
+        let mut first = true;
+        for (key, property) in map.iter() {
+            if type_entry.is_some_and(|(k, _)| std::ptr::eq(k, key)) {
+                continue;
+            }
+            if !first {
+                properties.push("; ");
+            }
+            first = false;
+            let child = match key.key_name() {
+                Some(name) => format!("{attribute}.{name}"),
+                None => attribute.to_owned(),
+            };
+            properties.maybe_secret(secret, |w| w.key(key, &child))?;
+            properties.push(" = ");
+            self.nested_value(&mut properties, property, secret, &child)?;
+        }
+        properties.push("}");
+        let variable = (self.names)("cim_");
+        let mut line = TrackedText::new();
+        line.push("$");
+        line.push(&variable);
+        line.push(" = New-CimInstance -ClientOnly -ClassName ");
+        line.maybe_secret(class_secret, |w| w.string(&class_name, attribute))?;
+        line.push(" -Property ");
+        line.append(properties);
+        line.push("\n");
+        self.cim_instances.append(line);
+        Ok(variable)
+    }
+
+    /// A property value inside a CIM instance: nested instances and arrays
+    /// of them become variables, a user/password hash a credential, anything
+    /// else a literal.
+    fn nested_value(
+        &mut self,
+        out: &mut TrackedText,
+        value: &Value,
+        secret: bool,
+        attribute: &str,
+    ) -> Result<()> {
+        let (inner, inner_secret) = peel(value);
+        let secret = secret || inner_secret;
+        if is_cim_hash(inner) {
+            let variable = self.cim_instance(None, inner, secret, attribute)?;
+            out.push("$");
+            out.push(&variable);
+            return Ok(());
+        }
+        if let Value::Array(items) = inner {
+            if !items.is_empty() && items.iter().all(is_cim_hash) {
+                out.push("[CimInstance[]]@(");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(", ");
+                    }
+                    let variable = self.cim_instance(None, item, secret, attribute)?;
+                    out.push("$");
+                    out.push(&variable);
+                }
+                out.push(")");
+                return Ok(());
+            }
+        }
+        if is_credential_hash(inner) {
+            let variable = self.credential(inner, secret, attribute)?;
+            out.push("$");
+            out.push(&variable);
+            return Ok(());
+        }
+        out.maybe_secret(secret, |w| w.value(inner, attribute))
+    }
+}
+
+/// A DateTime property: Timestamps and date-time strings become
+/// `[DateTime]'…'`, arrays of them element by element.
+fn datetime_value(out: &mut TrackedText, value: &Value, attribute: &str) -> Result<()> {
+    match value {
+        Value::Str(text) => out.datetime_text(text, attribute),
+        Value::Array(items) => {
+            out.push("@(");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(", ");
+                }
+                let (item, secret) = peel(item);
+                out.maybe_secret(secret, |w| datetime_value(w, item, attribute))?;
+            }
+            out.push(")");
+            Ok(())
+        }
+        other => out.value(other, attribute),
+    }
+}
+
+fn kind_name(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nil",
+        Value::Bool(_) => "a boolean",
+        Value::Int(_) | Value::BigInt(_) | Value::Float(_) => "a number",
+        Value::Str(_) | Value::Symbol(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Hash(_) => "a hash",
+        Value::Sensitive(_) => "a Sensitive value",
+        Value::Timestamp(_) => "a timestamp",
+    }
 }

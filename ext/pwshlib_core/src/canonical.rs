@@ -1,0 +1,346 @@
+//! Case-insensitive, order-insensitive value comparison and canonicalization
+//! (pwshlib 2.x `same?`, `recursively_downcase`, `recursively_sort`, and the
+//! property rules of `canonicalize`).
+
+use std::cmp::Ordering;
+
+use crate::typedef::{Behaviour, TypeDef};
+use crate::value::{Map, Timestamp, Value};
+
+/// Lowercases every String and Symbol, hash keys included (2.x
+/// `recursively_downcase`). Sensitive values keep their wrapper.
+pub fn recursively_downcase(value: &Value) -> Value {
+    match value {
+        Value::Str(s) => Value::Str(s.to_lowercase()),
+        Value::Symbol(s) => Value::Symbol(s.to_lowercase()),
+        Value::Array(items) => Value::Array(items.iter().map(recursively_downcase).collect()),
+        Value::Hash(map) => Value::Hash(
+            map.iter()
+                .map(|(k, v)| (recursively_downcase(k), recursively_downcase(v)))
+                .collect(),
+        ),
+        Value::Sensitive(inner) => Value::Sensitive(Box::new(recursively_downcase(inner))),
+        other => other.clone(),
+    }
+}
+
+/// Sorts every array and every hash (by key), at any depth, so that two
+/// values that differ only in order compare equal.
+pub fn recursively_sort(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => {
+            let mut sorted: Vec<Value> = items.iter().map(recursively_sort).collect();
+            sorted.sort_by(compare_values);
+            Value::Array(sorted)
+        }
+        Value::Hash(map) => Value::Hash(sort_map(map)),
+        Value::Sensitive(inner) => Value::Sensitive(Box::new(recursively_sort(inner))),
+        other => other.clone(),
+    }
+}
+
+pub fn sort_map(map: &Map) -> Map {
+    let mut pairs: Vec<(Value, Value)> = map
+        .iter()
+        .map(|(k, v)| (k.clone(), recursively_sort(v)))
+        .collect();
+    pairs.sort_by(|a, b| compare_values(&a.0, &b.0));
+    Map(pairs)
+}
+
+/// 2.x `same?`: equal once both sides are recursively sorted.
+pub fn same(a: &Value, b: &Value) -> bool {
+    a == b || recursively_sort(a) == recursively_sort(b)
+}
+
+fn rank(value: &Value) -> u8 {
+    match value {
+        Value::Nil => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) | Value::BigInt(_) | Value::Float(_) => 2,
+        Value::Str(_) => 3,
+        Value::Symbol(_) => 4,
+        Value::Timestamp(_) => 5,
+        Value::Array(_) => 6,
+        Value::Hash(_) => 7,
+        Value::Sensitive(_) => 8,
+    }
+}
+
+/// A total order over values, used only to sort; it never looks inside a
+/// Sensitive value's text in a way that could be observed.
+pub fn compare_values(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Str(x), Value::Str(y)) | (Value::Symbol(x), Value::Symbol(y)) => x.cmp(y),
+        (Value::Timestamp(x), Value::Timestamp(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y.iter())
+            .map(|(p, q)| compare_values(p, q))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| x.len().cmp(&y.len())),
+        (Value::Hash(x), Value::Hash(y)) => x
+            .iter()
+            .zip(y.iter())
+            .map(|((k1, v1), (k2, v2))| compare_values(k1, k2).then_with(|| compare_values(v1, v2)))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| x.len().cmp(&y.len())),
+        (Value::Sensitive(x), Value::Sensitive(y)) => compare_values(x, y),
+        _ if rank(a) == 2 && rank(b) == 2 => number(a)
+            .zip(number(b))
+            .and_then(|(x, y)| x.partial_cmp(&y))
+            .unwrap_or(Ordering::Equal),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+fn number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        Value::BigInt(s) => s.parse().ok(),
+        Value::Str(s) => {
+            let t = s.trim();
+            if t.is_empty() {
+                None
+            } else {
+                t.parse::<f64>().ok().filter(|f| f.is_finite())
+            }
+        }
+        _ => None,
+    }
+}
+
+/// True for nil, '', [] and {} (and a Sensitive wrapping one of those).
+pub fn is_empty_value(value: &Value) -> bool {
+    match value {
+        Value::Nil => true,
+        Value::Str(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Hash(m) => m.is_empty(),
+        Value::Sensitive(inner) => is_empty_value(inner),
+        _ => false,
+    }
+}
+
+/// The comparison form used by `insync?`: case folded, numbers and numeric
+/// strings unified, date-times as instants, order removed.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+enum Folded {
+    Nil,
+    Bool(bool),
+    Number(f64),
+    Instant(i128),
+    Text(String),
+    List(Vec<Folded>),
+    Table(Vec<(Folded, Folded)>),
+}
+
+fn fold(value: &Value) -> Folded {
+    match value {
+        Value::Nil => Folded::Nil,
+        Value::Bool(b) => Folded::Bool(*b),
+        Value::Int(_) | Value::Float(_) | Value::BigInt(_) => {
+            number(value).map_or_else(|| Folded::Text(value.to_string()), Folded::Number)
+        }
+        Value::Timestamp(t) => Folded::Instant(t.nanos),
+        Value::Str(s) | Value::Symbol(s) => {
+            if let Some(n) = number(value) {
+                Folded::Number(n)
+            } else if let Some(b) = bool_text(s) {
+                Folded::Bool(b)
+            } else if let Some(t) = date_like(s).then(|| Timestamp::parse(s)).flatten() {
+                Folded::Instant(t.nanos)
+            } else {
+                Folded::Text(s.to_lowercase())
+            }
+        }
+        Value::Sensitive(inner) => fold(inner),
+        Value::Array(items) => {
+            let mut list: Vec<Folded> = items.iter().map(fold).collect();
+            list.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+            Folded::List(list)
+        }
+        Value::Hash(map) => {
+            let mut table: Vec<(Folded, Folded)> = map
+                .iter()
+                .map(|(k, v)| (Folded::Text(key_text(k)), fold(v)))
+                .collect();
+            table.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal));
+            Folded::Table(table)
+        }
+    }
+}
+
+fn key_text(key: &Value) -> String {
+    match key.key_name() {
+        Some(name) => name.to_lowercase(),
+        None => key.to_string().to_lowercase(),
+    }
+}
+
+fn bool_text(s: &str) -> Option<bool> {
+    if s.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if s.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Only texts shaped like `yyyy-mm-dd…` are tried as date-times.
+fn date_like(s: &str) -> bool {
+    let b = s.trim().as_bytes();
+    b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+}
+
+/// The `insync?` equality of behavior.md §3: `==`, both empty, or equal
+/// after folding case, ignoring order, unifying numbers with numeric strings
+/// and date-times as instants, nested too.
+pub fn values_equal(is: &Value, should: &Value) -> bool {
+    if is == should || (is_empty_value(is) && is_empty_value(should)) {
+        return true;
+    }
+    fold(is) == fold(should)
+}
+
+/// Canonicalizes one manifest resource against the system state (the
+/// munged Get result). `is_metaparam` tells Puppet metaparameters apart.
+pub fn canonicalize_resource(
+    typedef: &TypeDef,
+    manifest: &Map,
+    system: &Map,
+    is_metaparam: &dyn Fn(&str) -> bool,
+) -> Map {
+    let mut result = Map::new();
+    for (key, manifest_value) in manifest.iter() {
+        let Some(name) = key.key_name() else {
+            result.0.push((key.clone(), manifest_value.clone()));
+            continue;
+        };
+        let attribute = typedef.attribute(name);
+        let keep_manifest = match attribute {
+            None => true,
+            Some(a) => {
+                a.behaviour == Behaviour::Parameter
+                    || name == "name"
+                    || name == "dsc_psdscrunascredential"
+                    || is_metaparam(name)
+            }
+        };
+        let chosen = if keep_manifest {
+            manifest_value.clone()
+        } else {
+            match system.get_named(name) {
+                Some(system_value)
+                    if same(
+                        &recursively_downcase(system_value),
+                        &recursively_downcase(manifest_value),
+                    ) && enum_casing_allowed(typedef, name, system_value) =>
+                {
+                    system_value.clone()
+                }
+                _ => manifest_value.clone(),
+            }
+        };
+        result.0.push((key.clone(), chosen));
+    }
+    result
+}
+
+fn enum_casing_allowed(typedef: &TypeDef, name: &str, system_value: &Value) -> bool {
+    match typedef.attribute(name).and_then(|a| a.enum_values.as_ref()) {
+        None => true,
+        Some(allowed) => match system_value {
+            Value::Str(s) => allowed.iter().any(|v| v == s),
+            _ => false,
+        },
+    }
+}
+
+/// True when the value says Absent, in any case.
+pub fn is_absent(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::Str(s)) | Some(Value::Symbol(s)) if s.eq_ignore_ascii_case("absent"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture_typedef;
+
+    fn s(t: &str) -> Value {
+        Value::str(t)
+    }
+
+    #[test]
+    fn values_equal_folds_case_order_numbers_and_dates() {
+        assert!(values_equal(&s("C:\\Foo"), &s("c:\\foo")));
+        assert!(values_equal(
+            &Value::Array(vec![s("B"), s("a")]),
+            &Value::Array(vec![s("A"), s("b")])
+        ));
+        assert!(values_equal(&s("1"), &Value::Int(1)));
+        assert!(values_equal(&Value::Float(1.0), &Value::Int(1)));
+        let t = Timestamp::parse("2020-01-02T03:04:05Z").unwrap();
+        assert!(values_equal(
+            &s("2020-01-02 05:04:05 +02:00"),
+            &Value::Timestamp(t)
+        ));
+        assert!(values_equal(&Value::Nil, &Value::Array(vec![])));
+        assert!(values_equal(&Value::Nil, &s("")));
+        let h1 = Value::Hash(Map(vec![(s("Key"), s("VALUE")), (s("n"), Value::Int(2))]));
+        let h2 = Value::Hash(Map(vec![(s("n"), s("2")), (s("key"), s("value"))]));
+        assert!(values_equal(&h1, &h2));
+        assert!(!values_equal(&s("a"), &s("b")));
+        assert!(!values_equal(&Value::Int(1), &Value::Int(2)));
+        assert!(!values_equal(&s("x"), &Value::Nil));
+        assert!(values_equal(&Value::Bool(true), &s("True")));
+    }
+
+    #[test]
+    fn sort_and_same() {
+        let a = Value::Array(vec![s("b"), s("a")]);
+        let b = Value::Array(vec![s("a"), s("b")]);
+        assert!(same(&a, &b));
+        assert_eq!(recursively_sort(&a), b);
+        assert!(!same(&s("A"), &s("a")));
+        assert_eq!(recursively_downcase(&s("AbC")), s("abc"));
+    }
+
+    #[test]
+    fn canonicalize_prefers_system_casing_except_for_disallowed_enums() {
+        let def = fixture_typedef();
+        let manifest = Map(vec![
+            (Value::sym("name"), s("Title")),
+            (Value::sym("dsc_destinationpath"), s("c:\\foo")),
+            (Value::sym("dsc_ensure"), s("present")),
+            (Value::sym("dsc_type"), s("FILE")),
+            (Value::sym("dsc_contents"), s("new")),
+            (Value::sym("validation_mode"), s("property")),
+            (Value::sym("loglevel"), s("debug")),
+        ]);
+        let system = Map(vec![
+            (Value::sym("name"), s("title")),
+            (Value::sym("dsc_destinationpath"), s("C:\\Foo")),
+            (Value::sym("dsc_ensure"), s("Present")),
+            (Value::sym("dsc_type"), s("fIle")),
+            (Value::sym("dsc_contents"), s("old")),
+            (Value::sym("dsc_attributes"), Value::Array(vec![])),
+        ]);
+        let out = canonicalize_resource(&def, &manifest, &system, &|n| n == "loglevel");
+        assert_eq!(out.get_named("name"), Some(&s("Title")));
+        assert_eq!(out.get_named("dsc_destinationpath"), Some(&s("C:\\Foo")));
+        assert_eq!(out.get_named("dsc_ensure"), Some(&s("Present")));
+        assert_eq!(out.get_named("dsc_type"), Some(&s("FILE")));
+        assert_eq!(out.get_named("dsc_contents"), Some(&s("new")));
+        assert_eq!(out.get_named("loglevel"), Some(&s("debug")));
+        assert!(!out.contains_named("dsc_attributes"));
+    }
+}

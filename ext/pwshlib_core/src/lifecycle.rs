@@ -1,0 +1,890 @@
+//! The provider lifecycle (behavior.md §3 and §4 "Errors") as pure Rust over
+//! a [`ProviderHost`]. The binding implements the host with Ruby dispatch,
+//! so that the overridable methods (`invoke_get_method`, …, `ps_manager`)
+//! stay overridable; unit tests implement it with fakes.
+//!
+//! Rule for implementors: `with_state` must not call back into the host, and
+//! no state borrow is held across a host call.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::cache::{Identity, IdentityCache};
+use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
+use crate::error::Error;
+use crate::munge::{munge_get_result, parse_json};
+use crate::script::{build_script, DscMethod, InvocableResource, Script};
+use crate::typedef::TypeDef;
+use crate::value::{Map, Value, REDACTED_SENSITIVE};
+use crate::vendored::vendored_modules_path;
+
+pub const COLLISION_MESSAGE: &str =
+    "The Invoke-DscResource cmdlet is in progress and must return before Invoke-DscResource can be invoked";
+pub const COLLISION_MAX_RETRIES: u32 = 5;
+pub const COLLISION_DEFAULT_WAIT_SECONDS: f64 = 60.0;
+pub const NOT_IN_DESIRED_STATE: &str =
+    "DSC reports that this resource is not in the desired state; treating all properties as out-of-sync";
+
+/// What the manager's `execute` returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecuteOutput {
+    pub stdout: Option<String>,
+    pub errormessage: Option<String>,
+}
+
+/// The answer of `insync?`: nil, a boolean, or `[false, message]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Insync {
+    UseDefault,
+    InSync(bool),
+    Changed(String),
+}
+
+/// Owned per-run provider state.
+#[derive(Debug)]
+pub struct LifecycleState {
+    /// Munged Get results: the system state.
+    pub query_results: IdentityCache<Map>,
+    /// Canonicalized desired state, kept apart from the system state.
+    pub canonicalized: IdentityCache<Map>,
+    /// One Test per resource: Some(in desired state), or None when it failed.
+    pub test_results: IdentityCache<(Map, Option<bool>)>,
+    /// (resource, property) pairs answered `[false, msg]`, whose corrective
+    /// second `insync?` call gets nil.
+    pub insync_reported: HashSet<(Identity, String)>,
+    /// (user, password) pairs that failed to log on in this run.
+    pub logon_failures: Vec<(String, String)>,
+    /// Resources whose last Set failed.
+    pub failed_sets: IdentityCache<String>,
+    /// The timeout of the invocation in progress (2.x `@timeout`).
+    pub timeout_ms: Option<u64>,
+    pub collision_wait_seconds: f64,
+}
+
+impl LifecycleState {
+    pub fn new(typedef: &TypeDef) -> Self {
+        let namevars: Vec<String> = typedef
+            .namevar_attributes()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let namevars = if namevars.is_empty() {
+            vec!["name".to_owned()]
+        } else {
+            namevars
+        };
+        LifecycleState {
+            query_results: IdentityCache::new(namevars.clone()),
+            canonicalized: IdentityCache::new(namevars.clone()),
+            test_results: IdentityCache::new(namevars.clone()),
+            insync_reported: HashSet::new(),
+            logon_failures: Vec::new(),
+            failed_sets: IdentityCache::new(namevars),
+            timeout_ms: None,
+            collision_wait_seconds: COLLISION_DEFAULT_WAIT_SECONDS,
+        }
+    }
+
+    /// Forgets everything known about a resource's system state (after Set).
+    pub fn forget(&mut self, hash: &Map) {
+        let id = self.query_results.identity(hash);
+        self.query_results.remove(hash);
+        self.test_results.remove(hash);
+        self.insync_reported.retain(|(i, _)| !id.matches(i));
+    }
+}
+
+pub trait ProviderHost {
+    type Error: From<Error>;
+
+    fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R;
+
+    // The overridable provider methods (Ruby dispatch in the binding).
+    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Self::Error>;
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Self::Error>;
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Self::Error>;
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Option<Value>, Self::Error>;
+    /// `ps_manager.execute(script, timeout_ms)`.
+    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Self::Error>;
+
+    fn load_path(&self) -> Result<Vec<String>, Self::Error>;
+    /// Builds the script of one call. The outer error is the host's, the
+    /// inner one is reported against the resource.
+    fn build_script(
+        &self,
+        typedef: &TypeDef,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Result<Script, Error>, Self::Error> {
+        let load_path = self.load_path()?;
+        Ok(script_for(typedef, props, method, &load_path))
+    }
+    fn is_metaparam(&self, name: &str) -> bool;
+    fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
+    /// A message for an error raised by a host call (already safe to log
+    /// once scrubbed).
+    fn describe_error(&self, error: &Self::Error) -> String;
+
+    fn debug(&self, message: &str) -> Result<(), Self::Error>;
+    fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+    fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+}
+
+/// The title to name a resource by: the `name` of a hash, or the value.
+pub fn title_of(value: &Value) -> Option<Value> {
+    match value {
+        Value::Hash(map) => map.get_named("name").cloned().or(Some(value.clone())),
+        Value::Nil => None,
+        other => Some(other.clone()),
+    }
+}
+
+fn title_of_map(map: &Map) -> Option<Value> {
+    map.get_named("name").filter(|v| !v.is_nil()).cloned()
+}
+
+/// A title (String or namevar hash) as a hash.
+pub fn name_hash_of(name: &Value) -> Map {
+    match name {
+        Value::Hash(map) => map.clone(),
+        other => Map(vec![(Value::sym("name"), other.clone())]),
+    }
+}
+
+fn dsc_props(map: &Map) -> Map {
+    map.iter()
+        .filter(|(k, _)| k.key_name().is_some_and(|n| n.starts_with("dsc_")))
+        .cloned()
+        .collect()
+}
+
+// ---------------------------------------------------------------- canonicalize
+
+pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Vec<Map>, H::Error> {
+    let typedef = host.typedef()?;
+    let mut out = Vec::with_capacity(resources.len());
+    for resource in resources {
+        if host.with_state(|s| s.canonicalized.get(&resource).is_some()) {
+            // Already canonicalized in this run: this is the target state or
+            // a Get result; return it unchanged and at no cost.
+            out.push(resource);
+            continue;
+        }
+        host.debug(&format!("Canonicalizing {}", Value::Hash(resource.clone())))?;
+        let canonical = if is_absent(resource.get_named("dsc_ensure")) {
+            resource.clone()
+        } else {
+            match get_for_canonicalize(host, &resource)? {
+                Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
+                    canonicalize_resource(&typedef, &resource, &system, &|n| host.is_metaparam(n))
+                }
+                _ => resource.clone(),
+            }
+        };
+        host.with_state(|s| s.canonicalized.insert(&resource, canonical.clone()));
+        out.push(canonical);
+    }
+    let shown: Vec<Value> = out.iter().cloned().map(Value::Hash).collect();
+    host.debug(&format!("Canonicalized Resources: {}", Value::Array(shown)))?;
+    Ok(out)
+}
+
+/// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
+/// cache when this resource was already queried.
+pub fn get_for_canonicalize<H: ProviderHost>(
+    host: &H,
+    resource: &Map,
+) -> Result<Option<Map>, H::Error> {
+    if let Some(cached) = host.with_state(|s| s.query_results.get(resource).cloned()) {
+        return Ok(Some(cached));
+    }
+    host.invoke_get_method(resource)
+}
+
+// ---------------------------------------------------------------------- get
+
+/// Attributes a Get query carries over from the canonicalized resource.
+fn query_for(typedef: &TypeDef, name_hash: &Map, canonical: Option<&Map>) -> Map {
+    // The whole canonicalized resource goes along, as it does when
+    // canonicalize makes the Get: the mandatory-for-get properties and the
+    // credential for the call, the rest for munging and for knowing secrets.
+    let _ = typedef;
+    let mut query = name_hash.clone();
+    if let Some(canonical) = canonical {
+        for (key, value) in canonical.iter() {
+            if let Some(name) = key.key_name() {
+                if query.get_named(name).is_none() {
+                    query.insert_symbol(name, value.clone());
+                }
+            }
+        }
+    }
+    query
+}
+
+pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<Map>, H::Error> {
+    host.debug("Collecting data from the DSC Resource")?;
+    let typedef = host.typedef()?;
+    let mut out = Vec::new();
+    for name in names.unwrap_or_default() {
+        let name_hash = name_hash_of(&name);
+        if let Some(mut cached) = host.with_state(|s| s.query_results.get(&name_hash).cloned()) {
+            // The cached Get may have been made for a hash titled `title:`;
+            // Puppet matches results on the namevars it asked for.
+            if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
+                cached.insert_symbol("name", name.clone());
+            }
+            out.push(cached);
+            continue;
+        }
+        let canonical = host.with_state(|s| s.canonicalized.get(&name_hash).cloned());
+        let query = query_for(&typedef, &name_hash, canonical.as_ref());
+        if let Some(result) = host.invoke_get_method(&query)? {
+            out.push(result);
+        }
+    }
+    Ok(out)
+}
+
+pub fn invoke_get_method<H: ProviderHost>(
+    host: &H,
+    name_hash: &Map,
+) -> Result<Option<Map>, H::Error> {
+    host.debug(&format!("retrieving {}", Value::Hash(name_hash.clone())))?;
+    let typedef = host.typedef()?;
+    let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
+    let query_props: Map = name_hash
+        .iter()
+        .filter(|(k, v)| match k.key_name() {
+            Some("dsc_psdscrunascredential") => !v.is_nil(),
+            Some(n) => mandatory.contains(n),
+            None => false,
+        })
+        .cloned()
+        .collect();
+    let Some(data) = host.invoke_dsc_resource(name_hash, &query_props, DscMethod::Get)? else {
+        return Ok(None);
+    };
+    let title = title_of_map(name_hash);
+    let Value::Hash(data) = data else {
+        host.err(
+            title.as_ref(),
+            "Invoke-DscResource Get returned a value that is not an object",
+        )?;
+        return Ok(None);
+    };
+    let (mut munged, errors) = munge_get_result(&typedef, name_hash, &data);
+    for message in errors {
+        host.err(title.as_ref(), &scrub(&message, &secrets_of(&[name_hash])))?;
+    }
+    for (key, value) in munged.iter_mut() {
+        let should = key.key_name().and_then(|k| name_hash.get_named(k));
+        *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
+    }
+    host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
+    host.debug(&format!(
+        "Returned to Puppet as {}",
+        Value::Hash(munged.clone())
+    ))?;
+    Ok(Some(munged))
+}
+
+/// Wraps the parts of a system value that are secret in the desired value
+/// (or sit under a `password` key) in Sensitive, so they are never shown.
+pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
+    match (is, should) {
+        (Value::Nil, _) | (Value::Sensitive(_), _) => is.clone(),
+        (_, Value::Sensitive(_)) => Value::Sensitive(Box::new(is.clone())),
+        (Value::Hash(is_map), _) => {
+            let should_map = should.as_map();
+            Value::Hash(
+                is_map
+                    .iter()
+                    .map(|(k, v)| {
+                        let name = k.key_name().unwrap_or_default();
+                        let counterpart = should_map
+                            .and_then(|m| {
+                                m.iter()
+                                    .find(|(sk, _)| {
+                                        sk.key_name().is_some_and(|s| s.eq_ignore_ascii_case(name))
+                                    })
+                                    .map(|(_, sv)| sv)
+                            })
+                            .unwrap_or(&Value::Nil);
+                        let v = mirror_sensitivity(v, counterpart);
+                        let v = if name.eq_ignore_ascii_case("password")
+                            && !v.is_nil()
+                            && !matches!(v, Value::Sensitive(_))
+                        {
+                            Value::Sensitive(Box::new(v))
+                        } else {
+                            v
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            )
+        }
+        (Value::Array(items), _) => {
+            let secret_items = should
+                .as_array()
+                .is_some_and(|a| a.iter().any(Value::contains_sensitive));
+            Value::Array(
+                items
+                    .iter()
+                    .map(|i| {
+                        if secret_items && !i.is_nil() {
+                            Value::Sensitive(Box::new(i.clone()))
+                        } else {
+                            mirror_sensitivity(i, &Value::Nil)
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        _ => is.clone(),
+    }
+}
+
+// ------------------------------------------------------------ set and insync?
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAction {
+    Create,
+    Update,
+    Delete,
+}
+
+impl SetAction {
+    pub fn method_name(self) -> &'static str {
+        match self {
+            SetAction::Create => "create",
+            SetAction::Update => "update",
+            SetAction::Delete => "delete",
+        }
+    }
+    pub fn context_method(self) -> &'static str {
+        match self {
+            SetAction::Create => "creating",
+            SetAction::Update => "updating",
+            SetAction::Delete => "deleting",
+        }
+    }
+}
+
+/// behavior.md §3 "set": compares `dsc_ensure` case-insensitively.
+pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetAction {
+    if typedef.attribute("dsc_ensure").is_none() {
+        return SetAction::Update;
+    }
+    let text = |v: Option<&Value>, default: &str| match v {
+        Some(Value::Str(s)) | Some(Value::Symbol(s)) => s.to_lowercase(),
+        _ => default.to_owned(),
+    };
+    let is_ensure = text(is.and_then(|m| m.get_named("dsc_ensure")), "absent");
+    let should_ensure = text(should.get_named("dsc_ensure"), "present");
+    match (is_ensure.as_str(), should_ensure.as_str()) {
+        ("absent", "present") => SetAction::Create,
+        ("present", "absent") => SetAction::Delete,
+        _ => SetAction::Update,
+    }
+}
+
+/// What `delete` sends: the title plus the mandatory-for-set properties,
+/// the run-as credential and the timeout from the canonicalized resource,
+/// with `Ensure = 'Absent'`.
+pub fn delete_should<H: ProviderHost>(host: &H, name: &Value) -> Result<Map, H::Error> {
+    let typedef = host.typedef()?;
+    let mut should = name_hash_of(name);
+    if let Some(canonical) = host.with_state(|s| s.canonicalized.get(&should).cloned()) {
+        let carried = typedef
+            .mandatory_set_attributes()
+            .into_iter()
+            .chain(typedef.namevar_attributes())
+            .chain(["dsc_psdscrunascredential", "dsc_timeout"]);
+        for attr in carried {
+            if should.get_named(attr).is_none() {
+                if let Some(v) = canonical.get_named(attr) {
+                    should.insert_symbol(attr, v.clone());
+                }
+            }
+        }
+    }
+    should.insert_symbol("dsc_ensure", Value::str("Absent"));
+    Ok(should)
+}
+
+/// The name hash a Set/Test call runs under: the title merged with the
+/// desired state, so the credential and timeout of the resource apply.
+fn invocation_name_hash(name: &Value, should: &Map) -> Map {
+    let mut hash = name_hash_of(name);
+    for (k, v) in should.iter() {
+        if let Some(n) = k.key_name() {
+            if hash.get_named(n).is_none() {
+                hash.insert_symbol(n, v.clone());
+            }
+        }
+    }
+    hash
+}
+
+pub fn invoke_set_method<H: ProviderHost>(
+    host: &H,
+    name: &Value,
+    should: &Map,
+) -> Result<Option<Value>, H::Error> {
+    let title = title_of(name);
+    host.debug(&format!(
+        "Invoking Set Method for '{}' with {}",
+        title.clone().unwrap_or(Value::Nil),
+        Value::Hash(should.clone())
+    ))?;
+    let name_hash = invocation_name_hash(name, should);
+    host.with_state(|s| s.failed_sets.remove(&name_hash));
+    let apply_props = dsc_props(should);
+    let data = host.invoke_dsc_resource(&name_hash, &apply_props, DscMethod::Set)?;
+    host.with_state(|s| s.forget(&name_hash));
+    match &data {
+        Some(Value::Hash(result)) => {
+            if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
+                host.warning(
+                    title.as_ref(),
+                    "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node",
+                )?;
+            }
+        }
+        Some(_) => {}
+        None => host.with_state(|s| s.failed_sets.insert(&name_hash, "Set failed".into())),
+    }
+    Ok(data)
+}
+
+pub fn invoke_test_method<H: ProviderHost>(
+    host: &H,
+    name: &Value,
+    should: &Map,
+) -> Result<Insync, H::Error> {
+    let title = title_of(name).unwrap_or(Value::Nil);
+    host.debug(&format!(
+        "Relying on DSC Test method for validating if '{title}' is in the desired state"
+    ))?;
+    let name_hash = invocation_name_hash(name, should);
+    let test_props = dsc_props(should);
+    let data = host.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
+    let in_desired_state = data
+        .as_ref()
+        .and_then(Value::as_map)
+        .and_then(|m| m.get_named("indesiredstate"))
+        .map(|v| matches!(v, Value::Bool(true)));
+    host.with_state(|s| {
+        s.test_results
+            .insert(&name_hash, (name_hash.clone(), in_desired_state))
+    });
+    Ok(match in_desired_state {
+        None => Insync::UseDefault,
+        Some(true) => Insync::InSync(true),
+        Some(false) => Insync::Changed(NOT_IN_DESIRED_STATE.to_owned()),
+    })
+}
+
+/// A value for a change message: strings bare, secrets as the marker.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Str(s) => s.clone(),
+        Value::Sensitive(_) => REDACTED_SENSITIVE.to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn change_message(property: &str, is: &Value, should: &Value) -> String {
+    let is = mirror_sensitivity(is, should);
+    format!("{property} changed '{}' to '{}'", shown(&is), shown(should))
+}
+
+pub fn insync<H: ProviderHost>(
+    host: &H,
+    name: &Value,
+    property: &str,
+    is_hash: Option<&Map>,
+    should_hash: &Map,
+) -> Result<Insync, H::Error> {
+    let identity_source = invocation_name_hash(name, should_hash);
+    let marker = host.with_state(|s| {
+        (
+            s.query_results.identity(&identity_source),
+            property.to_owned(),
+        )
+    });
+    if host.with_state(|s| s.insync_reported.remove(&marker)) {
+        // The corrective-change check that Puppet makes after a change.
+        return Ok(Insync::UseDefault);
+    }
+    let is_value = match is_hash.and_then(|h| h.get_named(property)) {
+        Some(v) => Some(v.clone()),
+        None => host.with_state(|s| {
+            s.query_results
+                .get(&identity_source)
+                .and_then(|m| m.get_named(property).cloned())
+        }),
+    };
+    let should_value = should_hash.get_named(property);
+    let resource_mode = matches!(
+        should_hash.get_named("validation_mode"),
+        Some(Value::Str(m)) | Some(Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
+    );
+    if resource_mode {
+        let cached = host.with_state(|s| s.test_results.get(&identity_source).map(|e| e.1));
+        let in_desired_state = match cached {
+            Some(answer) => answer,
+            None => {
+                let answer = host.invoke_test_method(name, should_hash)?;
+                let answer = match answer {
+                    Insync::InSync(b) => Some(b),
+                    Insync::Changed(_) => Some(false),
+                    Insync::UseDefault => None,
+                };
+                host.with_state(|s| {
+                    if s.test_results.get(&identity_source).is_none() {
+                        s.test_results
+                            .insert(&identity_source, (identity_source.clone(), answer));
+                    }
+                });
+                answer
+            }
+        };
+        match in_desired_state {
+            Some(true) => return Ok(Insync::InSync(true)),
+            Some(false) => {
+                let message = match should_value {
+                    Some(sv) if !values_equal(is_value.as_ref().unwrap_or(&Value::Nil), sv) => {
+                        change_message(property, is_value.as_ref().unwrap_or(&Value::Nil), sv)
+                    }
+                    _ => NOT_IN_DESIRED_STATE.to_owned(),
+                };
+                host.with_state(|s| s.insync_reported.insert(marker));
+                return Ok(Insync::Changed(message));
+            }
+            None => {} // The Test failed: fall back on comparing properties.
+        }
+    }
+    if !property.starts_with("dsc_") {
+        return Ok(Insync::UseDefault);
+    }
+    let Some(should_value) = should_value.filter(|v| !is_empty_value(v)) else {
+        return Ok(Insync::UseDefault);
+    };
+    let is_value = is_value.unwrap_or(Value::Nil);
+    if values_equal(&is_value, should_value) {
+        return Ok(Insync::InSync(true));
+    }
+    host.with_state(|s| s.insync_reported.insert(marker));
+    Ok(Insync::Changed(change_message(
+        property,
+        &is_value,
+        should_value,
+    )))
+}
+
+// ------------------------------------------------------------- invocation
+
+/// 2.x `specify_dsc_timeout`: the resource's `dsc_timeout` in ms, for this
+/// resource's calls only.
+pub fn specify_dsc_timeout(name_hash: &Map) -> Option<u64> {
+    match name_hash.get_named("dsc_timeout") {
+        Some(Value::Int(secs)) if *secs > 0 => Some((*secs as u64).saturating_mul(1000)),
+        Some(Value::Float(secs)) if *secs > 0.0 => Some((*secs * 1000.0) as u64),
+        Some(Value::Str(s)) => s.trim().parse::<u64>().ok().map(|v| v.saturating_mul(1000)),
+        _ => None,
+    }
+}
+
+fn credential_pair(value: &Value) -> Option<(String, String)> {
+    let map = value.as_map()?;
+    let text = |v: &Value| match v.unwrap_sensitive() {
+        Value::Str(s) => Some(s),
+        _ => None,
+    };
+    Some((
+        text(map.get_named("user")?)?,
+        text(map.get_named("password")?).unwrap_or_default(),
+    ))
+}
+
+pub fn logon_failed_already(state: &LifecycleState, credential: &Value) -> bool {
+    credential_pair(credential).is_some_and(|pair| state.logon_failures.contains(&pair))
+}
+
+fn secrets_of(maps: &[&Map]) -> Vec<String> {
+    let mut secrets = Vec::new();
+    for map in maps {
+        Value::Hash((*map).clone()).secret_texts(&mut secrets);
+    }
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    secrets
+}
+
+/// Last line of defence for text that came back from PowerShell: replaces
+/// every secret of the invocation (raw and JSON-escaped) with the marker.
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets {
+        out = out.replace(secret.as_str(), REDACTED_SENSITIVE);
+        if let Ok(json) = serde_json::to_string(secret) {
+            let escaped = &json[1..json.len() - 1];
+            if escaped != secret {
+                out = out.replace(escaped, REDACTED_SENSITIVE);
+            }
+        }
+    }
+    out
+}
+
+fn excerpt(text: &str) -> String {
+    let mut short: String = text.chars().take(120).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn is_timeout_report(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    lower.contains("timeout") && lower.contains("exceeded")
+}
+
+/// Builds the script for one call (script.rs does the work).
+pub fn script_for(
+    typedef: &TypeDef,
+    props: &Map,
+    method: DscMethod,
+    load_path: &[String],
+) -> Result<Script, Error> {
+    let vendored = vendored_modules_path(load_path, &typedef.module_name)?;
+    let resource = InvocableResource::new(typedef, props, method, &vendored)?;
+    build_script(&resource)
+}
+
+enum Outcome {
+    Data(Value),
+    Failed,
+    Collision,
+}
+
+pub fn invoke_dsc_resource<H: ProviderHost>(
+    host: &H,
+    name_hash: &Map,
+    props: &Map,
+    method: DscMethod,
+) -> Result<Option<Value>, H::Error> {
+    let title = title_of_map(name_hash);
+    let title = title.as_ref();
+    let credential = name_hash
+        .get_named("dsc_psdscrunascredential")
+        .filter(|c| !c.is_nil())
+        .cloned();
+    if let Some(credential) = &credential {
+        if host.with_state(|s| logon_failed_already(s, credential)) {
+            let user = credential_pair(credential).map(|p| p.0).unwrap_or_default();
+            host.err(
+                title,
+                &format!("Skipping Invoke-DscResource {}: the PSDscRunAsCredential account '{user}' failed to log on earlier in this run", method.as_str()),
+            )?;
+            return Ok(None);
+        }
+    }
+    let timeout_ms = specify_dsc_timeout(name_hash);
+    host.with_state(|s| s.timeout_ms = timeout_ms);
+    let typedef = host.typedef()?;
+    let secrets = secrets_of(&[name_hash, props]);
+    let script = match host.build_script(&typedef, props, method)? {
+        Ok(script) => script,
+        Err(e) => {
+            host.err(title, &scrub(&e.to_string(), &secrets))?;
+            return Ok(None);
+        }
+    };
+    host.debug(&format!(
+        "Invoke-DscResource {} for {} ({} {}), properties: {}",
+        method.as_str(),
+        title.cloned().unwrap_or(Value::Nil),
+        typedef.friendly_name,
+        typedef.module_version.as_deref().unwrap_or("(no version)"),
+        Value::Hash(props.clone())
+    ))?;
+    host.debug(&format!("Script:\n{}", script.redacted()))?;
+    match run_once(
+        host,
+        title,
+        credential.as_ref(),
+        &script,
+        method,
+        timeout_ms,
+        &secrets,
+    )? {
+        Outcome::Data(data) => Ok(Some(data)),
+        Outcome::Failed => Ok(None),
+        Outcome::Collision => retry_after_collision(
+            host,
+            title,
+            credential.as_ref(),
+            &script,
+            method,
+            timeout_ms,
+            &secrets,
+        ),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_once<H: ProviderHost>(
+    host: &H,
+    title: Option<&Value>,
+    credential: Option<&Value>,
+    script: &Script,
+    method: DscMethod,
+    timeout_ms: Option<u64>,
+    secrets: &[String],
+) -> Result<Outcome, H::Error> {
+    let started = Instant::now();
+    let output = host.execute(script.text(), timeout_ms);
+    let elapsed = started.elapsed();
+    host.debug(&format!(
+        "Invoke-DscResource {} took {:.3} s",
+        method.as_str(),
+        elapsed.as_secs_f64()
+    ))?;
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => {
+            let message = scrub(&host.describe_error(&e), secrets);
+            host.err(
+                title,
+                &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
+            )?;
+            return Ok(Outcome::Failed);
+        }
+    };
+    let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
+    if stdout.is_empty() {
+        let mut message = format!(
+            "Nothing returned by Invoke-DscResource {}.",
+            method.as_str()
+        );
+        if let Some(report) = output
+            .errormessage
+            .as_deref()
+            .filter(|m| is_timeout_report(m))
+        {
+            message.push_str(&format!(
+                " The PowerShell host reported a timeout: {}",
+                scrub(report, secrets)
+            ));
+        } else if let Some(report) = output
+            .errormessage
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+        {
+            message.push_str(&format!(" {}", scrub(report, secrets)));
+        }
+        host.err(title, &message)?;
+        return Ok(Outcome::Failed);
+    }
+    let data = match parse_json(stdout) {
+        Ok(data) => data,
+        Err(e) => {
+            host.err(
+                title,
+                &format!(
+                    "Invoke-DscResource {} returned invalid JSON ({e}); the output starts with: {}",
+                    method.as_str(),
+                    scrub(&excerpt(stdout), secrets)
+                ),
+            )?;
+            return Ok(Outcome::Failed);
+        }
+    };
+    host.debug(&format!(
+        "raw data received: {}",
+        scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
+    ))?;
+    let error = data
+        .as_map()
+        .and_then(|m| m.get_named("errormessage"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if error.trim().is_empty() {
+        return Ok(Outcome::Data(data));
+    }
+    if error.contains(COLLISION_MESSAGE) {
+        return Ok(Outcome::Collision);
+    }
+    if error.to_lowercase().contains("logon failure") {
+        if let Some((user, password)) = credential.and_then(credential_pair) {
+            host.err(
+                title,
+                &scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run."), secrets),
+            )?;
+            host.with_state(|s| {
+                if !s.logon_failures.contains(&(user.clone(), password.clone())) {
+                    s.logon_failures.push((user, password));
+                }
+            });
+            return Ok(Outcome::Failed);
+        }
+    }
+    host.err(title, &scrub(error, secrets))?;
+    Ok(Outcome::Failed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn retry_after_collision<H: ProviderHost>(
+    host: &H,
+    title: Option<&Value>,
+    credential: Option<&Value>,
+    script: &Script,
+    method: DscMethod,
+    timeout_ms: Option<u64>,
+    secrets: &[String],
+) -> Result<Option<Value>, H::Error> {
+    host.notice(
+        title,
+        "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.",
+    )?;
+    let wait = host.with_state(|s| s.collision_wait_seconds);
+    for attempt in 1..=COLLISION_MAX_RETRIES {
+        host.notice(title, &format!("Sleeping for {wait} seconds."))?;
+        host.sleep(wait)?;
+        host.notice(
+            title,
+            &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
+        )?;
+        match run_once(host, title, credential, script, method, timeout_ms, secrets)? {
+            Outcome::Data(data) => return Ok(Some(data)),
+            Outcome::Failed => return Ok(None),
+            Outcome::Collision => {
+                host.notice(
+                    title,
+                    &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
+                )?;
+            }
+        }
+    }
+    host.err(
+        title,
+        &format!("Invoke-DscResource {} still collided after {COLLISION_MAX_RETRIES} retries: {COLLISION_MESSAGE}", method.as_str()),
+    )?;
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests;

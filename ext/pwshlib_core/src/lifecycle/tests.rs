@@ -1,0 +1,507 @@
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+
+use super::*;
+use crate::test_support::fixture_typedef;
+
+/// A host whose overridable methods are the core defaults and whose
+/// `execute` answers from a queue (or a default Get/Set/Test answer).
+struct FakeHost {
+    typedef: Arc<TypeDef>,
+    state: RefCell<LifecycleState>,
+    pending_method: Cell<Option<DscMethod>>,
+    calls: RefCell<Vec<(DscMethod, Option<u64>)>>,
+    answers: RefCell<VecDeque<ExecuteOutput>>,
+    system: RefCell<Map>,
+    in_desired_state: Cell<bool>,
+    logs: RefCell<Vec<(String, String)>>,
+    sleeps: RefCell<Vec<f64>>,
+}
+
+fn s(t: &str) -> Value {
+    Value::str(t)
+}
+
+fn out(json: &str) -> ExecuteOutput {
+    ExecuteOutput {
+        stdout: Some(json.to_owned()),
+        errormessage: None,
+    }
+}
+
+impl FakeHost {
+    fn new() -> Self {
+        let typedef = Arc::new(fixture_typedef());
+        FakeHost {
+            state: RefCell::new(LifecycleState::new(&typedef)),
+            typedef,
+            pending_method: Cell::new(None),
+            calls: RefCell::new(Vec::new()),
+            answers: RefCell::new(VecDeque::new()),
+            system: RefCell::new(Map(vec![
+                (s("DestinationPath"), s("C:\\Foo")),
+                (s("Ensure"), s("Present")),
+                (s("Contents"), s("hello")),
+                (s("Type"), s("file")),
+            ])),
+            in_desired_state: Cell::new(true),
+            logs: RefCell::new(Vec::new()),
+            sleeps: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn methods(&self) -> Vec<DscMethod> {
+        self.calls.borrow().iter().map(|c| c.0).collect()
+    }
+
+    fn log(&self, level: &str, title: Option<&Value>, message: &str) {
+        let title = title.map(|t| format!("[{t}] ")).unwrap_or_default();
+        self.logs
+            .borrow_mut()
+            .push((level.to_owned(), format!("{title}{message}")));
+    }
+
+    fn logged(&self, level: &str) -> Vec<String> {
+        self.logs
+            .borrow()
+            .iter()
+            .filter(|(l, _)| l == level)
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+}
+
+impl ProviderHost for FakeHost {
+    type Error = Error;
+
+    fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
+        Ok(self.typedef.clone())
+    }
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
+        f(&mut self.state.borrow_mut())
+    }
+    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Error> {
+        invoke_get_method(self, name_hash)
+    }
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Error> {
+        invoke_set_method(self, name, should).map(|_| ())
+    }
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Error> {
+        invoke_test_method(self, name, should)
+    }
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Option<Value>, Error> {
+        invoke_dsc_resource(self, name_hash, props, method)
+    }
+    fn build_script(
+        &self,
+        _typedef: &TypeDef,
+        _props: &Map,
+        method: DscMethod,
+    ) -> Result<Result<Script, Error>, Error> {
+        self.pending_method.set(Some(method));
+        Ok(Ok(Script::default()))
+    }
+    fn execute(&self, _script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Error> {
+        let method = self.pending_method.get().expect("a script was built");
+        self.calls.borrow_mut().push((method, timeout_ms));
+        if let Some(answer) = self.answers.borrow_mut().pop_front() {
+            return Ok(answer);
+        }
+        Ok(match method {
+            DscMethod::Get => out(&serde_json::to_string(&to_json(&Value::Hash(
+                self.system.borrow().clone(),
+            )))
+            .unwrap()),
+            DscMethod::Set => {
+                out(r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#)
+            }
+            DscMethod::Test => out(&format!(
+                r#"{{"indesiredstate":{},"errormessage":""}}"#,
+                self.in_desired_state.get()
+            )),
+        })
+    }
+    fn load_path(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+    fn is_metaparam(&self, name: &str) -> bool {
+        name == "loglevel"
+    }
+    fn sleep(&self, seconds: f64) -> Result<(), Error> {
+        self.sleeps.borrow_mut().push(seconds);
+        Ok(())
+    }
+    fn describe_error(&self, error: &Error) -> String {
+        error.to_string()
+    }
+    fn debug(&self, message: &str) -> Result<(), Error> {
+        self.log("debug", None, message);
+        Ok(())
+    }
+    fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
+        self.log("notice", title, message);
+        Ok(())
+    }
+    fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
+        self.log("warning", title, message);
+        Ok(())
+    }
+    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
+        self.log("err", title, message);
+        Ok(())
+    }
+}
+
+fn to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::Nil => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::Str(t) => J::String(t.clone()),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Hash(map) => J::Object(
+            map.iter()
+                .map(|(k, v)| (k.key_name().unwrap_or_default().to_owned(), to_json(v)))
+                .collect(),
+        ),
+        other => J::String(other.to_string()),
+    }
+}
+
+fn manifest(mode: &str) -> Map {
+    Map(vec![
+        (Value::sym("name"), s("Title")),
+        (Value::sym("dsc_destinationpath"), s("c:\\foo")),
+        (Value::sym("dsc_ensure"), s("present")),
+        (Value::sym("dsc_contents"), s("HELLO")),
+        (Value::sym("validation_mode"), s(mode)),
+    ])
+}
+
+fn title() -> Value {
+    Value::Hash(Map(vec![
+        (Value::sym("name"), s("Title")),
+        (Value::sym("dsc_destinationpath"), s("C:\\Foo")),
+    ]))
+}
+
+/// Drives one resource the way the Resource API does; returns whether a
+/// Set was needed.
+fn drive(host: &FakeHost, manifest: Map) -> bool {
+    let canonical = canonicalize(host, vec![manifest]).unwrap().remove(0);
+    let current = get(host, Some(vec![title()])).unwrap().remove(0);
+    assert_eq!(
+        canonicalize(host, vec![current.clone()]).unwrap()[0],
+        current
+    );
+    let target = canonicalize(host, vec![canonical.clone()])
+        .unwrap()
+        .remove(0);
+    assert_eq!(target, canonical);
+    let mut changed = false;
+    for property in ["dsc_ensure", "dsc_contents", "dsc_destinationpath"] {
+        let answer = insync(host, &title(), property, Some(&current), &target).unwrap();
+        if matches!(answer, Insync::Changed(_) | Insync::InSync(false)) {
+            changed = true;
+            // Puppet's corrective-change check asks once more.
+            assert_eq!(
+                insync(host, &title(), property, Some(&current), &target).unwrap(),
+                Insync::UseDefault
+            );
+        }
+    }
+    if changed {
+        let action = set_action(&host.typedef, Some(&current), &target);
+        assert_eq!(action, SetAction::Update);
+        host.invoke_set_method(&title(), &target).unwrap();
+    }
+    changed
+}
+
+#[test]
+fn in_sync_resource_costs_one_get() {
+    let host = FakeHost::new();
+    host.system.borrow_mut().insert(s("Contents"), s("hello"));
+    assert!(!drive(&host, manifest("property")));
+    assert_eq!(host.methods(), [DscMethod::Get]);
+}
+
+#[test]
+fn canonicalize_keeps_system_casing() {
+    let host = FakeHost::new();
+    let canonical = canonicalize(&host, vec![manifest("property")])
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        canonical.get_named("dsc_destinationpath"),
+        Some(&s("C:\\Foo"))
+    );
+    assert_eq!(canonical.get_named("dsc_contents"), Some(&s("hello")));
+    assert_eq!(canonical.get_named("dsc_ensure"), Some(&s("Present")));
+    assert_eq!(canonical.get_named("name"), Some(&s("Title")));
+}
+
+#[test]
+fn changed_resource_costs_one_get_and_one_set_and_forgets_its_state() {
+    let host = FakeHost::new();
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_contents", s("other"));
+    assert!(drive(&host, m));
+    assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Set]);
+    assert!(host.state.borrow().query_results.is_empty());
+}
+
+#[test]
+fn resource_mode_adds_exactly_one_test() {
+    let host = FakeHost::new();
+    host.in_desired_state.set(false);
+    assert!(drive(&host, manifest("resource")));
+    assert_eq!(
+        host.methods(),
+        [DscMethod::Get, DscMethod::Test, DscMethod::Set]
+    );
+    let host = FakeHost::new();
+    assert!(!drive(&host, manifest("resource")));
+    assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Test]);
+}
+
+#[test]
+fn change_message_shows_values_but_never_secrets() {
+    let host = FakeHost::new();
+    let secret = Value::Sensitive(Box::new(s("p'ss\nword")));
+    let should = Map(vec![
+        (Value::sym("name"), s("Title")),
+        (Value::sym("dsc_destinationpath"), s("C:\\Foo")),
+        (Value::sym("dsc_contents"), s("new")),
+        (
+            Value::sym("dsc_password"),
+            Value::Hash(Map(vec![(s("user"), s("bob")), (s("password"), secret)])),
+        ),
+    ]);
+    let is = Map(vec![
+        (Value::sym("dsc_contents"), s("old")),
+        (
+            Value::sym("dsc_password"),
+            Value::Hash(Map(vec![
+                (s("user"), s("bob")),
+                (s("password"), s("p'ss\nword-old")),
+            ])),
+        ),
+    ]);
+    let Insync::Changed(message) =
+        insync(&host, &title(), "dsc_contents", Some(&is), &should).unwrap()
+    else {
+        panic!("expected a change");
+    };
+    assert_eq!(message, "dsc_contents changed 'old' to 'new'");
+    let Insync::Changed(message) =
+        insync(&host, &title(), "dsc_password", Some(&is), &should).unwrap()
+    else {
+        panic!("expected a change");
+    };
+    assert!(!message.contains("p'ss"), "{message}");
+    assert!(message.contains(REDACTED_SENSITIVE), "{message}");
+}
+
+#[test]
+fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
+    let host = FakeHost::new();
+    host.answers.borrow_mut().push_back(ExecuteOutput {
+        stdout: None,
+        errormessage: Some(
+            "Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing"
+                .into(),
+        ),
+    });
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_timeout", Value::Int(5));
+    assert_eq!(invoke_get_method(&host, &m).unwrap(), None);
+    let errors = host.logged("err");
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with("[\"Title\"] Nothing returned"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].contains("timeout"), "{}", errors[0]);
+    // The next resource has no timeout: it does not stick.
+    let mut other = manifest("property");
+    other.insert_symbol("name", s("Other"));
+    invoke_get_method(&host, &other).unwrap();
+    assert_eq!(
+        host.calls.borrow().iter().map(|c| c.1).collect::<Vec<_>>(),
+        [Some(5000), None]
+    );
+}
+
+#[test]
+fn invalid_json_reports_parse_error_and_excerpt() {
+    let host = FakeHost::new();
+    host.answers.borrow_mut().push_back(out("{not json at all"));
+    assert_eq!(
+        invoke_get_method(&host, &manifest("property")).unwrap(),
+        None
+    );
+    let errors = host.logged("err");
+    assert!(errors[0].contains("invalid JSON"), "{}", errors[0]);
+    assert!(errors[0].contains("{not json at all"), "{}", errors[0]);
+}
+
+#[test]
+fn logon_failure_is_remembered_for_the_run() {
+    let host = FakeHost::new();
+    host.answers.borrow_mut().push_back(out(
+        r#"{"errormessage":"Logon failure: the user has not been granted the requested logon type at this computer"}"#,
+    ));
+    let mut m = manifest("property");
+    let cred = Value::Hash(Map(vec![
+        (s("user"), s("svc")),
+        (s("password"), Value::Sensitive(Box::new(s("Secr3t")))),
+    ]));
+    m.insert_symbol("dsc_psdscrunascredential", cred.clone());
+    assert_eq!(invoke_get_method(&host, &m).unwrap(), None);
+    let mut other = manifest("property");
+    other.insert_symbol("name", s("Other"));
+    other.insert_symbol("dsc_psdscrunascredential", cred);
+    assert_eq!(invoke_get_method(&host, &other).unwrap(), None);
+    assert_eq!(host.methods(), [DscMethod::Get]);
+    let errors = host.logged("err");
+    assert_eq!(errors.len(), 2);
+    assert!(
+        errors[0].contains("svc") && errors[0].contains("logon rights"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[1].starts_with("[\"Other\"]"), "{}", errors[1]);
+    assert!(errors.iter().all(|e| !e.contains("Secr3t")));
+}
+
+#[test]
+fn collision_is_retried_and_the_retry_result_used() {
+    let host = FakeHost::new();
+    host.with_state(|s| s.collision_wait_seconds = 0.5);
+    let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
+    host.answers
+        .borrow_mut()
+        .extend([out(&collided), out(&collided)]);
+    let result = invoke_get_method(&host, &manifest("property"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.get_named("dsc_contents"), Some(&s("hello")));
+    assert_eq!(host.methods(), [DscMethod::Get; 3]);
+    assert_eq!(*host.sleeps.borrow(), [0.5, 0.5]);
+    assert!(host.logged("notice")[0].contains("collision"));
+    assert!(host.logged("err").is_empty());
+}
+
+#[test]
+fn collision_gives_up_after_five_retries() {
+    let host = FakeHost::new();
+    host.with_state(|s| s.collision_wait_seconds = 0.0);
+    let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
+    host.answers
+        .borrow_mut()
+        .extend((0..6).map(|_| out(&collided)));
+    assert_eq!(
+        invoke_get_method(&host, &manifest("property")).unwrap(),
+        None
+    );
+    assert_eq!(host.methods().len(), 6);
+    assert_eq!(host.logged("err").len(), 1);
+}
+
+#[test]
+fn reboot_required_warns_naming_the_resource() {
+    let host = FakeHost::new();
+    host.answers.borrow_mut().push_back(out(
+        r#"{"indesiredstate":true,"rebootrequired":true,"errormessage":""}"#,
+    ));
+    invoke_set_method(&host, &title(), &manifest("property")).unwrap();
+    let warnings = host.logged("warning");
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].starts_with("[\"Title\"]") && warnings[0].contains("reboot"));
+}
+
+#[test]
+fn dsc_error_is_scrubbed_of_secrets() {
+    let host = FakeHost::new();
+    host.answers
+        .borrow_mut()
+        .push_back(out(r#"{"errormessage":"bad password 'Secr\"3t' for svc"}"#));
+    let mut m = manifest("property");
+    m.insert_symbol(
+        "dsc_psdscrunascredential",
+        Value::Hash(Map(vec![
+            (s("user"), s("svc")),
+            (s("password"), Value::Sensitive(Box::new(s("Secr\"3t")))),
+        ])),
+    );
+    invoke_get_method(&host, &m).unwrap();
+    let errors = host.logged("err");
+    assert!(!errors[0].contains("Secr"), "{}", errors[0]);
+    assert!(errors[0].contains(REDACTED_SENSITIVE));
+}
+
+#[test]
+fn set_actions_compare_ensure_case_insensitively() {
+    let def = fixture_typedef();
+    let ensure = |v: &str| Map(vec![(Value::sym("dsc_ensure"), s(v))]);
+    assert_eq!(
+        set_action(&def, Some(&ensure("absent")), &ensure("PRESENT")),
+        SetAction::Create
+    );
+    assert_eq!(
+        set_action(&def, None, &ensure("Present")),
+        SetAction::Create
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Present")), &ensure("present")),
+        SetAction::Update
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("present")), &ensure("ABSENT")),
+        SetAction::Delete
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Present")), &Map::new()),
+        SetAction::Update
+    );
+    assert_eq!(
+        set_action(&def, Some(&ensure("Absent")), &ensure("absent")),
+        SetAction::Update
+    );
+}
+
+#[test]
+fn absent_manifest_skips_the_get_in_canonicalize() {
+    let host = FakeHost::new();
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_ensure", s("ABSENT"));
+    let out = canonicalize(&host, vec![m.clone()]).unwrap();
+    assert_eq!(out[0], m);
+    assert!(host.methods().is_empty());
+}
+
+#[test]
+fn a_thousand_resources_cost_a_thousand_gets() {
+    let host = FakeHost::new();
+    for i in 0..1000 {
+        let mut m = manifest("property");
+        m.insert_symbol("name", s(&format!("R{i}")));
+        m.insert_symbol("dsc_destinationpath", s(&format!("c:\\r{i}")));
+        let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
+        let t = Value::Hash(Map(vec![
+            (Value::sym("name"), s(&format!("R{i}"))),
+            (Value::sym("dsc_destinationpath"), s(&format!("C:\\R{i}"))),
+        ]));
+        let current = get(&host, Some(vec![t.clone()])).unwrap().remove(0);
+        insync(&host, &t, "dsc_contents", Some(&current), &canonical).unwrap();
+    }
+    assert_eq!(host.methods().len(), 1000);
+}

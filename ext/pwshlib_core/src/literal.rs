@@ -1,0 +1,441 @@
+//! PowerShell literals, written into a [`TrackedText`] that records where
+//! every secret lands while the text is written. Nothing here ever searches
+//! finished text for secrets.
+
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::value::{Timestamp, Value};
+
+/// The characters PowerShell's tokenizer treats as a single quote. Inside a
+/// single-quoted literal each must be doubled, or it ends the literal.
+pub const SINGLE_QUOTES: [char; 5] = ['\'', '\u{2018}', '\u{2019}', '\u{201A}', '\u{201B}'];
+
+pub fn is_single_quote(c: char) -> bool {
+    SINGLE_QUOTES.contains(&c)
+}
+
+/// Doubles every single-quote character, so the text can sit between `'…'`.
+pub fn escape_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        out.push(c);
+        if is_single_quote(c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as one single-quoted PowerShell literal. NUL cannot be written in a
+/// single-quoted literal that the grammar accepts, so it is an error.
+pub fn quote(text: &str) -> std::result::Result<String, NulInString> {
+    if text.contains('\0') {
+        return Err(NulInString);
+    }
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    out.push_str(&escape_quotes(text));
+    out.push('\'');
+    Ok(out)
+}
+
+/// A string held a NUL character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NulInString;
+
+/// What PowerShell reads out of the single-quoted literal at the start of
+/// `literal`: its value and the byte length of the literal. This is the
+/// tokenizer's rule (a quote followed by a quote is one quote character, any
+/// other quote ends the literal); tests use it to check [`quote`].
+pub fn read_single_quoted(literal: &str) -> Option<(String, usize)> {
+    let mut chars = literal.char_indices().peekable();
+    match chars.next() {
+        Some((_, c)) if is_single_quote(c) => {}
+        _ => return None,
+    }
+    let mut value = String::new();
+    while let Some((index, c)) = chars.next() {
+        if is_single_quote(c) {
+            match chars.peek() {
+                Some(&(_, next)) if is_single_quote(next) => {
+                    value.push(next);
+                    chars.next();
+                }
+                _ => return Some((value, index + c.len_utf8())),
+            }
+        } else {
+            value.push(c);
+        }
+    }
+    None
+}
+
+/// Hashtable keys are written bare when PowerShell (and the grammar) read
+/// them as a simple name; anything else is quoted.
+pub fn is_bare_key(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A float in a form PowerShell parses back to the same double: Rust's
+/// shortest round-trip text (`1.5`, `1e-7`, `1e300`). NaN and infinities have
+/// no literal and Puppet cannot produce them, so they are refused.
+pub fn format_float(value: f64) -> Option<String> {
+    value.is_finite().then(|| format!("{value:?}"))
+}
+
+/// The PowerShell type of a DSC (MOF) type name, for typed empty arrays:
+/// `String[]` → `string`, `UInt32` → `uint32`, `MSFT_Foo[]` → `CimInstance`.
+pub fn powershell_type(mof_type: &str, embedded: bool) -> &'static str {
+    let base = mof_type.trim().trim_end_matches("[]");
+    match base.to_ascii_lowercase().as_str() {
+        "string" => "string",
+        "boolean" => "bool",
+        "uint8" => "byte",
+        "sint8" => "sbyte",
+        "uint16" => "uint16",
+        "sint16" | "int16" => "int16",
+        "uint32" => "uint32",
+        "sint32" | "int32" => "int32",
+        "uint64" => "uint64",
+        "sint64" | "int64" => "int64",
+        "real32" => "single",
+        "real64" => "double",
+        "char16" => "char",
+        "datetime" => "DateTime",
+        "pscredential" => "PSCredential",
+        "instance" => "CimInstance",
+        _ if embedded => "CimInstance",
+        _ => "object",
+    }
+}
+
+/// Text under construction plus the byte ranges of every secret written into
+/// it and the plain texts of those secrets (for the redaction checks).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrackedText {
+    text: String,
+    spans: Vec<Range<usize>>,
+    secrets: Vec<String>,
+    secret_depth: usize,
+    secret_start: usize,
+}
+
+impl TrackedText {
+    pub fn new() -> Self {
+        TrackedText::default()
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn spans(&self) -> &[Range<usize>] {
+        &self.spans
+    }
+
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub fn into_parts(self) -> (String, Vec<Range<usize>>, Vec<String>) {
+        (self.text, self.spans, self.secrets)
+    }
+
+    /// True while a secret is being written.
+    pub fn in_secret(&self) -> bool {
+        self.secret_depth > 0
+    }
+
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+
+    /// Appends another tracked text, keeping its secret spans.
+    pub fn append(&mut self, other: TrackedText) {
+        let offset = self.text.len();
+        let (text, spans, secrets) = other.into_parts();
+        self.text.push_str(&text);
+        self.spans
+            .extend(spans.into_iter().map(|r| r.start + offset..r.end + offset));
+        self.secrets.extend(secrets);
+    }
+
+    /// Writes whatever `write` writes as one secret span (or as part of the
+    /// enclosing one, when already inside a secret).
+    pub fn secret<T>(&mut self, write: impl FnOnce(&mut Self) -> T) -> T {
+        if self.secret_depth == 0 {
+            self.secret_start = self.text.len();
+        }
+        self.secret_depth += 1;
+        let result = write(self);
+        self.secret_depth -= 1;
+        if self.secret_depth == 0 && self.text.len() > self.secret_start {
+            self.spans.push(self.secret_start..self.text.len());
+        }
+        result
+    }
+
+    /// Like [`TrackedText::secret`] when `is_secret`, else plain writing.
+    pub fn maybe_secret<T>(&mut self, is_secret: bool, write: impl FnOnce(&mut Self) -> T) -> T {
+        if is_secret {
+            self.secret(write)
+        } else {
+            write(self)
+        }
+    }
+
+    /// Notes the plain text of a secret leaf, so that redaction can check that
+    /// no trace of it survives. Outside a secret it does nothing.
+    fn note(&mut self, plain: &str) {
+        if self.in_secret() && !plain.is_empty() {
+            self.secrets.push(plain.to_owned());
+        }
+    }
+
+    /// A single-quoted string literal. `attribute` names the value in errors.
+    pub fn string(&mut self, text: &str, attribute: &str) -> Result<()> {
+        let literal = quote(text).map_err(|NulInString| Error::InvalidValue {
+            attribute: attribute.to_owned(),
+            message: "a string with a NUL character cannot be passed to PowerShell".into(),
+        })?;
+        self.note(text);
+        if self.in_secret() {
+            // The escaped form is what the real script holds; guard it too.
+            let escaped = &literal[1..literal.len() - 1];
+            if escaped != text {
+                self.secrets.push(escaped.to_owned());
+            }
+        }
+        self.push(&literal);
+        Ok(())
+    }
+
+    /// A string that is a secret whatever it is wrapped in (passwords).
+    pub fn secret_string(&mut self, text: &str, attribute: &str) -> Result<()> {
+        self.secret(|w| w.string(text, attribute))
+    }
+
+    /// `[DateTime]'<ISO-8601>'`.
+    pub fn datetime(&mut self, timestamp: Timestamp) {
+        let iso = timestamp.to_iso8601();
+        self.note(&iso);
+        self.push("[DateTime]'");
+        self.push(&iso);
+        self.push("'");
+    }
+
+    /// `[DateTime]'<text>'` for a date-time given as text.
+    pub fn datetime_text(&mut self, text: &str, attribute: &str) -> Result<()> {
+        self.push("[DateTime]");
+        self.string(text, attribute)
+    }
+
+    /// A hashtable key: bare when it is a simple name and not a secret.
+    pub fn key(&mut self, key: &Value, attribute: &str) -> Result<()> {
+        match key {
+            Value::Str(name) | Value::Symbol(name) if is_bare_key(name) && !self.in_secret() => {
+                self.push(name);
+                Ok(())
+            }
+            other => self.value(other, attribute),
+        }
+    }
+
+    /// Any Puppet value as a PowerShell literal, with no type information:
+    /// `$null`, `$true`, numbers, `'strings'`, `@(…)`, `@{…}`, `[DateTime]'…'`.
+    /// Sensitive values at any depth become secret spans.
+    pub fn value(&mut self, value: &Value, attribute: &str) -> Result<()> {
+        match value {
+            Value::Nil => self.push("$null"),
+            Value::Bool(true) => self.push("$true"),
+            Value::Bool(false) => self.push("$false"),
+            Value::Int(i) => {
+                let text = i.to_string();
+                self.note(&text);
+                self.push(&text);
+            }
+            Value::BigInt(text) => {
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(Error::InvalidValue {
+                        attribute: attribute.to_owned(),
+                        message: "an integer that is not a decimal number".into(),
+                    });
+                }
+                self.note(text);
+                self.push(text);
+            }
+            Value::Float(f) => {
+                let text = format_float(*f).ok_or_else(|| Error::InvalidValue {
+                    attribute: attribute.to_owned(),
+                    message: format!("the number {f} has no PowerShell literal"),
+                })?;
+                self.note(&text);
+                self.push(&text);
+            }
+            Value::Str(s) | Value::Symbol(s) => self.string(s, attribute)?,
+            Value::Timestamp(t) => self.datetime(*t),
+            Value::Sensitive(inner) => self.secret(|w| w.value(inner, attribute))?,
+            Value::Array(items) => {
+                self.push("@(");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.push(", ");
+                    }
+                    self.value(item, attribute)?;
+                }
+                self.push(")");
+            }
+            Value::Hash(map) => {
+                self.push("@{");
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        self.push("; ");
+                    }
+                    self.key(k, attribute)?;
+                    self.push(" = ");
+                    let child = match k.key_name() {
+                        Some(name) => format!("{attribute}.{name}"),
+                        None => attribute.to_owned(),
+                    };
+                    self.value(v, &child)?;
+                }
+                self.push("}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Formats one value on its own (the Ruby `format` method).
+pub fn format_value(value: &Value) -> Result<TrackedText> {
+    let mut out = TrackedText::new();
+    out.value(value, "value")?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Map;
+
+    fn text(value: &Value) -> String {
+        format_value(value).unwrap().text().to_owned()
+    }
+
+    #[test]
+    fn strings_double_every_quote_character() {
+        assert_eq!(quote("it's").unwrap(), "'it''s'");
+        assert_eq!(
+            quote("\u{2018}a\u{2019}b\u{201A}c\u{201B}").unwrap(),
+            "'\u{2018}\u{2018}a\u{2019}\u{2019}b\u{201A}\u{201A}c\u{201B}\u{201B}'"
+        );
+        assert_eq!(quote("").unwrap(), "''");
+        assert_eq!(quote("a\0b"), Err(NulInString));
+        assert_eq!(escape_quotes("x'y"), "x''y");
+    }
+
+    #[test]
+    fn reading_back_follows_the_tokenizer() {
+        assert_eq!(read_single_quoted("'a''b' rest"), Some(("a'b".into(), 6)));
+        assert_eq!(
+            read_single_quoted("'a\u{2019}\u{2018}b'"),
+            Some(("a\u{2018}b".into(), 10))
+        );
+        assert_eq!(read_single_quoted("'open"), None);
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(text(&Value::Nil), "$null");
+        assert_eq!(text(&Value::Bool(true)), "$true");
+        assert_eq!(text(&Value::Bool(false)), "$false");
+        assert_eq!(text(&Value::Int(-42)), "-42");
+        assert_eq!(
+            text(&Value::BigInt("123456789012345678901234567890".into())),
+            "123456789012345678901234567890"
+        );
+        assert_eq!(text(&Value::Float(1.5)), "1.5");
+        assert_eq!(text(&Value::Float(1e-7)), "1e-7");
+        assert_eq!(text(&Value::Float(2.0)), "2.0");
+        assert!(format_value(&Value::Float(f64::NAN)).is_err());
+        assert!(format_value(&Value::BigInt("12a".into())).is_err());
+        assert_eq!(text(&Value::sym("abc")), "'abc'");
+        assert_eq!(
+            text(&Value::Timestamp(
+                Timestamp::parse("2024-01-02T03:04:05Z").unwrap()
+            )),
+            "[DateTime]'2024-01-02T03:04:05Z'"
+        );
+    }
+
+    #[test]
+    fn arrays_and_hashtables() {
+        let hash = Value::Hash(Map(vec![
+            (Value::str("simple_key"), Value::Int(1)),
+            (Value::str("needs quoting"), Value::Array(vec![])),
+            (
+                Value::sym("nested"),
+                Value::Array(vec![Value::str("a"), Value::Nil]),
+            ),
+        ]));
+        assert_eq!(
+            text(&hash),
+            "@{simple_key = 1; 'needs quoting' = @(); nested = @('a', $null)}"
+        );
+        assert_eq!(text(&Value::Hash(Map::new())), "@{}");
+    }
+
+    #[test]
+    fn sensitive_values_become_spans_with_their_plain_texts() {
+        let value = Value::Array(vec![
+            Value::str("public"),
+            Value::Sensitive(Box::new(Value::str("pa'ss"))),
+            Value::Sensitive(Box::new(Value::Array(vec![
+                Value::Int(1234),
+                Value::Sensitive(Box::new(Value::str("deep"))),
+            ]))),
+        ]);
+        let out = format_value(&value).unwrap();
+        assert_eq!(out.text(), "@('public', 'pa''ss', @(1234, 'deep'))");
+        let spans: Vec<&str> = out.spans().iter().map(|r| &out.text()[r.clone()]).collect();
+        assert_eq!(spans, ["'pa''ss'", "@(1234, 'deep')"]);
+        assert_eq!(out.secrets(), ["pa'ss", "pa''ss", "1234", "deep"]);
+    }
+
+    #[test]
+    fn a_sensitive_key_is_quoted_inside_a_span() {
+        let value = Value::Hash(Map(vec![(
+            Value::Sensitive(Box::new(Value::str("secretkey"))),
+            Value::Int(1),
+        )]));
+        let out = format_value(&value).unwrap();
+        assert_eq!(out.text(), "@{'secretkey' = 1}");
+        assert_eq!(&out.text()[out.spans()[0].clone()], "'secretkey'");
+    }
+
+    #[test]
+    fn bare_keys() {
+        assert!(is_bare_key("abc_1"));
+        assert!(is_bare_key("_x"));
+        assert!(!is_bare_key("1abc"));
+        assert!(!is_bare_key("a-b"));
+        assert!(!is_bare_key(""));
+        assert!(!is_bare_key("é"));
+    }
+
+    #[test]
+    fn powershell_types_for_empty_arrays() {
+        assert_eq!(powershell_type("String[]", false), "string");
+        assert_eq!(powershell_type("UInt32[]", false), "uint32");
+        assert_eq!(powershell_type("MSFT_Foo[]", true), "CimInstance");
+        assert_eq!(powershell_type("Weird[]", false), "object");
+    }
+}

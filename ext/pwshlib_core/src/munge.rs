@@ -1,0 +1,282 @@
+//! Turning the JSON that the host script prints into Values, and a DSC Get
+//! result into the Puppet resource hash (behavior.md §3 "get").
+
+use crate::canonical::{is_absent, recursively_sort};
+use crate::typedef::{Behaviour, TypeDef};
+use crate::value::{Map, Timestamp, Value};
+
+/// Parses one line of result JSON. Objects become hashes with String keys.
+pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
+    let json: serde_json::Value = serde_json::from_str(text.trim())?;
+    Ok(from_json(json))
+}
+
+pub fn from_json(json: serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match json {
+        J::Null => Value::Nil,
+        J::Bool(b) => Value::Bool(b),
+        J::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Value::Int(i),
+            (None, _) if n.is_u64() => Value::BigInt(n.to_string()),
+            (None, Some(f)) => Value::Float(f),
+            (None, None) => Value::BigInt(n.to_string()),
+        },
+        J::String(s) => Value::Str(s),
+        J::Array(items) => Value::Array(items.into_iter().map(from_json).collect()),
+        J::Object(map) => Value::Hash(
+            map.into_iter()
+                .map(|(k, v)| (Value::Str(k), from_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Lowercases the keys of every hash inside `value` (2.x `downcase_hash_keys!`).
+pub fn downcase_hash_keys(value: &mut Value) {
+    match value {
+        Value::Hash(map) => {
+            for (k, v) in map.iter_mut() {
+                match k {
+                    Value::Str(s) | Value::Symbol(s) => *s = s.to_lowercase(),
+                    _ => {}
+                }
+                downcase_hash_keys(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(downcase_hash_keys),
+        _ => {}
+    }
+}
+
+/// Removes `cim_instance_type` from a top-level instance, and from the
+/// instances directly inside a top-level array (2.x `munge_cim_instances!`).
+/// Deeper instances keep it.
+pub fn munge_cim_instances(value: &mut Value) {
+    match value {
+        Value::Hash(map) => {
+            map.remove_named("cim_instance_type");
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .filter(|i| matches!(i, Value::Hash(_) | Value::Array(_)))
+            .for_each(munge_cim_instances),
+        _ => {}
+    }
+}
+
+/// `System.Object[]`, `System.String[]`, … are what .NET prints for a
+/// collection it could not serialize.
+fn is_dotnet_artifact(value: &Value) -> bool {
+    match value {
+        Value::Str(s) => s
+            .strip_prefix("System.")
+            .and_then(|rest| rest.strip_suffix("[]"))
+            .is_some_and(|middle| {
+                !middle.is_empty()
+                    && middle
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '`')
+            }),
+        _ => false,
+    }
+}
+
+fn parse_datetime(value: &Value) -> Result<Value, String> {
+    match value {
+        Value::Nil => Ok(Value::Nil),
+        Value::Timestamp(_) => Ok(value.clone()),
+        Value::Str(s) => Timestamp::parse(s)
+            .map(Value::Timestamp)
+            .ok_or_else(|| format!("Value returned for DateTime ({value}) failed to parse")),
+        Value::Array(items) => items
+            .iter()
+            .map(parse_datetime)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        other => Err(format!(
+            "Value returned for DateTime ({other}) failed to parse"
+        )),
+    }
+}
+
+fn stringify_nil(typedef: &TypeDef, name: &str) -> bool {
+    typedef.attribute(name).is_some_and(|a| {
+        let t = a.type_string.trim();
+        t == "String" || a.enum_allows_empty()
+    })
+}
+
+/// 2.x `stringify_nil_attributes`: nil → '' where the type schema needs it.
+pub fn stringify_nil_attributes(typedef: &TypeDef, data: &mut Map) {
+    for (key, value) in data.iter_mut() {
+        if value.is_nil() && key.key_name().is_some_and(|n| stringify_nil(typedef, n)) {
+            *value = Value::str("");
+        }
+    }
+}
+
+/// Munges a DSC Get result (a hash of DSC property name → value) into the
+/// Puppet hash. `query` is the name hash the Get was made for. Returns the
+/// hash and the error messages to report (unparseable date-times).
+pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec<String>) {
+    let mut errors = Vec::new();
+    let mut out = Map::new();
+    for (key, raw) in data.iter() {
+        let Some(dsc_key) = key.key_name() else {
+            continue;
+        };
+        let type_key = format!("dsc_{}", dsc_key.to_lowercase());
+        let Some(attribute) = typedef.attribute(&type_key) else {
+            continue;
+        };
+        if attribute.behaviour == Behaviour::Parameter {
+            continue;
+        }
+        let mut value = raw.clone();
+        if is_dotnet_artifact(&value) {
+            value = Value::Nil;
+        }
+        if let Value::Array(items) = &mut value {
+            for item in items.iter_mut() {
+                if is_dotnet_artifact(item) {
+                    *item = Value::Nil;
+                }
+            }
+        }
+        if matches!(value, Value::Hash(_) | Value::Array(_)) {
+            downcase_hash_keys(&mut value);
+            munge_cim_instances(&mut value);
+        }
+        if attribute.is_datetime() {
+            value = parse_datetime(&value).unwrap_or_else(|message| {
+                errors.push(message);
+                Value::Nil
+            });
+        }
+        if value.is_nil() && matches!(query.get_named(&type_key), Some(Value::Array(_))) {
+            value = Value::Array(Vec::new());
+        }
+        out.insert_symbol(&type_key, recursively_sort(&value));
+    }
+    for namevar in typedef.namevar_attributes() {
+        let restore = namevar == "name"
+            || match out.get_named(namevar) {
+                None | Some(Value::Nil) => true,
+                Some(Value::Str(s)) => s.is_empty(),
+                _ => false,
+            };
+        if restore {
+            let from_query = match (query.get_named(namevar), namevar) {
+                (None, "name") => query.get_named("title"),
+                (v, _) => v,
+            };
+            if let Some(v) = from_query {
+                out.insert_symbol(namevar, v.clone());
+            }
+        }
+    }
+    stringify_nil_attributes(typedef, &mut out);
+    let query_has_nil = query.iter().any(|(_, v)| v.is_nil());
+    if is_absent(out.get_named("dsc_ensure"))
+        && is_absent(query.get_named("dsc_ensure"))
+        && !query_has_nil
+    {
+        out.0.retain(|(_, v)| !v.is_nil());
+    }
+    (out, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture_typedef;
+
+    fn json_map(text: &str) -> Map {
+        match parse_json(text).unwrap() {
+            Value::Hash(m) => m,
+            other => panic!("not a hash: {other}"),
+        }
+    }
+
+    fn query() -> Map {
+        Map(vec![
+            (Value::sym("name"), Value::str("Title")),
+            (Value::sym("dsc_destinationpath"), Value::str("c:\\foo")),
+            (Value::sym("dsc_attributes"), Value::Array(vec![])),
+        ])
+    }
+
+    #[test]
+    fn munges_every_rule() {
+        let def = fixture_typedef();
+        let data = json_map(
+            r#"{"DestinationPath":null,"Ensure":"Present","Contents":"x","Timeout":5,
+                "PsDscRunAsCredential":null,"Unknown":1,"Attributes":null,"Plain":null,"Mode":null,
+                "Type":"System.Object[]","StartTime":"2020-01-02T03:04:05.0000000+00:00",
+                "BindingInfo":[{"cim_instance_type":"MSFT_Binding","Protocol":"http","Port":80,
+                   "Auth":{"cim_instance_type":"MSFT_Auth","Basic":true}},
+                   {"cim_instance_type":"MSFT_Binding","Protocol":"Ftp"}],
+                "Password":{"cim_instance_type":"MSFT_Credential","User":"u","Password":null}}"#,
+        );
+        let (out, errors) = munge_get_result(&def, &query(), &data);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(out.get_named("name"), Some(&Value::str("Title")));
+        assert_eq!(
+            out.get_named("dsc_destinationpath"),
+            Some(&Value::str("c:\\foo"))
+        );
+        assert!(!out.contains_named("dsc_timeout"));
+        assert!(!out.contains_named("dsc_psdscrunascredential"));
+        assert!(!out.contains_named("dsc_unknown"));
+        assert_eq!(out.get_named("dsc_attributes"), Some(&Value::Array(vec![])));
+        assert_eq!(out.get_named("dsc_plain"), Some(&Value::str("")));
+        assert_eq!(out.get_named("dsc_mode"), Some(&Value::str("")));
+        assert_eq!(out.get_named("dsc_type"), Some(&Value::Nil));
+        assert_eq!(
+            out.get_named("dsc_starttime"),
+            Some(&Value::Timestamp(
+                Timestamp::parse("2020-01-02T03:04:05Z").unwrap()
+            ))
+        );
+        let bindings = out.get_named("dsc_bindinginfo").unwrap().to_string();
+        assert_eq!(
+            bindings,
+            r#"[{"auth" => {"basic" => true, "cim_instance_type" => "MSFT_Auth"}, "port" => 80, "protocol" => "http"}, {"protocol" => "Ftp"}]"#
+        );
+        let password = out.get_named("dsc_password").unwrap().to_string();
+        assert_eq!(password, r#"{"password" => nil, "user" => "u"}"#);
+    }
+
+    #[test]
+    fn unparseable_datetime_is_an_error_and_nil() {
+        let def = fixture_typedef();
+        let data = json_map(r#"{"StartTime":"yesterday"}"#);
+        let (out, errors) = munge_get_result(&def, &query(), &data);
+        assert_eq!(out.get_named("dsc_starttime"), Some(&Value::Nil));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("yesterday"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn absent_on_both_sides_drops_nils() {
+        let def = fixture_typedef();
+        let mut q = query();
+        q.insert_symbol("dsc_ensure", Value::str("absent"));
+        let data = json_map(r#"{"Ensure":"Absent","Contents":null,"Force":null}"#);
+        let (out, _) = munge_get_result(&def, &q, &data);
+        assert!(!out.contains_named("dsc_contents"));
+        assert!(!out.contains_named("dsc_force"));
+        assert_eq!(out.get_named("dsc_ensure"), Some(&Value::str("Absent")));
+    }
+
+    #[test]
+    fn big_and_float_numbers_survive() {
+        assert_eq!(
+            parse_json("18446744073709551615").unwrap(),
+            Value::BigInt("18446744073709551615".into())
+        );
+        assert_eq!(parse_json("1.5").unwrap(), Value::Float(1.5));
+        assert!(parse_json("{nope").is_err());
+    }
+}

@@ -1,0 +1,206 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+
+RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
+  let(:type_name) { :dsc_fixturefile }
+  let(:provider) { provider_class_for(type_name).new }
+  let(:context) { recording_context(type_name) }
+  let(:manager) do
+    FakePwshManager.new('DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'hello',
+                        'Type' => 'file', 'Force' => true, 'Attributes' => %w[ReadOnly Archive],
+                        'Checksum' => 'abc')
+  end
+  let(:manifest) do
+    { name: 'Title', dsc_destinationpath: 'c:\\foo', dsc_ensure: 'present', dsc_contents: 'HELLO',
+      dsc_type: 'FILE', dsc_force: true, dsc_attributes: %w[archive readonly], validation_mode: 'property' }
+  end
+
+  before(:each) do
+    allow(provider).to receive(:ps_manager).and_return(manager)
+  end
+
+  describe 'call counts' do
+    it 'costs exactly one Get for an in-sync resource', :gc_stress do
+      expect(drive(provider, context, manifest)).to be(false)
+      expect(manager.methods_called).to eq(['Get'])
+    end
+
+    it 'costs one Get and one Set for a changed resource, then forgets its state' do
+      expect(drive(provider, context, manifest.merge(dsc_contents: 'changed'))).to be(true)
+      expect(manager.methods_called).to eq(%w[Get Set])
+      # the state is stale after the Set: a later get asks DSC again
+      provider.get(context, [{ name: 'Title', dsc_destinationpath: 'c:\\foo' }])
+      expect(manager.methods_called).to eq(%w[Get Set Get])
+    end
+
+    it 'adds exactly one Test in resource validation mode, and a Set when Test says false' do
+      manager.in_desired_state = false
+      expect(drive(provider, context, manifest.merge(validation_mode: 'resource'))).to be(true)
+      expect(manager.methods_called).to eq(%w[Get Test Set])
+      expect(provider.cached_test_results).to eq([])
+    end
+
+    it 'adds exactly one Test in resource validation mode for an in-sync resource' do
+      expect(drive(provider, context, manifest.merge(validation_mode: 'resource'))).to be(false)
+      expect(manager.methods_called).to eq(%w[Get Test])
+      expect(provider.cached_test_results.first).to include(name: 'Title', in_desired_state: true)
+    end
+
+    it 'costs 1,000 Gets for 1,000 resources of one type' do
+      manager.get_result = { 'Ensure' => 'Present', 'Contents' => 'hello' }
+      1000.times do |i|
+        drive(provider, context, { name: "R#{i}", dsc_destinationpath: "c:\\r#{i}", dsc_contents: 'hello',
+                                   validation_mode: 'property' })
+      end
+      expect(manager.methods_called.tally).to eq('Get' => 1000)
+    end
+
+    it 'costs no Get in canonicalize for a resource declared absent' do
+      absent = manifest.merge(dsc_ensure: 'ABSENT')
+      expect(provider.canonicalize(context, [absent])).to eq([absent])
+      expect(manager.calls).to be_empty
+    end
+  end
+
+  describe 'canonicalize' do
+    it 'keeps the system casing and order, the manifest enum casing, parameters and metaparameters' do
+      result = provider.canonicalize(context, [manifest.merge(loglevel: 'debug', dsc_timeout: 5)]).first
+      expect(result).to include(name: 'Title', dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present',
+                                dsc_contents: 'hello', dsc_type: 'file', dsc_attributes: %w[Archive ReadOnly],
+                                validation_mode: 'property', loglevel: 'debug', dsc_timeout: 5)
+      expect(result).not_to have_key(:dsc_checksum)
+    end
+
+    it 'keeps the manifest value for an enum whose system casing is not allowed' do
+      manager.get_result = manager.get_result.merge('Type' => 'FILE')
+      result = provider.canonicalize(context, [manifest.merge(dsc_type: 'file')]).first
+      expect(result[:dsc_type]).to eq('file')
+    end
+
+    it 'returns later calls unchanged' do
+      canonical = provider.canonicalize(context, [manifest]).first
+      again = provider.canonicalize(context, [{ name: 'title', dsc_destinationpath: 'C:\\FOO', dsc_contents: 'x' }])
+      expect(again.first).to eq(name: 'title', dsc_destinationpath: 'C:\\FOO', dsc_contents: 'x')
+      expect(provider.canonicalize(context, [canonical]).first).to eq(canonical)
+      expect(manager.calls.size).to eq(1)
+    end
+
+    it 'uses the manifest when the resource is absent on the system' do
+      manager.get_result = { 'Ensure' => 'Absent' }
+      expect(provider.canonicalize(context, [manifest]).first).to eq(manifest)
+    end
+  end
+
+  describe 'get' do
+    it 'munges DSC results into the Puppet hash' do
+      manager.get_result = { 'DestinationPath' => nil, 'Ensure' => 'Present', 'Attributes' => nil,
+                             'Type' => 'System.Object[]', 'PsDscRunAsCredential' => nil, 'Unknown' => 1 }
+      result = provider.get(context, [{ name: 'Title', dsc_destinationpath: 'c:\\foo', dsc_attributes: [] }]).first
+      expect(result).to eq(name: 'Title', dsc_destinationpath: 'c:\\foo', dsc_ensure: 'Present',
+                           dsc_attributes: [], dsc_type: nil)
+    end
+
+    it 'turns DateTime values into Timestamps and reports unparseable ones' do
+      schedule = provider_class_for(:dsc_fixtureschedule).new
+      allow(schedule).to receive(:ps_manager).and_return(manager)
+      ctx = recording_context(:dsc_fixtureschedule)
+      manager.get_result = { 'Name' => 'a', 'StartTime' => '2020-01-02T03:04:05.0000000+00:00' }
+      result = schedule.get(ctx, [{ name: 'a', dsc_name: 'a' }]).first
+      expect(result[:dsc_starttime]).to eq(Puppet::Pops::Time::Timestamp.parse('2020-01-02T03:04:05Z'))
+      manager.get_result = { 'Name' => 'b', 'StartTime' => 'not a date' }
+      result = schedule.get(ctx, [{ name: 'b', dsc_name: 'b' }]).first
+      expect(result[:dsc_starttime]).to be_nil
+      expect(ctx.logged(:err).join).to include('not a date')
+    end
+
+    it 'finds cached results case-insensitively by namevar' do
+      provider.canonicalize(context, [manifest])
+      provider.get(context, [{ name: 'TITLE', dsc_destinationpath: 'C:\\FOO' }])
+      expect(manager.calls.size).to eq(1)
+    end
+  end
+
+  describe 'insync?' do
+    let(:title) { { name: 'Title', dsc_destinationpath: 'C:\\Foo' } }
+
+    it 'ignores case, order, number-vs-string and DateTime text form' do
+      is = { dsc_contents: 'Hello', dsc_attributes: %w[b A], dsc_port: '80', dsc_when: '2020-01-02T03:04:05Z' }
+      should = { dsc_contents: 'hello', dsc_attributes: %w[a B], dsc_port: 80, validation_mode: 'property' }
+      %i[dsc_contents dsc_attributes].each do |property|
+        expect(provider.insync?(context, title, property, is, should)).to be(true)
+      end
+      expect(provider.values_equal?('80', 80)).to be(true)
+      expect(provider.values_equal?('2020-01-02 05:04:05 +02:00',
+                                    Puppet::Pops::Time::Timestamp.parse('2020-01-02T03:04:05Z'))).to be(true)
+    end
+
+    it 'reports a change message, then answers the corrective second call with nil' do
+      should = { dsc_contents: 'new', validation_mode: 'property' }
+      expect(provider.insync?(context, title, :dsc_contents, { dsc_contents: 'old' }, should))
+        .to eq([false, "dsc_contents changed 'old' to 'new'"])
+      expect(provider.insync?(context, title, :dsc_contents, { dsc_contents: 'old' }, should)).to be_nil
+    end
+
+    it 'answers nil for properties without a desired value and for non-DSC properties' do
+      expect(provider.insync?(context, title, :dsc_contents, {}, { validation_mode: 'property' })).to be_nil
+      expect(provider.insync?(context, title, :rsapi_custom_insync_trigger, {}, { validation_mode: 'property' })).to be_nil
+    end
+
+    it 'uses one Test for all properties in resource mode, including the hidden trigger' do
+      manager.in_desired_state = false
+      should = { name: 'Title', dsc_destinationpath: 'C:\\Foo', dsc_contents: 'new', validation_mode: 'resource' }
+      expect(provider.insync?(context, title, :rsapi_custom_insync_trigger, {}, should))
+        .to eq([false, 'DSC reports that this resource is not in the desired state; treating all properties as out-of-sync'])
+      expect(provider.insync?(context, title, :dsc_contents, { dsc_contents: 'old' }, should))
+        .to eq([false, "dsc_contents changed 'old' to 'new'"])
+      expect(manager.methods_called).to eq(['Test'])
+    end
+  end
+
+  describe 'set' do
+    let(:title) { { name: 'Title', dsc_destinationpath: 'C:\\Foo' } }
+
+    before(:each) { provider.canonicalize(context, [manifest]) }
+
+    {
+      ['Absent', 'present'] => :create,
+      ['present', 'PRESENT'] => :update,
+      ['Present', 'absent'] => :delete,
+      [nil, 'Present'] => :create,
+      ['Present', nil] => :update,
+    }.each do |(is_ensure, should_ensure), action|
+      it "#{action}s when ensure goes from #{is_ensure.inspect} to #{should_ensure.inspect}" do
+        is = title.merge(dsc_ensure: is_ensure).compact
+        should = title.merge(dsc_ensure: should_ensure, dsc_contents: 'x').compact
+        expect(provider).to receive(action).and_call_original
+        provider.set(context, title => { is: is, should: should })
+        expect(manager.methods_called).to eq(%w[Get Set])
+        expect(context.logged(:notice).join).to include("#{action.to_s.capitalize[0..-2]}ing: Finished")
+      end
+    end
+
+    it 'deletes with Ensure Absent and still passes the run-as credential' do
+      cred = { 'user' => 'svc', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new('pw') }
+      provider.canonicalize(context, [manifest.merge(name: 'Other', dsc_psdscrunascredential: cred)])
+      expect(provider).to receive(:invoke_set_method) do |_ctx, _name, should|
+        expect(should).to include(dsc_ensure: 'Absent', dsc_destinationpath: 'C:\\Foo', name: 'Other')
+        expect(should[:dsc_psdscrunascredential]['password'].unwrap).to eq('pw')
+      end
+      provider.delete(context, { name: 'Other', dsc_destinationpath: 'C:\\Foo' })
+    end
+
+    it 'warns naming the resource when DSC needs a reboot' do
+      manager.reboot_required = true
+      provider.set(context, title => { is: title.merge(dsc_ensure: 'Present'), should: title.merge(dsc_contents: 'x') })
+      expect(context.logged(:warning).join).to match(/dsc_fixturefile\[Title\]: A reboot is required/)
+    end
+
+    it 'marks the resource failed (but does not raise) when the Set fails' do
+      manager.queued << FakePwshManager.output('{"errormessage":"boom"}')
+      provider.set(context, title => { is: title.merge(dsc_ensure: 'Present'), should: title.merge(dsc_contents: 'x') })
+      expect(context.failed?).to be(true)
+      expect(context.logged(:err).join("\n")).to include('dsc_fixturefile[Title]: boom')
+    end
+  end
+end
