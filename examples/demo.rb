@@ -63,6 +63,24 @@ def call_summary(calls)
   end
 end
 
+# From the debug output of one resource's Set call: the call, the generated
+# script without the helper functions shipped in every script (the
+# credential and CIM-instance variables and $InvokeParams), the time it took
+# and the raw answer.
+def script_excerpt(output, ref)
+  lines = output.lines
+  start = lines.index { |l| l.include?("#{ref}:") && l =~ /Invoke-DscResource Set for/ }
+  return nil unless start
+
+  script_at = (start...lines.size).find { |i| lines[i].include?("#{ref}:") && lines[i].include?('Script:') }
+  body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
+  body = lines[(script_at + 1)...body_end]
+  shown = body.grep(/\A\$(cred_|cim_|InvokeParams)/)
+  after = lines[body_end, 2].select { |l| l.include?(ref) }
+  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of helper functions and the result postscript left out …\n",
+   *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
+end
+
 fail!("the simulated host is not built: #{SIM} (run rake compile)") unless File.executable?(SIM)
 
 Dir.mktmpdir('pwshlib-demo-') do |machine|
@@ -79,15 +97,10 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
   puts changes.empty? ? 'No changes: every resource is in the desired state.' : changes
   puts 'PowerShell calls (Invoke-DscResource):', call_summary(second[:calls])
 
-  heading 'Debug excerpt (run 1): the script generated for the motd file, password redacted'
-  debug = first[:output].lines
-  start = debug.index { |l| l.include?('New-PsCredential') } || debug.index { |l| l.include?('$InvokeParams') }
-  if start
-    excerpt = debug[[start - 2, 0].max, 12].map { |l| l.length > 240 ? "#{l[0, 240]}…\n" : l }
-    puts excerpt
-  else
-    puts '(no generated script found in the debug output)'
-  end
+  heading 'Debug excerpt (run 1, --debug): the Set scripts generated for the motd file and the website'
+  excerpts = ['dsc_fixturefile[motd]', 'dsc_fixturewebsite[intranet]'].map { |ref| script_excerpt(first[:output], ref) }
+  excerpts.compact.each { |lines| puts lines, '' }
+  puts '(no generated script found in the debug output)' if excerpts.compact.empty?
 
   heading 'Checks'
   leaked = [first, second].any? { |run| run[:output].include?(SECRET_PIECE) }
@@ -99,7 +112,8 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
     'run 2 made one Get per resource' => second[:calls].count { |c| c['method'] == 'Get' } == 4,
     'the password never appeared in the output' => !leaked,
     'the password reached PowerShell intact' => sent,
-    'the debug output shows the generated script' => !start.nil?,
+    'the debug output shows the generated scripts, redacted' =>
+      excerpts.all? { |lines| lines&.any? { |l| l.include?("'#<Sensitive [value redacted]>'") || l.include?('New-CimInstance') } },
   }
   checks.each { |text, ok| puts "  #{ok ? 'ok  ' : 'FAIL'} #{text}" }
   failed = checks.reject { |_, ok| ok }.keys
