@@ -113,9 +113,15 @@ module Acceptance
       %w[Get Set Test].to_h { |m| [m, counts[m]] }
     end
 
+    # For failure messages: the exit code and what a user sees without
+    # --debug; the whole output stays in the run's directory.
     def to_s
-      "puppet apply exited #{exitcode} after #{seconds.round(1)} s\n--- manifest\n#{manifest}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}"
+      shown = output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Facter:') }
+      shown = shown.first(40) + ["… #{shown.size - 40} more lines\n"] if shown.size > 40
+      "puppet apply exited #{exitcode} after #{seconds.round(1)} s (full output: #{output_path})\n#{shown.join}"
     end
+
+    attr_accessor :output_path
   end
 
   # A simulated Windows machine: one state file that persists across runs,
@@ -168,7 +174,8 @@ module Acceptance
         calls: Acceptance.read_call_log(log_path),
         seconds: seconds,
       )
-      File.write(File.join(run_dir, 'output.txt'), run.to_s)
+      run.output_path = File.join(run_dir, 'output.txt')
+      File.write(run.output_path, "exit code #{run.exitcode}\n--- manifest\n#{manifest}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}")
       @runs << run
       run
     end
@@ -176,6 +183,14 @@ module Acceptance
     # The simulator's stored resources, as it wrote them.
     def state
       File.exist?(state_path) ? JSON.parse(File.read(state_path)) : {}
+    end
+
+    # Rewrites the stored state between runs, as if the machine had changed
+    # by itself (or reported values in another form).
+    def edit_state
+      state = self.state
+      yield state
+      File.write(state_path, JSON.pretty_generate(state))
     end
 
     def cleanup
