@@ -75,6 +75,10 @@ describe 'puppet apply when the PowerShell host misbehaves' do
       expect(run.calls.map { |call| call['pid'] }.uniq.size).to eq(2)
     end
 
+    it 'does not call the crashed resource again: one Get, no blind Set on an unknown state' do
+      expect(file_calls(run, 'crashing').map { |call| call['method'] }).to eq(['Get'])
+    end
+
     include_examples 'a run that keeps its secrets'
   end
 
@@ -103,6 +107,10 @@ describe 'puppet apply when the PowerShell host misbehaves' do
       expect(error_lines(run).join).to match(/hanging/).and match(/timeout|timed out/i)
     end
 
+    it 'gives up on the hung resource after its one Get: no second Get, no blind Set' do
+      expect(file_calls(run, 'hanging').map { |call| call['method'] }).to eq(['Get'])
+    end
+
     it 'does not apply the short timeout to the next resource' do
       expect(run.failed?(ref('slow'))).to be(false)
       expect(run.changed?(ref('slow'))).to be(true)
@@ -129,7 +137,9 @@ describe 'puppet apply when the PowerShell host misbehaves' do
     it('exits 2: the retries succeed') { expect(run.exitcode).to eq(2), run.to_s }
 
     it 'sends a notice about the collision and retries twice' do
-      notices = run.logs.select { |level, _| level == 'notice' }.map(&:last)
+      # The first Get runs while Puppet builds the catalog, before the report
+      # collects logs: read the notices from the output.
+      notices = run.output.lines.grep(/\ANotice: /)
       expect(notices.grep(/collision/i)).not_to be_empty
       expect(notices.grep(/\bRetrying\b/).size).to eq(2), notices.join("\n")
     end
@@ -201,6 +211,10 @@ describe 'puppet apply when the PowerShell host misbehaves' do
     it 'fails that resource with the parse error' do
       expect(run.failed?(ref('garbled'))).to be(true)
       expect(error_lines(run).join).to match(/garbled/).and match(/json|parse/i)
+    end
+
+    it 'gives up on that resource after its one Get: no second Get, no blind Set' do
+      expect(file_calls(run, 'garbled').map { |call| call['method'] }).to eq(['Get'])
     end
 
     it 'applies the others' do
