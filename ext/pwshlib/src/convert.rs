@@ -3,7 +3,7 @@
 
 use magnus::{
     prelude::*, r_hash::ForEach, value::ReprValue, Float, Integer, RArray, RClass, RHash, RString,
-    Ruby, Symbol, TryConvert, Value as RValue,
+    Ruby, Symbol, Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 
@@ -183,16 +183,4 @@ pub fn type_definition_from_context(ruby: &Ruby, context: RValue) -> BindingResu
     let definition: RValue = type_definition.funcall("definition", ())?;
     let definition = from_ruby(ruby, definition, "definition")?;
     Ok(TypeDef::from_definition(&definition)?)
-}
-
-/// `TryConvert` for call sites that want a plain owned Value argument.
-pub struct Owned(pub Value);
-
-impl TryConvert for Owned {
-    fn try_convert(value: RValue) -> Result<Self, magnus::Error> {
-        let ruby = Ruby::get_with(value);
-        from_ruby(&ruby, value, "value")
-            .map(Owned)
-            .map_err(|e| magnus::error::IntoError::into_error(e, &ruby))
-    }
 }
