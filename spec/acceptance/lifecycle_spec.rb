@@ -364,6 +364,23 @@ describe 'puppet apply with every fixture type' do
       end
     end
 
+    it 'shows every step in the --debug output' do
+      steps = {
+        'the manifest data before canonicalization' => /Canonicalizing \{name: "file-a"/,
+        'the invocation metadata' => /Invoke-DscResource Set for "file-a" \(FixtureFile 1\.2\.0\)/,
+        'the generated script' => /\$InvokeParams = @\{Name = 'FixtureFile'; Method = 'Set'; Property = @\{psdscrunascredential = \$cred_\h+; destinationpath = 'C:\\Temp\\Pwshlib\\Readme\.txt'/,
+        'the redacted password in the script' => /New-PsCredential -User 'CONTOSO\\runner' -Password '#<Sensitive \[value redacted\]>'/,
+        'the raw JSON' => /raw data received: .*Hello/,
+        'the munged hash' => /Returned to Puppet as \{.*dsc_contents: "Hello"/,
+        'the canonicalized resource' => /Canonicalized Resources: \[\{name: "file-a"/,
+        'the current state' => /Current State: .*dsc_contents.*Hello/,
+        'the target state' => /Target State: .*Hello, world/,
+        'the time each call took' => /Invoke-DscResource Set took \d+(\.\d+)? m?s/,
+      }
+      missing = steps.reject { |_, pattern| run.output.match?(pattern) }.keys
+      expect(missing).to eq([])
+    end
+
     it 'leaves the in-sync resource alone' do
       expect(run.changed?(self.class.ref('svc-vm'))).to be(false)
     end
@@ -462,6 +479,14 @@ describe 'puppet apply with every fixture type' do
       end
     end
 
+    it 'never writes a secret into any file Puppet keeps (state, reports, caches, logs)' do
+      tokens = SECRETS.flat_map { |secret| [Acceptance.secret_token(secret), Acceptance.secret_token(secret).reverse] }
+      files = runs.flat_map(&:puppet_files)
+      expect(files).not_to be_empty
+      leaks = files.select { |path| text = File.binread(path); tokens.any? { |token| text.include?(token) } }
+      expect(leaks).to eq([])
+    end
+
     it 'hands the secrets to the simulator intact' do
       sent = runs.flat_map { |run| run.calls.flat_map { |call| Acceptance.strings_in(call) } }
       expect(sent).to include(RUNAS_SECRET)
@@ -486,10 +511,6 @@ describe 'puppet apply with every fixture type' do
       runs.each_with_index do |run, index|
         expect(run.logs.select { |level, _| %w[err crit alert emerg].include?(level) }).to eq([]), "run #{index + 1}"
       end
-    end
-
-    it 'logs how long each PowerShell call took' do
-      expect(runs.first.output).to match(/\d+(\.\d+)?\s*(ms|s)\b/)
     end
   end
 

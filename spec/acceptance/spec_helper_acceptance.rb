@@ -121,7 +121,15 @@ module Acceptance
       "puppet apply exited #{exitcode} after #{seconds.round(1)} s (full output: #{output_path})\n#{shown.join}"
     end
 
-    attr_accessor :output_path
+    attr_accessor :output_path, :run_dir
+
+    # Every file Puppet wrote for this run (state, caches, reports, logs):
+    # not the inputs, the simulator's own files, or the harness's transcript.
+    def puppet_files
+      ours = %w[site.pp sim-calls.jsonl output.txt]
+      Dir.glob(File.join(run_dir, '**', '*'), File::FNM_DOTMATCH)
+         .select { |path| File.file?(path) && !ours.include?(File.basename(path)) }
+    end
   end
 
   # A simulated Windows machine: one state file that persists across runs,
@@ -174,6 +182,7 @@ module Acceptance
         calls: Acceptance.read_call_log(log_path),
         seconds: seconds,
       )
+      run.run_dir = run_dir
       run.output_path = File.join(run_dir, 'output.txt')
       File.write(run.output_path, "exit code #{run.exitcode}\n--- manifest\n#{manifest}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}")
       @runs << run
