@@ -95,14 +95,14 @@ fn stdout_reply(text: String) -> Outcome {
     }
 }
 
-/// The result JSON of a failed call, shaped per method.
+/// The result JSON of a failed call, as the postscript prints it: Test
+/// gets its own shape, Get and Set the `$Response` of the preamble.
 fn failure_json(method: Method, message: &str) -> Json {
     match method {
-        Method::Get => json!({"errormessage": message}),
-        Method::Set => {
+        Method::Test => json!({"indesiredstate": false, "errormessage": message}),
+        Method::Get | Method::Set => {
             json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message})
         }
-        Method::Test => json!({"indesiredstate": false, "errormessage": message}),
     }
 }
 
@@ -117,17 +117,24 @@ fn parse(code: &str) -> Option<Tree> {
     parser.parse(code, None)
 }
 
-/// The first syntax error, as `line:column`, for the rejection message.
-fn first_error(node: Node) -> Option<Node> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
+/// The first syntax error, for the rejection message. Iterative: hostile
+/// input can nest deeper than the stack allows recursion.
+fn first_error(root: Node) -> Option<Node> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+        }
     }
-    if !node.has_error() {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error)
 }
 
 /// Finds the DSC invocation in a script. `Ok(None)`: the script is not a
@@ -183,7 +190,7 @@ impl ScriptReader<'_> {
             return;
         }
         match node.kind() {
-            "function_statement" | "script_block_expression" | "comment" => {}
+            "function_statement" | "class_statement" | "script_block_expression" | "comment" => {}
             "assignment_expression" => self.assignment(node),
             _ => {
                 let mut cursor = node.walk();
@@ -587,34 +594,27 @@ fn existing_name(map: &JsonMap<String, Json>, name: &str) -> String {
         .unwrap_or_else(|| name.to_owned())
 }
 
-/// A stored value as the real postscript prints it: empty values become
-/// null, and a credential shows its user but never its password.
+/// A stored value as the real postscript prints it: empty strings and
+/// empty arrays become null at any depth, and a credential shows its user
+/// but never its password.
 fn get_value(value: &Json) -> Json {
     match value {
         Json::String(s) if s.is_empty() => Json::Null,
         Json::Array(items) if items.is_empty() => Json::Null,
-        Json::Object(map) if map.is_empty() => Json::Null,
-        _ => hide_passwords(value),
-    }
-}
-
-fn is_credential(map: &JsonMap<String, Json>) -> bool {
-    map.len() == 2 && map.contains_key("user") && map.contains_key("password")
-}
-
-fn hide_passwords(value: &Json) -> Json {
-    match value {
+        Json::Array(items) => Json::Array(items.iter().map(get_value).collect()),
         Json::Object(map) if is_credential(map) => {
-            json!({"UserName": map.get("user").cloned().unwrap_or(Json::Null), "Password": null})
+            json!({"user": map.get("user").cloned().unwrap_or(Json::Null), "password": null})
         }
-        Json::Object(map) => Json::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), hide_passwords(v)))
-                .collect(),
-        ),
-        Json::Array(items) => Json::Array(items.iter().map(hide_passwords).collect()),
+        Json::Object(map) => {
+            Json::Object(map.iter().map(|(k, v)| (k.clone(), get_value(v))).collect())
+        }
         other => other.clone(),
     }
+}
+
+/// Credentials are stored as exactly `{"user", "password"}`.
+fn is_credential(map: &JsonMap<String, Json>) -> bool {
+    map.len() == 2 && map.contains_key("user") && map.contains_key("password")
 }
 
 fn set(

@@ -54,7 +54,7 @@ impl PsValue {
             PsValue::Str(s) => Json::String(s.clone()),
             PsValue::Array(items) => Json::Array(items.iter().map(PsValue::to_json).collect()),
             PsValue::Hash(entries) => Json::Object(entries_to_json(entries)),
-            PsValue::DateTime(t) => Json::String(t.to_iso8601()),
+            PsValue::DateTime(t) => Json::String(round_trip_text(*t)),
             PsValue::Credential { user, password } => json!({"user": user, "password": password}),
             PsValue::Cim { class, properties } => {
                 let mut object = entries_to_json(properties);
@@ -96,6 +96,21 @@ impl PsValue {
             PsValue::Cim { .. } => "Microsoft.Management.Infrastructure.CimInstance",
         }
     }
+}
+
+/// A DateTime as the real postscript prints it, .NET's round-trip format
+/// in UTC: `2024-01-02T03:04:05.0000000Z`.
+pub fn round_trip_text(t: Timestamp) -> String {
+    let iso = t.to_iso8601();
+    let Some(body) = iso.strip_suffix('Z') else {
+        return iso;
+    };
+    let (seconds, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let mut digits: String = fraction.chars().take(7).collect();
+    while digits.len() < 7 {
+        digits.push('0');
+    }
+    format!("{seconds}.{digits}Z")
 }
 
 fn entries_to_json(entries: &[(String, PsValue)]) -> JsonMap<String, Json> {
@@ -229,9 +244,10 @@ pub struct Evaluator<'src> {
     variables: HashMap<String, PsValue>,
 }
 
-/// Nesting deeper than this is refused, so hostile input cannot exhaust
-/// the stack.
-const MAX_DEPTH: usize = 200;
+/// Syntax-tree depth beyond which evaluation is refused, so hostile input
+/// cannot exhaust the stack. One level of value nesting (`@(…)` inside
+/// `@{…}`) costs about 13 tree levels, so this allows some 75.
+const MAX_DEPTH: usize = 1000;
 
 impl<'src> Evaluator<'src> {
     pub fn new(source: &'src str) -> Self {
@@ -576,6 +592,20 @@ mod tests {
         assert_eq!(unquote_verbatim("''").unwrap(), "");
         assert!(unquote_verbatim("'a'b'").is_err());
         assert!(unquote_verbatim("'").is_err());
+    }
+
+    #[test]
+    fn datetimes_print_in_the_round_trip_format() {
+        let at = |text: &str| round_trip_text(Timestamp::parse(text).unwrap());
+        assert_eq!(
+            at("2024-01-02T03:04:05+02:00"),
+            "2024-01-02T01:04:05.0000000Z"
+        );
+        assert_eq!(at("2024-01-02T03:04:05.5Z"), "2024-01-02T03:04:05.5000000Z");
+        assert_eq!(
+            at("2024-01-02T03:04:05.123456789Z"),
+            "2024-01-02T03:04:05.1234567Z"
+        );
     }
 
     #[test]

@@ -486,7 +486,7 @@ fn datetimes_are_iso8601_and_compare_as_instants() {
     );
     assert_eq!(
         schedule("Get", "name = 'Nightly'")["starttime"],
-        "2024-01-02T01:04:05Z"
+        "2024-01-02T01:04:05.0000000Z"
     );
     assert!(schedule(
         "Test",
@@ -519,7 +519,7 @@ fn credentials_arrive_intact_and_passwords_never_come_back() {
     let got = user("Get", "username = 'BOB'; psdscrunascredential = $cred_3f2a");
     assert_eq!(
         got,
-        json!({"username": "bob", "ensure": "Present", "password": {"UserName": "bob", "Password": null}})
+        json!({"username": "bob", "ensure": "Present", "password": {"user": "bob", "password": null}})
     );
     // Keys never include the run-as credential, which is never stored.
     assert_eq!(sim.state()["keys"]["FixtureUser"], json!(["username"]));
@@ -719,7 +719,7 @@ fn crash_resource_counts_only_matching_calls() {
 fn collisions_n_times_then_success() {
     let mut sim = Sim::new();
     sim.set_env("PWSHLIB_SIM_COLLISIONS", "2");
-    let expected = json!({"errormessage": COLLISION_MESSAGE});
+    let expected = json!({"indesiredstate": false, "rebootrequired": false, "errormessage": COLLISION_MESSAGE});
     assert_eq!(sim.get(PATH_A), expected);
     assert_eq!(sim.get(PATH_A), expected);
     assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
@@ -757,7 +757,10 @@ fn logon_failure_for_the_named_run_as_user() {
         "Get",
         &format!("{PATH_A}; psdscrunascredential = $cred_1"),
     ));
-    assert_eq!(denied, json!({"errormessage": LOGON_FAILURE_MESSAGE}));
+    assert_eq!(
+        denied,
+        json!({"indesiredstate": false, "rebootrequired": false, "errormessage": LOGON_FAILURE_MESSAGE})
+    );
     let allowed = sim.json(&script(
         variables,
         "FixtureFile",
