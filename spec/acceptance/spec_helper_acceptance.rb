@@ -186,6 +186,7 @@ module Acceptance
       run.output_path = File.join(run_dir, 'output.txt')
       File.write(run.output_path, "exit code #{run.exitcode}\n--- manifest\n#{manifest}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}")
       @runs << run
+      Acceptance.all_runs << run
       run
     end
 
@@ -208,6 +209,10 @@ module Acceptance
   end
 
   module_function
+
+  def all_runs
+    @all_runs ||= []
+  end
 
   def run_env(state_path, log_path)
     {
@@ -348,5 +353,14 @@ if defined?(RSpec)
   RSpec.configure do |config|
     config.expect_with(:rspec) { |c| c.syntax = :expect }
     config.order = :defined
+    # The suite's cost is its `puppet apply` runs: say how many and how long.
+    config.after(:suite) do
+      runs = Acceptance.all_runs
+      next if runs.empty?
+
+      total = runs.sum(&:seconds)
+      puts format("\n%<count>d puppet apply runs, %<total>.1f s in all, %<mean>.1f s on average, slowest %<max>.1f s",
+                  count: runs.size, total: total, mean: total / runs.size, max: runs.map(&:seconds).max)
+    end
   end
 end
