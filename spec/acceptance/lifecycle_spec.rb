@@ -291,6 +291,24 @@ describe 'puppet apply with every fixture type' do
         .to eq('MSFT_FixtureAuthenticationInformation')
     end
 
+    it 'loads MOF resources from the vendored module and Class-based ones by name and version' do
+      vendored = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x', 'pwshlibfixturedsc', 'dsc_resources',
+                           'PwshlibFixtureDsc', 'PwshlibFixtureDsc.psd1')
+      file_get = run.calls_for('dsc_fixturefile', KEYS['file-a'], method: 'Get').first
+      expect(file_get['module']).to eq('ModuleName' => vendored, 'RequiredVersion' => '1.2.0')
+      class_get = run.calls_for('dsc_fixtureclassresource', KEYS['class-a'], method: 'Get').first
+      expect(class_get['module']).to eq('ModuleName' => 'PwshlibFixtureClass', 'RequiredVersion' => '0.3.1')
+    end
+
+    it 'adds the vendored path to PSModulePath for the Class-based resource only' do
+      class_dir = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x', 'pwshlibfixtureclass', 'dsc_resources')
+      additions = run.output.lines.grep(/\A\$\w+ = Add-PwshlibVendoredModulePath -Path /)
+      class_calls = run.calls_for('dsc_fixtureclassresource')
+      expect(class_calls.size).to eq(2)
+      expect(additions.size).to eq(class_calls.size)
+      expect(additions).to all(include("'#{class_dir}'"))
+    end
+
     it 'passes the run-as credential to every call of the resources that declare it, intact' do
       %w[file-a user-a].each do |title|
         calls = run.calls_for(self.class.base_resources[title][0], KEYS[title])
