@@ -39,6 +39,12 @@ describe 'puppet apply when the PowerShell host misbehaves' do
       token = Acceptance.secret_token(FAULT_SECRET)
       expect(run.visible_text).not_to include(token)
       expect(run.visible_text).not_to include(token.reverse)
+      leaks = run.puppet_files.select { |path| File.binread(path).include?(token) }
+      expect(leaks).to eq([])
+    end
+
+    it 'hands the password to the simulator intact' do
+      expect(run.calls.flat_map { |call| Acceptance.strings_in(call) }).to include(FAULT_SECRET)
     end
   end
 
