@@ -44,6 +44,14 @@ RSpec.describe Pwsh::Manager do
   let(:manager) { new_manager }
 
   describe 'execute' do
+    # Run again under GC.stress (rake gc_stress): converting arguments in and
+    # the result hash out must not lose a Ruby object. Kept small: every
+    # allocation is a full GC there.
+    it 'converts code, env and the result hash safely', :gc_stress do
+      result = manager.execute("Write-Output 'a\u00e9'; Write-Error 'e'; $env:PWSHLIB_GC; exit 3", 5000, nil, ['PWSHLIB_GC=v'])
+      expect(result).to eq(exitcode: 3, stdout: "a\u00e9\nv\n", stderr: "e\n", errormessage: nil, native_stdout: nil)
+    end
+
     it 'runs many requests in a row on one host' do
       pid = manager.pid
       results = Array.new(50) { |i| manager.execute("Write-Output 'call #{i}'") }
@@ -52,7 +60,7 @@ RSpec.describe Pwsh::Manager do
       expect(new_manager).to equal(manager)
     end
 
-    it 'returns stdout, stderr, the exit code and the error message', :gc_stress do
+    it 'returns stdout, stderr, the exit code and the error message' do
       result = manager.execute("Write-Output 'out'\nWrite-Error 'err'\nexit 7")
       expect(result).to eq(exitcode: 7, stdout: "out\n", stderr: "err\n", errormessage: nil, native_stdout: nil)
       expect(manager.execute("throw 'boom'")).to include(exitcode: 1, errormessage: 'boom')
@@ -80,7 +88,7 @@ RSpec.describe Pwsh::Manager do
       expect(manager).to be_alive
     end
 
-    it 'applies extra environment variables for that call only', :gc_stress do
+    it 'applies extra environment variables for that call only' do
       result = manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B', nil, nil, ['PWSHLIB_A=1', 'PWSHLIB_B=x=y', 'ignored'])
       expect(result[:stdout]).to eq("1\nx=y\n")
       expect(manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B')[:stdout]).to be_nil
@@ -144,7 +152,7 @@ RSpec.describe Pwsh::Manager do
   end
 
   describe 'host death' do
-    it 'turns a crash mid-call into an error result; the next instance is a fresh host', :gc_stress do
+    it 'turns a crash mid-call into an error result; the next instance is a fresh host' do
       crashed_pid = manager.pid
       result = manager.execute('Stop-Process -Id $PID')
       expect(result[:exitcode]).not_to eq(0)
@@ -234,6 +242,33 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
+  describe 'Ctrl-C' do
+    it 'ends a call promptly, with the host reaped' do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
+        require 'pwsh'
+        m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+        puts m.pid
+        $stdout.flush
+        begin
+          m.execute('Start-Sleep -Seconds 30')
+        rescue Interrupt
+          puts "interrupted alive=\#{m.alive?}"
+        end
+      RUBY
+      IO.popen([RbConfig.ruby, '-e', script]) do |io|
+        host_pid = io.gets.to_i
+        sleep 0.3
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        Process.kill('INT', io.pid)
+        expect(io.gets).to eq("interrupted alive=false\n")
+        expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 1.5
+        io.read
+        expect(File.exist?("/proc/\#{host_pid}")).to be(false)
+      end
+    end
+  end
+
   describe 'exit' do
     it 'ends the host, reaps it and removes its socket' do
       pid = manager.pid
@@ -260,6 +295,27 @@ RSpec.describe Pwsh::Manager do
       pid_a, pid_b, *sockets = output.split
       expect([pid_a, pid_b].map { |pid| File.exist?("/proc/#{pid}") }).to eq([false, false])
       expect(sockets.map { |path| File.exist?(path) }).to eq([false, false])
+    end
+  end
+
+  describe 'fork' do
+    it "leaves the parent's host alone; the child gets its own" do
+      parent_pid = manager.pid
+      reader, writer = IO.pipe
+      child = fork do
+        reader.close
+        inherited = described_class.instance(PWSHLIB_SIM, described_class.pwsh_args)
+        own = inherited.execute('$PID')[:stdout]
+        writer.puts([manager.alive?, inherited.equal?(manager), own.to_i != parent_pid].inspect)
+        writer.close
+        # A normal exit: the child's at_exit reaps its own host only.
+      end
+      writer.close
+      Process.wait(child)
+      expect(reader.read.strip).to eq('[false, false, true]')
+      expect(manager).to be_alive
+      expect(manager.execute("Write-Output 'parent'")[:stdout]).to eq("parent\n")
+      expect(manager.pid).to eq(parent_pid)
     end
   end
 

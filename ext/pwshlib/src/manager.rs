@@ -40,11 +40,23 @@ struct Host {
     child: Child,
     stream: std::os::unix::net::UnixStream,
     socket_path: PathBuf,
+    /// The process that started the host. After a fork the child inherits
+    /// the manager but must leave the parent's host alone.
+    owner_pid: u32,
 }
 
 impl Host {
+    fn is_foreign(&self) -> bool {
+        self.owner_pid != std::process::id()
+    }
+
     /// Kills (if needed) and reaps the process, and removes the socket file.
+    /// In a forked child it only closes the inherited descriptor: shutting
+    /// the socket down would cut the parent's connection.
     fn destroy(mut self) {
+        if self.is_foreign() {
+            return;
+        }
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
@@ -55,6 +67,9 @@ impl Host {
 
     /// Asks the host to leave, waits a little, then makes sure.
     fn exit_gracefully(mut self) {
+        if self.is_foreign() {
+            return;
+        }
         let _ = protocol::write_message(&mut self.stream, &Message::Exit);
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
         let deadline = Instant::now() + EXIT_GRACE;
@@ -67,8 +82,9 @@ impl Host {
         self.destroy();
     }
 
+    /// True once the process is gone (or, after a fork, is not ours).
     fn has_exited(&mut self) -> bool {
-        !matches!(self.child.try_wait(), Ok(None))
+        self.is_foreign() || !matches!(self.child.try_wait(), Ok(None))
     }
 }
 
@@ -129,25 +145,29 @@ struct Manager {
 }
 
 /// Interrupt plumbing for one blocking call: the unblocking function sets
-/// `cancelled` and shuts down whatever socket the call is using.
+/// `cancelled` and shuts down whatever socket the call is using. It may run
+/// in a signal handler, so it only does an atomic store, a lock-free
+/// `OnceLock::get` and the shutdown(2) syscall.
 #[derive(Default)]
 struct Cancel {
     cancelled: AtomicBool,
-    stream: Mutex<Option<std::os::unix::net::UnixStream>>,
+    stream: std::sync::OnceLock<std::os::unix::net::UnixStream>,
 }
 
 impl Cancel {
     fn unblock(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
-        if let Some(stream) = self.stream.lock().as_ref() {
+        if let Some(stream) = self.stream.get() {
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
     }
 
-    /// Publishes the socket for `unblock`; false if already cancelled.
+    /// Publishes (a duplicate of) the socket for `unblock`; false if the call
+    /// was already cancelled. Set before the flag is checked, so either this
+    /// sees the flag or `unblock` sees the socket.
     fn watch(&self, stream: &std::os::unix::net::UnixStream) -> bool {
         if let Ok(clone) = stream.try_clone() {
-            *self.stream.lock() = Some(clone);
+            let _ = self.stream.set(clone);
         }
         !self.is_cancelled()
     }
@@ -313,6 +333,7 @@ fn spawn_host(request: &SpawnRequest, cancel: &Cancel) -> Result<Host, String> {
             child,
             stream,
             socket_path,
+            owner_pid: std::process::id(),
         }),
         Ok(Some(Message::Hello { protocol, .. })) => Err(fail(
             child,
@@ -346,6 +367,11 @@ fn run_request(shared: &Shared, request: &ExecuteRequest, cancel: &Cancel) -> Ex
             "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
         );
     };
+    if host.is_foreign() {
+        return ExecuteResult::failure(
+            "This manager's PowerShell host belongs to the parent process (the manager was inherited through fork); call Pwsh::Manager.instance for a new one",
+        );
+    }
     if !cancel.watch(&host.stream) {
         return ExecuteResult::failure("interrupted");
     }
@@ -534,7 +560,7 @@ impl Manager {
                     .filter_map(|shared| shared.host.lock().take())
                     .collect();
                 let mut leaving = Vec::new();
-                for mut host in hosts {
+                for mut host in hosts.into_iter().filter(|host| !host.is_foreign()) {
                     let _ = protocol::write_message(&mut host.stream, &Message::Exit);
                     let _ = host.stream.shutdown(std::net::Shutdown::Write);
                     leaving.push(host);

@@ -8,37 +8,9 @@ fn templates_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates")
 }
 
-/// Every ERROR or MISSING node, as "line:column kind".
+/// Every ERROR or MISSING node, through the shared check (`pslint`).
 fn syntax_problems(code: &str) -> Vec<String> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_powershell::LANGUAGE.into())
-        .expect("the PowerShell grammar loads");
-    let tree = parser.parse(code, None).expect("the parser finishes");
-    let mut problems = Vec::new();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if node.is_error() || node.is_missing() {
-            let at = node.start_position();
-            let line = code.lines().nth(at.row).unwrap_or("");
-            problems.push(format!(
-                "{}:{} {}: {}",
-                at.row + 1,
-                at.column + 1,
-                if node.is_missing() {
-                    "MISSING"
-                } else {
-                    "ERROR"
-                },
-                line.trim()
-            ));
-        }
-        if node.has_error() {
-            let mut cursor = node.walk();
-            stack.extend(node.children(&mut cursor));
-        }
-    }
-    problems
+    pwshlib_core::pslint::parse_errors(code)
 }
 
 #[test]

@@ -1,0 +1,363 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+
+# The generated Invoke-DscResource script, through the pwshlib 2.x method
+# surface, with real Puppet 7, the real Resource API and the fixture types.
+RSpec.describe Puppet::Provider::DscBaseProvider do
+  subject(:provider) { described_class.new }
+
+  def context_for(type_name)
+    definition = Puppet::Type.type(type_name).type_definition.definition
+    Puppet::ResourceApi::PuppetContext.new(definition)
+  end
+
+  def sensitive(value)
+    Puppet::Pops::Types::PSensitiveType::Sensitive.new(value)
+  end
+
+  def script_for(type_name, should, method)
+    resource = provider.invocable_resource(should, context_for(type_name), method)
+    provider.ps_script_content(resource)
+  end
+
+  def line_starting(script, start)
+    script.lines.map(&:chomp).find { |l| l.start_with?(start) } or raise "no #{start} line in:\n#{script}"
+  end
+
+  def invoke_params_line(script)
+    line_starting(provider.remove_secret_identifiers(script), '$InvokeParams = @{')
+  end
+
+  let(:dsc_vendored) { File.join(FIXTURE_MODULE_LIB, 'puppet_x', 'pwshlibfixturedsc', 'dsc_resources') }
+  let(:class_vendored) { File.join(FIXTURE_MODULE_LIB, 'puppet_x', 'pwshlibfixtureclass', 'dsc_resources') }
+  let(:psd1) { "#{dsc_vendored}/PwshlibFixtureDsc/PwshlibFixtureDsc.psd1" }
+
+  describe 'a plain ensurable resource (dsc_fixturefile)' do
+    let(:should) do
+      {
+        name: 'hosts file',
+        validation_mode: 'property',
+        dsc_destinationpath: "C:\\Windows\\it's here",
+        dsc_ensure: 'Present',
+        dsc_contents: 'hello',
+        dsc_force: true,
+        dsc_attributes: %w[Hidden ReadOnly],
+        dsc_timeout: 60,
+      }
+    end
+
+    it 'builds the 2.x invocable resource hash' do
+      resource = provider.invocable_resource(should, context_for(:dsc_fixturefile), 'get')
+      expect(resource).to include(
+        name: 'hosts file',
+        dscmeta_resource_friendly_name: 'FixtureFile',
+        dscmeta_resource_name: 'MSFT_FixtureFile',
+        dscmeta_resource_implementation: 'MOF',
+        dscmeta_module_name: 'PwshlibFixtureDsc',
+        dscmeta_module_version: '1.2.0',
+        dsc_invoke_method: 'get',
+        vendored_modules_path: dsc_vendored,
+      )
+      expect(resource[:parameters]).to eq(
+        dsc_destinationpath: { value: "C:\\Windows\\it's here", mof_type: 'String', mof_is_embedded: false },
+      )
+    end
+
+    it 'passes only the mandatory-for-get properties to Get' do
+      expect(invoke_params_line(script_for(:dsc_fixturefile, should, 'get'))).to eq(
+        "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'}; " \
+        "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}",
+      )
+    end
+
+    it 'passes every dsc_ property to Set and Test, leaving out dsc_timeout and the parameters' do
+      %w[Set Test].each do |method|
+        line = invoke_params_line(script_for(:dsc_fixturefile, should, method.downcase))
+        expect(line).to include(
+          "Method = '#{method}'; Property = @{destinationpath = 'C:\\Windows\\it''s here'; ensure = 'Present'; " \
+          "contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}",
+        )
+        expect(line).not_to include('timeout')
+        expect(line).not_to include('validation_mode')
+        expect(line).not_to include('psdscrunascredential')
+      end
+    end
+
+    it 'has the documented shape: header, helpers, parameters, then the call' do
+      script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'set'))
+      expect(script).to start_with("$script:ErrorActionPreference = 'Stop'\n")
+      positions = ['function New-PsCredential', '$Response = [ordered]@{', '$InvokeParams = @{', 'Invoke-DscResource @InvokeParams',
+                   'ConvertTo-Json -InputObject $PwshlibOutput -Compress'].map { |needle| script.index(needle) }
+      expect(positions).to all(be_an(Integer))
+      expect(positions).to eq(positions.sort)
+      expect(script).not_to include('Add-PwshlibVendoredModulePath -Path')
+      expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq('')
+    end
+
+    it 'embeds the shipped templates verbatim' do
+      script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'get'))
+      %w[functions preamble postscript].each do |part|
+        template = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', "invoke_dsc_resource_#{part}.ps1"))
+        expect(script).to include(template)
+      end
+    end
+  end
+
+  describe 'a Class-based resource (dsc_fixtureclassresource)' do
+    let(:should) { { name: 'setting', dsc_name: 'setting', dsc_ensure: 'Present', dsc_value: 'v' } }
+    let(:resource) { provider.invocable_resource(should, context_for(:dsc_fixtureclassresource), 'set') }
+
+    it 'names the module and version without a path' do
+      expect(invoke_params_line(provider.ps_script_content(resource))).to end_with(
+        "ModuleName = @{ModuleName = 'PwshlibFixtureClass'; RequiredVersion = '0.3.1'}}",
+      )
+    end
+
+    it 'adds the vendored path to PSModulePath before the call and restores it in the postscript' do
+      script = provider.remove_secret_identifiers(provider.ps_script_content(resource))
+      munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{class_vendored}'"
+      expect(provider.munge_psmodulepath(resource)).to eq("#{munge}\n")
+      expect(script.index(munge)).to be < script.index('$InvokeParams = @{')
+      expect(script.index('Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore'))
+        .to be > script.index('Invoke-DscResource @InvokeParams')
+    end
+  end
+
+  describe 'a PSCredential (dsc_fixtureuser)', :gc_stress do
+    let(:should) do
+      {
+        name: 'bob',
+        dsc_username: 'bob',
+        dsc_ensure: 'Present',
+        dsc_password: { 'user' => 'bob', 'password' => sensitive("s3cr'et‘pw") },
+        dsc_psdscrunascredential: { 'user' => 'DOMAIN\\admin', 'password' => sensitive('runas-secret') },
+      }
+    end
+
+    it 'builds each credential into a variable that the parameters reference' do
+      real = provider.remove_secret_identifiers(script_for(:dsc_fixtureuser, should, 'set'))
+      creds = real.lines.map(&:chomp).grep(/\A\$cred_/)
+      expect(creds.size).to eq(2)
+      expect(creds[0]).to match(/\A\$(cred_\h{32}) = New-PsCredential -User 'DOMAIN\\admin' -Password 'runas-secret'\z/)
+      expect(creds[1]).to match(/\A\$(cred_\h{32}) = New-PsCredential -User 'bob' -Password 's3cr''et‘‘pw'\z/)
+      runas = creds[0][/\A\$(cred_\h{32})/, 1]
+      password = creds[1][/\A\$(cred_\h{32})/, 1]
+      expect(invoke_params_line(real)).to include(
+        "Property = @{psdscrunascredential = $#{runas}; username = 'bob'; ensure = 'Present'; password = $#{password}}",
+      )
+    end
+
+    it 'passes the run-as credential to Get as well, but not a nil one' do
+      line = invoke_params_line(script_for(:dsc_fixtureuser, should, 'get'))
+      expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'\}/)
+      line = invoke_params_line(script_for(:dsc_fixtureuser, should.merge(dsc_psdscrunascredential: nil), 'get'))
+      expect(line).to include("Property = @{username = 'bob'}")
+    end
+
+    it 'never shows the passwords in the redacted rendering' do
+      redacted = provider.redact_secrets(script_for(:dsc_fixtureuser, should, 'set'))
+      expect(redacted).not_to include('s3cr')
+      expect(redacted).not_to include('runas-secret')
+      expect(redacted.scan("-Password '#<Sensitive [value redacted]>'").size).to eq(2)
+      expect(redacted).to include("-User 'DOMAIN\\admin'")
+    end
+
+    it 'keeps the section methods consistent with the whole script' do
+      resource = provider.invocable_resource(should, context_for(:dsc_fixtureuser), 'set')
+      credentials = provider.prepare_credentials(resource)
+      expect(provider.redact_secrets(credentials)).not_to include('runas-secret')
+      expect(provider.remove_secret_identifiers(credentials)).to include("-Password 'runas-secret'")
+      expect(provider.prepare_cim_instances(resource)).to eq('')
+    end
+  end
+
+  describe 'nested CIM instance arrays (dsc_fixturewebsite)', :gc_stress do
+    let(:should) do
+      {
+        name: 'site',
+        dsc_name: 'site',
+        dsc_ensure: 'Present',
+        dsc_bindinginfo: [
+          {
+            'protocol' => 'https',
+            'port' => 443,
+            'certificatesubjects' => ['CN=a', 'CN=b'],
+            'authentication' => { 'cim_instance_type' => 'MSFT_FixtureAuthentication', 'anonymous' => false, 'basic' => true },
+          },
+          { 'protocol' => 'http', 'port' => 80, 'hostname' => sensitive('hidden.example') },
+        ],
+      }
+    end
+
+    it 'builds nested instances first and passes the array as [CimInstance[]]' do
+      real = provider.remove_secret_identifiers(script_for(:dsc_fixturewebsite, should, 'set'))
+      cims = real.lines.map(&:chomp).grep(/\A\$cim_/)
+      expect(cims.size).to eq(3)
+      auth, first, second = cims.map { |l| l[/\A\$(cim_\h{32})/, 1] }
+      expect(cims[0]).to eq(
+        "$#{auth} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}",
+      )
+      expect(cims[1]).to eq(
+        "$#{first} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
+        "-Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $#{auth}}",
+      )
+      expect(cims[2]).to eq(
+        "$#{second} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
+        "-Property @{protocol = 'http'; port = 80; hostname = 'hidden.example'}",
+      )
+      expect(invoke_params_line(real)).to include("bindinginfo = [CimInstance[]]@($#{first}, $#{second})")
+    end
+
+    it 'redacts a Sensitive value inside an instance' do
+      redacted = provider.redact_secrets(script_for(:dsc_fixturewebsite, should, 'set'))
+      expect(redacted).not_to include('hidden.example')
+      expect(redacted).to include("hostname = '#<Sensitive [value redacted]>'")
+    end
+
+    it 'passes an empty instance array typed' do
+      line = invoke_params_line(script_for(:dsc_fixturewebsite, should.merge(dsc_bindinginfo: []), 'set'))
+      expect(line).to include('bindinginfo = [CimInstance[]]@()')
+    end
+  end
+
+  describe 'a DateTime (dsc_fixtureschedule)', :gc_stress do
+    it 'casts the Timestamp as ISO-8601 text' do
+      should = {
+        name: 'nightly', dsc_name: 'nightly', dsc_ensure: 'Present', dsc_repeatintervalminutes: 4_294_967_295,
+        dsc_starttime: Puppet::Pops::Time::Timestamp.parse('2024-02-29T13:45:00.5+02:00')
+      }
+      line = invoke_params_line(script_for(:dsc_fixtureschedule, should, 'set'))
+      expect(line).to include("starttime = [DateTime]'2024-02-29T11:45:00.500Z'; repeatintervalminutes = 4294967295")
+    end
+  end
+
+  describe 'an empty array (dsc_fixtureregistry)' do
+    it 'is typed with its mof_type' do
+      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v', dsc_valuedata: [], dsc_timeout: 5 }
+      line = invoke_params_line(script_for(:dsc_fixtureregistry, should, 'set'))
+      expect(line).to include("Property = @{key = 'HKLM:\\Software\\X'; valuename = 'v'; valuedata = [string[]]@()}")
+    end
+
+    it 'passes a key that is mandatory for get but not a namevar to Get' do
+      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v', dsc_valuetype: 'String' }
+      line = invoke_params_line(script_for(:dsc_fixtureregistry, should, 'get'))
+      expect(line).to include("Property = @{key = 'HKLM:\\Software\\X'; valuename = 'v'}")
+    end
+  end
+
+  describe 'dsc_timeout (dsc_fixtureservice)' do
+    it 'is left out of Property for every method' do
+      should = { name: 'svc', dsc_name: 'svc', dsc_state: 'Running', dsc_timeout: 600 }
+      %w[get set test].each do |method|
+        line = invoke_params_line(script_for(:dsc_fixtureservice, should, method))
+        expect(line).not_to include('timeout')
+        expect(line).not_to include('600')
+      end
+    end
+  end
+
+  describe 'the vendored module path' do
+    it 'is found through the load path' do
+      expect(provider.vendored_modules_path('PwshlibFixtureDsc')).to eq(dsc_vendored)
+    end
+
+    it 'raises a clear error naming the module and the folders searched' do
+      allow(provider).to receive(:load_path).and_return(['/nonexistent/lib'])
+      expect { provider.vendored_modules_path('PwshlibFixtureDsc') }.to raise_error(
+        Puppet::Error, %r{'PwshlibFixtureDsc'.*/nonexistent/lib/puppet_x/pwshlibfixturedsc/dsc_resources},
+      )
+      expect { provider.invocable_resource({ dsc_destinationpath: 'x' }, context_for(:dsc_fixturefile), 'get') }
+        .to raise_error(Puppet::Error, /PwshlibFixtureDsc/)
+    end
+
+    it 'uses an overridden vendored_modules_path' do
+      allow(provider).to receive(:vendored_modules_path).with('PwshlibFixtureDsc').and_return('C:/custom')
+      resource = provider.invocable_resource({ dsc_destinationpath: 'x' }, context_for(:dsc_fixturefile), 'get')
+      expect(invoke_params_line(provider.ps_script_content(resource)))
+        .to include("ModuleName = 'C:/custom/PwshlibFixtureDsc/PwshlibFixtureDsc.psd1'")
+    end
+
+    it 'load_path is $LOAD_PATH' do
+      expect(provider.load_path).to equal($LOAD_PATH)
+    end
+  end
+
+  describe 'literal helpers', :gc_stress do
+    it 'escapes every PowerShell quote character' do
+      expect(provider.escape_quotes("it's ‘a’ ‚b‛")).to eq("it''s ‘‘a’’ ‚‚b‛‛")
+    end
+
+    it 'formats every value kind' do
+      value = {
+        'text' => "it's", 'int' => -3, 'big' => 2**80, 'float' => 1.5, 'yes' => true, 'no' => false, 'nil' => nil,
+        'list' => [1, 'a'], 'empty' => [], 'needs quoting' => { 'x' => 1 },
+        'when' => Puppet::Pops::Time::Timestamp.parse('2024-01-02T03:04:05Z')
+      }
+      expect(provider.format(value)).to eq(
+        "@{text = 'it''s'; int = -3; big = 1208925819614629174706176; float = 1.5; yes = $true; no = $false; nil = $null; " \
+        "list = @(1, 'a'); empty = @(); 'needs quoting' = @{x = 1}; when = [DateTime]'2024-01-02T03:04:05Z'}",
+      )
+    end
+
+    it 'formats Sensitive values as marked text that both renderings understand' do
+      formatted = provider.format(['public', sensitive("pa'ss")])
+      expect(formatted).not_to eq("@('public', 'pa''ss')")
+      expect(provider.remove_secret_identifiers(formatted)).to eq("@('public', 'pa''ss')")
+      expect(provider.redact_secrets(formatted)).to eq("@('public', '#<Sensitive [value redacted]>')")
+    end
+
+    it 'leaves text without markers alone' do
+      expect(provider.redact_secrets("$x = 'y'")).to eq("$x = 'y'")
+      expect(provider.remove_secret_identifiers("$x = 'y'")).to eq("$x = 'y'")
+    end
+
+    it 'unwraps Sensitive values at any depth' do
+      expect(provider.unwrap({ 'a' => [sensitive('x'), { 'b' => sensitive(sensitive('y')) }] }))
+        .to eq({ 'a' => ['x', { 'b' => 'y' }] })
+    end
+
+    it 'refuses a value that cannot be passed, naming it' do
+      expect { provider.format({ 'bad' => "nul\0" }) }.to raise_error(Puppet::Error, /value\.bad/)
+      expect { provider.format(Object.new) }.to raise_error(Puppet::Error, /Object/)
+    end
+  end
+
+  describe 'names and attributes' do
+    let(:context) { context_for(:dsc_fixtureregistry) }
+
+    it 'puppetizes module names' do
+      expect(provider.puppetize_name('PowerShellGet')).to eq('powershellget')
+      expect(provider.puppetize_name('xWeb-Admin')).to eq('xweb_admin')
+      expect(provider.puppetize_name('7Zip')).to eq('a7zip')
+    end
+
+    it 'makes fresh variable names PowerShell accepts' do
+      names = Array.new(3) { provider.random_variable_name }
+      expect(names).to all(match(/\A[a-z_][a-z0-9_]*\z/))
+      expect(names.uniq.size).to eq(3)
+    end
+
+    it 'lists attributes by role' do
+      expect(provider.mandatory_get_attributes(context)).to eq(%i[dsc_key dsc_valuename])
+      expect(provider.mandatory_set_attributes(context)).to eq(%i[dsc_key dsc_valuename])
+      expect(provider.namevar_attributes(context)).to eq(%i[name dsc_key])
+      expect(provider.parameter_attributes(context)).to eq(%i[validation_mode dsc_psdscrunascredential dsc_timeout])
+      expect(provider.enum_attributes(context)).to eq(%i[validation_mode dsc_ensure dsc_valuetype])
+    end
+
+    it 'lists enum values' do
+      expect(provider.enum_values(context, :dsc_ensure)).to eq(%w[Present present Absent absent])
+      expect(provider.enum_values(context, :dsc_key)).to eq([])
+      expect(provider.enum_values(context, :no_such_attribute)).to eq([])
+    end
+  end
+
+  describe 'a scaffolded provider subclass' do
+    it 'inherits the methods unchanged' do
+      require 'puppet/provider/dsc_fixturefile/dsc_fixturefile'
+      subclass = Puppet::Provider::DscFixturefile::DscFixturefile
+      expect(subclass.new.puppetize_name('A-B')).to eq('a_b')
+    end
+  end
+end
