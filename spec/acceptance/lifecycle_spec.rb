@@ -21,7 +21,9 @@ describe 'puppet apply with every fixture type' do
 
   RUNAS_SECRET = A.generate_secret('runas')
   USER_SECRET = A.generate_secret('user')
-  SECRETS = [RUNAS_SECRET, USER_SECRET].freeze
+  # A very long one (about 20 kB), quotes all along.
+  LONG_SECRET = A.generate_secret('long').then { |s| "#{s}#{"ä'‘\"`$ " * 3000}#{s}" }
+  SECRETS = [RUNAS_SECRET, USER_SECRET, LONG_SECRET].freeze
   RUNAS = A.credential('CONTOSO\\runner', RUNAS_SECRET)
 
   # Title → [type, attributes] for each run's manifest.
@@ -92,6 +94,7 @@ describe 'puppet apply with every fixture type' do
         'dsc_state' => 'Stopped',
         'dsc_startuptype' => 'Manual',
         'validation_mode' => 'resource',
+        'dsc_psdscrunascredential' => A.credential('CONTOSO\\timekeeper', LONG_SECRET),
       }],
     }
   end
@@ -509,6 +512,7 @@ describe 'puppet apply with every fixture type' do
       sent = runs.flat_map { |run| run.calls.flat_map { |call| Acceptance.strings_in(call) } }
       expect(sent).to include(RUNAS_SECRET)
       expect(sent).to include(USER_SECRET)
+      expect(sent).to include(LONG_SECRET)
     end
 
     it 'never warns that get returned values that are not canonical' do
