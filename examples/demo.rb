@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+# The pwshlib demo: applies examples/demo.pp twice with `puppet apply`, with
+# the scaffolded fixture providers talking to the simulated PowerShell host
+# (target/release/pwshlib-sim) on a fresh, empty simulated machine. It shows
+#   1. the first run's changes,
+#   2. the second run's "no changes",
+#   3. what PowerShell was asked to do (the simulator's call log),
+#   4. a debug excerpt with the generated script, password redacted.
+# It exits non-zero if any of that does not hold.
+require 'fileutils'
+require 'json'
+require 'open3'
+require 'tmpdir'
+
+ROOT = File.expand_path('..', __dir__)
+MANIFEST = File.join(ROOT, 'examples', 'demo.pp')
+MODULE_PATH = File.join(ROOT, 'spec', 'fixtures', 'modules')
+SIM = ENV['PWSHLIB_SIM'] || File.join(ROOT, 'target', 'release', 'pwshlib-sim')
+# A piece of the demo's Sensitive password (see demo.pp): it must never show.
+SECRET_PIECE = 'every `quote`'
+
+def heading(text)
+  puts "\n\e[1m== #{text}\e[0m"
+end
+
+def fail!(message)
+  warn "\ndemo FAILED: #{message}"
+  exit 1
+end
+
+def apply(machine, index)
+  run_dir = File.join(machine, "run#{index}")
+  %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
+  log = File.join(run_dir, 'sim-calls.jsonl')
+  env = {
+    'PWSHLIB_POWERSHELL' => SIM,
+    'PWSHLIB_SIM_STATE' => File.join(machine, 'sim-state.json'),
+    'PWSHLIB_SIM_LOG' => log,
+    # Under `puppet apply` there is no pluginsync: put pwshlib's lib/ on the load path.
+    'RUBYLIB' => [File.join(ROOT, 'lib'), ENV['RUBYLIB']].compact.join(File::PATH_SEPARATOR),
+  }
+  command = ['puppet', 'apply', MANIFEST, '--modulepath', MODULE_PATH, '--detailed-exitcodes', '--debug',
+             '--color', 'false'] +
+            %w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(run_dir, d)] }
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  out, err, status = Open3.capture3(env, *command)
+  seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  calls = File.exist?(log) ? File.readlines(log).map { |line| JSON.parse(line) } : []
+  { output: out + err, exitcode: status.exitstatus, calls: calls, seconds: seconds }
+end
+
+# The lines a user sees without --debug.
+def user_lines(output)
+  output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Compiled catalog') || l.include?('Facter:') }
+end
+
+def call_summary(calls)
+  per_resource = calls.group_by { |c| c['resource'] }
+  per_resource.map do |resource, list|
+    counts = list.group_by { |c| c['method'] }.map { |m, l| "#{l.size} #{m}" }.join(', ')
+    "  #{resource.ljust(16)} #{counts}"
+  end
+end
+
+# From the debug output of one resource's Set call: the call, the generated
+# script without the helper functions shipped in every script (the
+# credential and CIM-instance variables and $InvokeParams), the time it took
+# and the raw answer.
+def script_excerpt(output, ref)
+  lines = output.lines
+  start = lines.index { |l| l.include?("#{ref}:") && l =~ /Invoke-DscResource Set for/ }
+  return nil unless start
+
+  script_at = (start...lines.size).find { |i| lines[i].include?("#{ref}:") && lines[i].include?('Script:') }
+  body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
+  body = lines[(script_at + 1)...body_end]
+  shown = body.grep(/\A\$(cred_|cim_|InvokeParams)/)
+  after = lines[body_end, 2].select { |l| l.include?(ref) }
+  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of helper functions and the result postscript left out …\n",
+   *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
+end
+
+fail!("the simulated host is not built: #{SIM} (run rake compile)") unless File.executable?(SIM)
+
+Dir.mktmpdir('pwshlib-demo-') do |machine|
+  puts "pwshlib demo: puppet apply #{File.basename(MANIFEST)} twice on a fresh simulated machine (#{machine})"
+
+  first = apply(machine, 1)
+  heading "Run 1: exit code #{first[:exitcode]} (2 = changes applied), #{first[:seconds].round(1)} s"
+  puts user_lines(first[:output])
+  puts 'PowerShell calls (Invoke-DscResource):', call_summary(first[:calls])
+
+  second = apply(machine, 2)
+  heading "Run 2: exit code #{second[:exitcode]} (0 = no changes), #{second[:seconds].round(1)} s"
+  changes = user_lines(second[:output]).reject { |l| l.start_with?('Notice: Applied catalog') }
+  puts changes.empty? ? 'No changes: every resource is in the desired state.' : changes
+  puts 'PowerShell calls (Invoke-DscResource):', call_summary(second[:calls])
+
+  heading 'Debug excerpt (run 1, --debug): the Set scripts generated for the motd file and the website'
+  excerpts = ['dsc_fixturefile[motd]', 'dsc_fixturewebsite[intranet]'].map { |ref| script_excerpt(first[:output], ref) }
+  excerpts.compact.each { |lines| puts lines, '' }
+  puts '(no generated script found in the debug output)' if excerpts.compact.empty?
+
+  heading 'Checks'
+  leaked = [first, second].any? { |run| run[:output].include?(SECRET_PIECE) }
+  sent = [first, second].any? { |run| run[:calls].to_json.include?(JSON.generate(SECRET_PIECE)[1..-2]) }
+  checks = {
+    'run 1 applied changes (exit code 2)' => first[:exitcode] == 2,
+    'run 2 changed nothing (exit code 0)' => second[:exitcode].zero?,
+    'run 2 made no Set call' => second[:calls].none? { |c| c['method'] == 'Set' },
+    'run 2 made one Get per resource' => second[:calls].count { |c| c['method'] == 'Get' } == 4,
+    'the password never appeared in the output' => !leaked,
+    'the password reached PowerShell intact' => sent,
+    'the debug output shows the generated scripts, redacted' =>
+      excerpts.all? { |lines| lines&.any? { |l| l.include?("'#<Sensitive [value redacted]>'") || l.include?('New-CimInstance') } },
+  }
+  checks.each { |text, ok| puts "  #{ok ? 'ok  ' : 'FAIL'} #{text}" }
+  failed = checks.reject { |_, ok| ok }.keys
+  fail!(failed.join('; ')) unless failed.empty?
+  puts "\nDemo finished: the first run converged the machine, the second found nothing to do."
+end

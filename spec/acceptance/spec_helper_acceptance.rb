@@ -1,0 +1,366 @@
+# frozen_string_literal: true
+
+# Acceptance harness: real `puppet apply` processes against the simulated
+# PowerShell host (`pwshlib-sim`). Nothing here loads Puppet into the RSpec
+# process; every run is a child process with private Puppet directories, so a
+# run never touches /etc/puppetlabs and runs do not share state except the
+# simulator's state file, which each scenario owns.
+require 'fileutils'
+require 'json'
+require 'open3'
+require 'securerandom'
+require 'tmpdir'
+require 'time'
+require 'yaml'
+
+module Acceptance
+  ROOT = File.expand_path('../..', __dir__)
+  MODULE_PATH = File.join(ROOT, 'spec', 'fixtures', 'modules')
+  SIM = ENV['PWSHLIB_SIM'] || File.join(ROOT, 'target', 'release', 'pwshlib-sim')
+  # A run that takes longer than this is hung: kill it and fail the example.
+  RUN_DEADLINE_SECONDS = Integer(ENV.fetch('PWSHLIB_ACCEPTANCE_RUN_DEADLINE', '240'))
+
+  # The friendly DSC resource name of each fixture type, as the simulator logs it.
+  FRIENDLY = {
+    'dsc_fixturefile' => 'FixtureFile',
+    'dsc_fixtureclassresource' => 'FixtureClassResource',
+    'dsc_fixtureuser' => 'FixtureUser',
+    'dsc_fixturewebsite' => 'FixtureWebsite',
+    'dsc_fixtureschedule' => 'FixtureSchedule',
+    'dsc_fixtureregistry' => 'FixtureRegistry',
+    'dsc_fixtureservice' => 'FixtureService',
+  }.freeze
+
+  # One finished `puppet apply`.
+  class Run
+    attr_reader :manifest, :exitcode, :stdout, :stderr, :report_text, :calls, :seconds
+
+    def initialize(manifest:, exitcode:, stdout:, stderr:, report_text:, calls:, seconds:)
+      @manifest = manifest
+      @exitcode = exitcode
+      @stdout = stdout
+      @stderr = stderr
+      @report_text = report_text
+      @calls = calls
+      @seconds = seconds
+    end
+
+    # Everything a user or a log collector could see from this run.
+    def visible_text
+      [stdout, stderr, report_text].join("\n")
+    end
+
+    def output
+      "#{stdout}\n#{stderr}"
+    end
+
+    # The report as plain data: Ruby/Puppet YAML tags are dropped, so the
+    # report reads without loading Puppet's classes into this process.
+    def report
+      @report ||= begin
+        plain = report_text.gsub(%r{!ruby/\S+}, '')
+        YAML.safe_load(plain, permitted_classes: [Symbol, Time, Date], aliases: true) || {}
+      end
+    end
+
+    # resource status hash for e.g. 'Dsc_fixturefile[readme]'
+    def status(resource_ref)
+      statuses = report['resource_statuses'] || {}
+      statuses[resource_ref] or raise "no status for #{resource_ref} in the report; have: #{statuses.keys.sort.join(', ')}"
+    end
+
+    def events(resource_ref)
+      status(resource_ref)['events'] || []
+    end
+
+    def event_messages(resource_ref)
+      events(resource_ref).map { |event| event['message'].to_s }
+    end
+
+    def changed?(resource_ref)
+      status(resource_ref)['changed'] == true
+    end
+
+    def failed?(resource_ref)
+      status(resource_ref)['failed'] == true
+    end
+
+    # The report's log lines (level and message).
+    def logs
+      (report['logs'] || []).map { |log| [log['level'].to_s.delete(':'), log['message'].to_s] }
+    end
+
+    # Calls the simulator logged during this run, filtered by DSC method,
+    # friendly resource name and key property values (case-insensitive keys
+    # and values, as DSC compares them).
+    def calls_for(type, keys = {}, method: nil)
+      friendly = FRIENDLY.fetch(type, type)
+      calls.select do |call|
+        next false unless call['resource'].to_s.casecmp?(friendly)
+        next false if method && !call['method'].to_s.casecmp?(method)
+
+        keys.all? do |key, value|
+          actual = Acceptance.fetch_ci(call['properties'] || {}, key)
+          actual.to_s.casecmp?(value.to_s)
+        end
+      end
+    end
+
+    # {'Get' => n, 'Set' => n, 'Test' => n} for one resource.
+    def call_counts(type, keys = {})
+      counts = Hash.new(0)
+      calls_for(type, keys).each { |call| counts[call['method'].to_s.capitalize] += 1 }
+      %w[Get Set Test].to_h { |m| [m, counts[m]] }
+    end
+
+    # For failure messages: the exit code and what a user sees without
+    # --debug; the whole output stays in the run's directory.
+    def to_s
+      shown = output.lines.grep(/\A(Notice|Warning|Error):/).reject { |l| l.include?('Facter:') }
+      shown = shown.first(40) + ["… #{shown.size - 40} more lines\n"] if shown.size > 40
+      "puppet apply exited #{exitcode} after #{seconds.round(1)} s (full output: #{output_path})\n#{shown.join}"
+    end
+
+    attr_accessor :output_path, :run_dir
+
+    # Every file Puppet wrote for this run (state, caches, reports, logs):
+    # not the inputs, the simulator's own files, or the harness's transcript.
+    def puppet_files
+      ours = %w[site.pp sim-calls.jsonl output.txt]
+      Dir.glob(File.join(run_dir, '**', '*'), File::FNM_DOTMATCH)
+         .select { |path| File.file?(path) && !ours.include?(File.basename(path)) }
+    end
+  end
+
+  # A simulated Windows machine: one state file that persists across runs,
+  # and a private scratch directory.
+  class Machine
+    attr_reader :dir, :state_path, :runs
+
+    def initialize(name)
+      @dir = Dir.mktmpdir("pwshlib-acceptance-#{name}-")
+      @state_path = File.join(@dir, 'sim-state.json')
+      @runs = []
+      # FixtureService has no Ensure property: tell the simulator, so that its
+      # Get results carry none, as the real resource's would not.
+      File.write(@state_path, JSON.generate('no_ensure' => ['FixtureService']))
+    end
+
+    # Applies a manifest. env holds extra environment variables (simulator
+    # faults, the collision retry wait).
+    def apply(manifest, env: {})
+      index = @runs.size + 1
+      run_dir = File.join(@dir, "run#{index}")
+      %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
+      manifest_path = File.join(run_dir, 'site.pp')
+      File.write(manifest_path, manifest)
+      log_path = File.join(run_dir, 'sim-calls.jsonl')
+      report_path = File.join(run_dir, 'last_run_report.yaml')
+
+      command = [
+        'timeout', '--kill-after=10', RUN_DEADLINE_SECONDS.to_s,
+        'puppet', 'apply', manifest_path,
+        '--modulepath', MODULE_PATH,
+        '--debug', '--detailed-exitcodes', '--color', 'false',
+        '--confdir', File.join(run_dir, 'confdir'),
+        '--codedir', File.join(run_dir, 'codedir'),
+        '--vardir', File.join(run_dir, 'vardir'),
+        '--logdir', File.join(run_dir, 'logdir'),
+        '--rundir', File.join(run_dir, 'rundir'),
+        '--lastrunreport', report_path,
+        '--reports', 'none'
+      ]
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      stdout, stderr, status = Open3.capture3(Acceptance.run_env(state_path, log_path).merge(env), *command)
+      seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      run = Run.new(
+        manifest: manifest,
+        exitcode: status.exitstatus,
+        stdout: stdout,
+        stderr: stderr,
+        report_text: File.exist?(report_path) ? File.read(report_path) : '',
+        calls: Acceptance.read_call_log(log_path),
+        seconds: seconds,
+      )
+      run.run_dir = run_dir
+      run.output_path = File.join(run_dir, 'output.txt')
+      File.write(run.output_path, "exit code #{run.exitcode}\n--- manifest\n#{manifest}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}")
+      @runs << run
+      Acceptance.all_runs << run
+      run
+    end
+
+    # The simulator's stored resources, as it wrote them.
+    def state
+      File.exist?(state_path) ? JSON.parse(File.read(state_path)) : {}
+    end
+
+    # Rewrites the stored state between runs, as if the machine had changed
+    # by itself (or reported values in another form).
+    def edit_state
+      state = self.state
+      yield state
+      File.write(state_path, JSON.pretty_generate(state))
+    end
+
+    def cleanup
+      FileUtils.rm_rf(@dir) unless ENV['PWSHLIB_ACCEPTANCE_KEEP']
+    end
+  end
+
+  module_function
+
+  def all_runs
+    @all_runs ||= []
+  end
+
+  def run_env(state_path, log_path)
+    {
+      'PWSHLIB_POWERSHELL' => SIM,
+      'PWSHLIB_SIM_STATE' => state_path,
+      'PWSHLIB_SIM_LOG' => log_path,
+      # pluginsync does not happen under `puppet apply`: put our lib/ (the base
+      # provider and the native library) on Ruby's load path directly.
+      'RUBYLIB' => [File.join(ROOT, 'lib'), ENV['RUBYLIB']].compact.join(File::PATH_SEPARATOR),
+      'LC_ALL' => 'C.UTF-8',
+      'LANG' => 'C.UTF-8',
+    }
+  end
+
+  def read_call_log(path)
+    return [] unless File.exist?(path)
+
+    File.readlines(path, chomp: true).reject(&:empty?).map { |line| JSON.parse(line) }
+  end
+
+  def fetch_ci(hash, key)
+    hash.each { |k, v| return v if k.to_s.casecmp?(key.to_s) }
+    nil
+  end
+
+  # Every string anywhere inside a JSON-like value.
+  def strings_in(value, found = [])
+    case value
+    when String then found << value
+    when Array then value.each { |v| strings_in(v, found) }
+    when Hash then value.each { |k, v| strings_in(k, found) && strings_in(v, found) }
+    end
+    found
+  end
+
+  # A password nobody could guess and everybody can find by substring search:
+  # quotes of every kind PowerShell knows, backticks, `$`, `#`, newlines,
+  # non-ASCII, the redaction marker itself, and a unique token.
+  def generate_secret(label)
+    token = "LEAK#{label.upcase}#{SecureRandom.hex(8)}"
+    "#{token}'\"\u2018\u2019\u201A\u201B`$env:PATH#x\n" \
+      "line2 \r\n\tüñí©ødé 🔑 '@ \"@ \#{1+1} $(whoami) #<Sensitive [value redacted]> \\'\\\\ #{token.reverse}"
+  end
+
+  # The token that makes a secret unique: a leak of any piece of it shows up.
+  def secret_token(secret)
+    secret[/LEAK[A-Z0-9]+[0-9a-f]{16}/]
+  end
+
+  # A Puppet single-quoted string literal for any text: only `\` and `'`
+  # need escaping; newlines and Unicode go in as they are.
+  def puppet_string(text)
+    "'#{text.gsub('\\') { '\\\\' }.gsub("'") { "\\'" }}'"
+  end
+
+  # Renders a Puppet value (Hash, Array, String, Integer, true/false, nil,
+  # Sensitive(..) via Acceptance::Raw).
+  def puppet_value(value)
+    case value
+    when Raw then value.text
+    when String then puppet_string(value)
+    when Integer, Float, TrueClass, FalseClass then value.to_s
+    when nil then 'undef'
+    when Array then "[#{value.map { |v| puppet_value(v) }.join(', ')}]"
+    when Hash then "{ #{value.map { |k, v| "#{puppet_string(k.to_s)} => #{puppet_value(v)}" }.join(', ')} }"
+    else raise ArgumentError, "no Puppet literal for #{value.inspect}"
+    end
+  end
+
+  # Puppet source that must go into the manifest as it is.
+  Raw = Struct.new(:text)
+
+  def sensitive(text)
+    Raw.new("Sensitive(#{puppet_string(text)})")
+  end
+
+  def credential(user, password)
+    { 'user' => user, 'password' => sensitive(password) }
+  end
+
+  def resource(type, title, attributes)
+    body = attributes.map { |name, value| "  #{name} => #{puppet_value(value)}," }.join("\n")
+    "#{type} { #{puppet_string(title)}:\n#{body}\n}\n"
+  end
+
+  # The simulator's state file (see ext/pwshlib_sim/README.md):
+  #   {"resources": {"<friendly name>": [{<property> => <value>, ...}, ...]},
+  #    "keys": {...}, "no_ensure": [...], "faults": {...}, "counters": {...}}
+  # Resource and property names compare without case, as DSC does.
+  def stored_all(state)
+    (state['resources'] || {}).to_h { |name, items| [name.downcase, items] }
+  end
+
+  def stored_resource(state, friendly, keys)
+    items = stored_all(state)[friendly.downcase] || []
+    items.find do |item|
+      keys.all? { |key, value| fetch_ci(item, key).to_s.casecmp?(value.to_s) }
+    end
+  end
+
+  # Property names lowercased, at the top level only.
+  def normalize_stored(resource)
+    resource.to_h { |name, value| [name.downcase, value] }
+  end
+
+  # Does a stored value hold exactly a declared value? Nested hash keys
+  # compare without case; a nested CIM instance's class marker is not a
+  # declared value; DateTimes compare as instants.
+  def same_stored_value?(actual, expected)
+    case expected
+    when Time
+      actual.is_a?(String) && (Time.iso8601(actual) == expected rescue false) # rubocop:disable Style/RescueModifier
+    when Hash
+      return false unless actual.is_a?(Hash)
+
+      actual = actual.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
+      expected = expected.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
+      actual.keys.sort == expected.keys.sort && expected.all? { |k, v| same_stored_value?(actual[k], v) }
+    when Array
+      actual.is_a?(Array) && actual.size == expected.size &&
+        expected.each_with_index.all? { |v, i| same_stored_value?(actual[i], v) }
+    else
+      actual == expected
+    end
+  end
+
+  # [user, password] of a credential as the simulator logs or stores it.
+  def credential_parts(value)
+    return [nil, nil] unless value.is_a?(Hash)
+
+    user = fetch_ci(value, 'user') || fetch_ci(value, 'username')
+    password = fetch_ci(value, 'password')
+    [user, password]
+  end
+end
+
+if defined?(RSpec)
+  RSpec.configure do |config|
+    config.expect_with(:rspec) { |c| c.syntax = :expect }
+    config.order = :defined
+    # The suite's cost is its `puppet apply` runs: say how many and how long.
+    config.after(:suite) do
+      runs = Acceptance.all_runs
+      next if runs.empty?
+
+      total = runs.sum(&:seconds)
+      puts format("\n%<count>d puppet apply runs, %<total>.1f s in all, %<mean>.1f s on average, slowest %<max>.1f s",
+                  count: runs.size, total: total, mean: total / runs.size, max: runs.map(&:seconds).max)
+    end
+  end
+end
