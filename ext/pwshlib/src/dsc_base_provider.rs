@@ -295,8 +295,10 @@ impl ProviderHost for RubyHost<'_> {
         })
     }
 
+    /// Through Ruby, so that an overridden or stubbed `load_path` decides
+    /// where the vendored resources are found, as in pwshlib 2.x.
     fn load_path(&self) -> BindingResult<Vec<String>> {
-        let load_path: RArray = self.ruby.eval("$LOAD_PATH")?;
+        let load_path: RArray = self.provider.funcall("load_path", ())?;
         let mut entries = Vec::with_capacity(load_path.len());
         for entry in load_path.into_iter() {
             let text: RString = entry.funcall("to_s", ())?;

@@ -14,10 +14,9 @@ use crate::cache::{Identity, IdentityCache};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::error::Error;
 use crate::munge::{munge_get_result, parse_json};
-use crate::script::{build_script, DscMethod, InvocableResource, Script};
+use crate::script::{DscMethod, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value, REDACTED_SENSITIVE};
-use crate::vendored::vendored_modules_path;
 
 pub const COLLISION_MESSAGE: &str =
     "The Invoke-DscResource cmdlet is in progress and must return before Invoke-DscResource can be invoked";
@@ -124,7 +123,9 @@ pub trait ProviderHost {
         method: DscMethod,
     ) -> Result<Result<Script, Error>, Self::Error> {
         let load_path = self.load_path()?;
-        Ok(script_for(typedef, props, method, &load_path))
+        Ok(crate::script::script_for(
+            typedef, props, method, &load_path,
+        ))
     }
     fn is_metaparam(&self, name: &str) -> bool;
     fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
@@ -660,18 +661,6 @@ fn excerpt(text: &str) -> String {
 fn is_timeout_report(message: &str) -> bool {
     let lower = message.to_lowercase();
     lower.contains("timeout") && lower.contains("exceeded")
-}
-
-/// Builds the script for one call (script.rs does the work).
-pub fn script_for(
-    typedef: &TypeDef,
-    props: &Map,
-    method: DscMethod,
-    load_path: &[String],
-) -> Result<Script, Error> {
-    let vendored = vendored_modules_path(load_path, &typedef.module_name)?;
-    let resource = InvocableResource::new(typedef, props, method, &vendored)?;
-    build_script(&resource)
 }
 
 enum Outcome {
