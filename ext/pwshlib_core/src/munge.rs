@@ -116,6 +116,41 @@ pub fn stringify_nil_attributes(typedef: &TypeDef, data: &mut Map) {
     }
 }
 
+/// DSC's Get never returns a password: a PSCredential comes back as
+/// `{"user" => …, "password" => nil}`. That cannot be compared on the
+/// password and does not satisfy the type schema (`password =>
+/// Sensitive[String[1]]`), so the desired password (Sensitive) takes its
+/// place. The credential then compares on its user alone: equal when the
+/// user matches case-insensitively, a change otherwise.
+fn fill_credential_password(value: Value, desired: Option<&Value>) -> Value {
+    let Value::Hash(mut map) = value else {
+        return value;
+    };
+    if !matches!(map.get_named("password"), None | Some(Value::Nil)) {
+        return Value::Hash(map);
+    }
+    let desired = desired.map(|d| match d {
+        Value::Sensitive(inner) => inner.as_ref(),
+        other => other,
+    });
+    let Some(password) = desired
+        .and_then(Value::as_map)
+        .and_then(|m| m.get_named("password"))
+        .filter(|p| !p.is_nil())
+    else {
+        return Value::Hash(map);
+    };
+    let password = match password {
+        Value::Sensitive(_) => password.clone(),
+        other => Value::Sensitive(Box::new(other.clone())),
+    };
+    match map.get_named_mut("password") {
+        Some(slot) => *slot = password,
+        None => map.insert(Value::str("password"), password),
+    }
+    Value::Hash(map)
+}
+
 /// Munges a DSC Get result (a hash of DSC property name → value) into the
 /// Puppet hash. `query` is the name hash the Get was made for. Returns the
 /// hash and the error messages to report (unparseable date-times).
@@ -153,6 +188,9 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
                 errors.push(message);
                 Value::Nil
             });
+        }
+        if attribute.is_credential() {
+            value = fill_credential_password(value, query.get_named(&type_key));
         }
         if value.is_nil() && matches!(query.get_named(&type_key), Some(Value::Array(_))) {
             value = Value::Array(Vec::new());
@@ -246,6 +284,44 @@ mod tests {
         );
         let password = out.get_named("dsc_password").unwrap().to_string();
         assert_eq!(password, r#"{"password" => nil, "user" => "u"}"#);
+    }
+
+    #[test]
+    fn a_credential_without_password_takes_the_desired_sensitive_one() {
+        let def = fixture_typedef();
+        let desired = Value::Hash(Map(vec![
+            (Value::str("user"), Value::str("Alice")),
+            (
+                Value::str("password"),
+                Value::Sensitive(Box::new(Value::str("x"))),
+            ),
+        ]));
+        let mut q = query();
+        q.insert_symbol("dsc_password", desired.clone());
+        for json in [
+            r#"{"Password":{"user":"alice","password":null}}"#,
+            r#"{"Password":{"User":"alice"}}"#,
+        ] {
+            let (out, _) = munge_get_result(&def, &q, &json_map(json));
+            let password = out.get_named("dsc_password").unwrap();
+            assert_eq!(
+                password.as_map().unwrap().get_named("password"),
+                Some(&Value::Sensitive(Box::new(Value::str("x")))),
+                "{json}"
+            );
+            assert!(crate::canonical::values_equal(password, &desired), "{json}");
+        }
+        let (out, _) = munge_get_result(
+            &def,
+            &q,
+            &json_map(r#"{"Password":{"user":"Bob","password":null}}"#),
+        );
+        let password = out.get_named("dsc_password").unwrap();
+        assert!(!crate::canonical::values_equal(password, &desired));
+        assert_eq!(
+            password.to_string(),
+            r#"{"password" => #<Sensitive [value redacted]>, "user" => "Bob"}"#
+        );
     }
 
     #[test]
