@@ -26,4 +26,6 @@ RSpec.configure do |config|
   config.expect_with(:rspec) { |c| c.syntax = :expect }
   config.mock_with(:rspec) { |m| m.verify_partial_doubles = true }
   config.order = :defined
+  # The logon failure memo lasts a run: one example here.
+  config.before(:each) { Puppet::Provider::DscBaseProvider.forget_logon_failures }
 end

@@ -88,6 +88,18 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
 
 const COLLISION_WAIT_ENV: &str = "PWSHLIB_COLLISION_RETRY_SECONDS";
 
+/// The (user, password) pairs that failed to log on in this run. A
+/// credential is not tied to a type, and there is one provider instance per
+/// type, so the memo is shared by all of them (process-wide, like the run
+/// of `puppet apply`).
+static LOGON_FAILURES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn logon_failures() -> std::sync::MutexGuard<'static, Vec<(String, String)>> {
+    LOGON_FAILURES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn define_lifecycle_methods(class: RClass) -> Result<(), Error> {
     class.define_method("canonicalize", method!(rb_canonicalize, 2))?;
     class.define_method("get", method!(rb_get, -1))?;
@@ -118,6 +130,10 @@ fn define_lifecycle_methods(class: RClass) -> Result<(), Error> {
         method!(rb_stringify_nil_attributes, 2),
     )?;
     class.define_method("logon_failed_already?", method!(rb_logon_failed_already, 1))?;
+    class.define_singleton_method(
+        "forget_logon_failures",
+        function!(rb_forget_logon_failures, 0),
+    )?;
     class.define_method("specify_dsc_timeout", method!(rb_specify_dsc_timeout, 1))?;
     class.define_method(
         "retry_invoke_dsc_resource",
@@ -321,6 +337,17 @@ impl ProviderHost for RubyHost<'_> {
             .is_some_and(|set| set.contains(name))
     }
 
+    fn logon_failed_already(&self, pair: &(String, String)) -> bool {
+        logon_failures().contains(pair)
+    }
+
+    fn remember_logon_failure(&self, pair: (String, String)) {
+        let mut failures = logon_failures();
+        if !failures.contains(&pair) {
+            failures.push(pair);
+        }
+    }
+
     fn sleep(&self, seconds: f64) -> BindingResult<()> {
         // Kernel#sleep on self: releases the VM lock and can be stubbed.
         let _: RValue = self.provider.funcall("sleep", (seconds,))?;
@@ -519,7 +546,20 @@ fn rb_set(
             Some(v) => v,
             None => map_to_ruby(ruby, &should)?.as_value(),
         };
-        run_in_context_block(ruby, rb_self, context, name, should_rb, action)?;
+        let mut identity = lifecycle::name_hash_of(&name_value);
+        for (k, v) in should.iter() {
+            if let Some(n) = k.key_name() {
+                if identity.get_named(n).is_none() {
+                    identity.insert_symbol(n, v.clone());
+                }
+            }
+        }
+        // The Get of this resource failed (and was reported): no blind Set.
+        let get_failed = lifecycle::get_failed(&host, &identity).then(|| {
+            let title = lifecycle::title_of(&name_value);
+            lifecycle::get_failed_message(&host.typedef, title.as_ref())
+        });
+        run_in_context_block(ruby, rb_self, context, name, should_rb, action, get_failed)?;
     }
     Ok(ruby.qnil().as_value())
 }
@@ -536,6 +576,7 @@ fn run_in_context_block(
     name: RValue,
     should: RValue,
     action: SetAction,
+    get_failed: Option<String>,
 ) -> BindingResult<()> {
     let captured = (
         Opaque::from(provider.as_value()),
@@ -548,6 +589,13 @@ fn run_in_context_block(
         let context = ruby.get_inner(captured.1);
         let name = ruby.get_inner(captured.2);
         let should = ruby.get_inner(captured.3);
+        if let Some(message) = &get_failed {
+            // Raised inside the block, so that the Resource API marks the
+            // resource failed, as for a failed Set; the run goes on.
+            let puppet: RModule = ruby.class_object().const_get("Puppet")?;
+            let error: magnus::ExceptionClass = puppet.const_get("Error")?;
+            return Err(Error::new(error, message.clone()));
+        }
         let result: RValue = match action {
             SetAction::Delete => provider.funcall("delete", (context, name))?,
             other => provider.funcall(other.method_name(), (context, name, should))?,
@@ -932,13 +980,14 @@ fn rb_logon_failed_already(
     rb_self: Obj<DscBaseProvider>,
     credential: RValue,
 ) -> BindingResult<bool> {
+    let _ = rb_self;
     let credential = from_ruby(ruby, credential, "credential")?;
-    Ok(rb_self
-        .state
-        .borrow()
-        .lifecycle
-        .as_ref()
-        .is_some_and(|l| lifecycle::logon_failed_already(l, &credential)))
+    Ok(lifecycle::logon_key(&credential).is_some_and(|pair| logon_failures().contains(&pair)))
+}
+
+/// `DscBaseProvider.forget_logon_failures`: starts a new run's memo (tests).
+fn rb_forget_logon_failures() {
+    logon_failures().clear();
 }
 
 fn rb_specify_dsc_timeout(

@@ -56,6 +56,9 @@ pub struct LifecycleState {
     pub logon_failures: Vec<(String, String)>,
     /// Resources whose last Set failed.
     pub failed_sets: IdentityCache<String>,
+    /// Resources whose Get failed in this run: no further PowerShell call
+    /// is made for them, and their Set is marked failed.
+    pub failed_gets: IdentityCache<()>,
     /// The timeout of the invocation in progress (2.x `@timeout`).
     pub timeout_ms: Option<u64>,
     pub collision_wait_seconds: f64,
@@ -79,7 +82,8 @@ impl LifecycleState {
             test_results: IdentityCache::new(namevars.clone()),
             insync_reported: HashSet::new(),
             logon_failures: Vec::new(),
-            failed_sets: IdentityCache::new(namevars),
+            failed_sets: IdentityCache::new(namevars.clone()),
+            failed_gets: IdentityCache::new(namevars),
             timeout_ms: None,
             collision_wait_seconds: COLLISION_DEFAULT_WAIT_SECONDS,
         }
@@ -128,6 +132,19 @@ pub trait ProviderHost {
         ))
     }
     fn is_metaparam(&self, name: &str) -> bool;
+    /// Whether this (user, password) failed to log on earlier in the run.
+    /// The binding shares the memo between its provider instances (one
+    /// per type), since a credential is not tied to a type.
+    fn logon_failed_already(&self, pair: &(String, String)) -> bool {
+        self.with_state(|s| s.logon_failures.contains(pair))
+    }
+    fn remember_logon_failure(&self, pair: (String, String)) {
+        self.with_state(|s| {
+            if !s.logon_failures.contains(&pair) {
+                s.logon_failures.push(pair);
+            }
+        })
+    }
     fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
     /// A message for an error raised by a host call (already safe to log
     /// once scrubbed).
@@ -207,7 +224,29 @@ pub fn get_for_canonicalize<H: ProviderHost>(
     if let Some(cached) = host.with_state(|s| s.query_results.get(resource).cloned()) {
         return Ok(Some(cached));
     }
-    host.invoke_get_method(resource)
+    if get_failed(host, resource) {
+        return Ok(None);
+    }
+    let result = host.invoke_get_method(resource)?;
+    if result.is_none() {
+        host.with_state(|s| s.failed_gets.insert(resource, ()));
+    }
+    Ok(result)
+}
+
+/// Whether this resource's Get failed earlier in the run (already reported).
+pub fn get_failed<H: ProviderHost>(host: &H, resource: &Map) -> bool {
+    host.with_state(|s| s.failed_gets.get(resource).is_some())
+}
+
+/// The message of the error that marks a resource whose Get failed as
+/// failed, instead of a blind Set.
+pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
+    let title = title.map(shown).unwrap_or_default();
+    format!(
+        "{}[{title}]: not applied, because its current state could not be read (the DSC Get failed; see the error above)",
+        typedef.name
+    )
 }
 
 // ---------------------------------------------------------------------- get
@@ -246,10 +285,20 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
             out.push(cached);
             continue;
         }
+        if get_failed(host, &name_hash) {
+            // Reported already: no second call. The title alone keeps
+            // Puppet going; `set` then marks the resource failed.
+            out.push(name_hash);
+            continue;
+        }
         let canonical = host.with_state(|s| s.canonicalized.get(&name_hash).cloned());
         let query = query_for(&typedef, &name_hash, canonical.as_ref());
-        if let Some(result) = host.invoke_get_method(&query)? {
-            out.push(result);
+        match host.invoke_get_method(&query)? {
+            Some(result) => out.push(result),
+            None => {
+                host.with_state(|s| s.failed_gets.insert(&query, ()));
+                out.push(name_hash);
+            }
         }
     }
     Ok(out)
@@ -528,6 +577,14 @@ pub fn insync<H: ProviderHost>(
         // The corrective-change check that Puppet makes after a change.
         return Ok(Insync::UseDefault);
     }
+    if get_failed(host, &identity_source) {
+        // Nothing to compare with, and no Test either: out of sync, so that
+        // `set` marks the resource failed.
+        host.with_state(|s| s.insync_reported.insert(marker));
+        return Ok(Insync::Changed(format!(
+            "{property}: the current state could not be read"
+        )));
+    }
     let is_value = match is_hash.and_then(|h| h.get_named(property)) {
         Some(v) => Some(v.clone()),
         None => host.with_state(|s| {
@@ -623,6 +680,12 @@ pub fn logon_failed_already(state: &LifecycleState, credential: &Value) -> bool 
     credential_pair(credential).is_some_and(|pair| state.logon_failures.contains(&pair))
 }
 
+/// The (user, password) pair of a credential hash, the key of the logon
+/// failure memo.
+pub fn logon_key(credential: &Value) -> Option<(String, String)> {
+    credential_pair(credential)
+}
+
 fn secrets_of(maps: &[&Map]) -> Vec<String> {
     let mut secrets = Vec::new();
     for map in maps {
@@ -682,7 +745,7 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         .filter(|c| !c.is_nil())
         .cloned();
     if let Some(credential) = &credential {
-        if host.with_state(|s| logon_failed_already(s, credential)) {
+        if credential_pair(credential).is_some_and(|pair| host.logon_failed_already(&pair)) {
             let user = credential_pair(credential).map(|p| p.0).unwrap_or_default();
             host.err(
                 title,
@@ -823,11 +886,7 @@ fn run_once<H: ProviderHost>(
                 title,
                 &scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run."), secrets),
             )?;
-            host.with_state(|s| {
-                if !s.logon_failures.contains(&(user.clone(), password.clone())) {
-                    s.logon_failures.push((user, password));
-                }
-            });
+            host.remember_logon_failure((user, password));
             return Ok(Outcome::Failed);
         }
     }

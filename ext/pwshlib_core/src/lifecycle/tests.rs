@@ -505,3 +505,117 @@ fn a_thousand_resources_cost_a_thousand_gets() {
     }
     assert_eq!(host.methods().len(), 1000);
 }
+
+#[test]
+fn a_failed_get_is_not_retried_and_nothing_else_is_called() {
+    for failure in [
+        ExecuteOutput::default(),
+        out("{not json"),
+        out(r#"{"errormessage":"The resource failed"}"#),
+    ] {
+        let host = FakeHost::new();
+        host.answers.borrow_mut().push_back(failure);
+        let m = manifest("resource");
+        let canonical = canonicalize(&host, vec![m.clone()]).unwrap().remove(0);
+        assert_eq!(canonical, m);
+        // get hands back the title only, without a second Get.
+        let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+        assert_eq!(current, name_hash_of(&title()));
+        assert_eq!(
+            canonicalize(&host, vec![current.clone()]).unwrap()[0],
+            current
+        );
+        // Out of sync without a Test (resource mode), so that set runs and
+        // marks the resource failed; the corrective check gets nil.
+        let answer = insync(&host, &title(), "dsc_contents", Some(&current), &canonical).unwrap();
+        assert!(
+            matches!(&answer, Insync::Changed(m) if m.contains("could not be read")),
+            "{answer:?}"
+        );
+        assert_eq!(
+            insync(&host, &title(), "dsc_contents", Some(&current), &canonical).unwrap(),
+            Insync::UseDefault
+        );
+        assert!(get_failed(&host, &canonical));
+        assert_eq!(host.methods(), [DscMethod::Get]);
+        assert_eq!(host.logged("err").len(), 1);
+        // Another resource is unaffected.
+        let mut other = manifest("property");
+        other.insert_symbol("name", s("Other"));
+        other.insert_symbol("dsc_destinationpath", s("c:\\other"));
+        assert!(!get_failed(&host, &other));
+        canonicalize(&host, vec![other]).unwrap();
+        assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Get]);
+    }
+    let message = get_failed_message(&fixture_typedef(), Some(&s("Title")));
+    assert!(
+        message.starts_with("dsc_fixturefile[Title]: ") && message.contains("could not be read"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
+    let host = FakeHost::new();
+    let password = Value::Sensitive(Box::new(s("x")));
+    let credential = |user: &str| {
+        Value::Hash(Map(vec![
+            (s("user"), s(user)),
+            (s("password"), password.clone()),
+        ]))
+    };
+    host.system.borrow_mut().insert(
+        s("Password"),
+        Value::Hash(Map(vec![
+            (s("user"), s("Alice")),
+            (s("password"), Value::Nil),
+        ])),
+    );
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_contents", s("hello"));
+    m.insert_symbol("dsc_password", credential("alice"));
+    let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
+    let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+    let is_password = current.get_named("dsc_password").unwrap();
+    assert_eq!(
+        is_password.as_map().unwrap().get_named("password"),
+        Some(&password)
+    );
+    assert_eq!(
+        insync(&host, &title(), "dsc_password", Some(&current), &canonical).unwrap(),
+        Insync::InSync(true)
+    );
+
+    // Another user: a real change, which never shows the password.
+    let host = FakeHost::new();
+    host.system.borrow_mut().insert(
+        s("Password"),
+        Value::Hash(Map(vec![
+            (s("user"), s("Bob")),
+            (s("password"), Value::Nil),
+        ])),
+    );
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_password", credential("Alice"));
+    let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
+    let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+    assert_eq!(
+        current
+            .get_named("dsc_password")
+            .and_then(Value::as_map)
+            .and_then(|p| p.get_named("password")),
+        Some(&password)
+    );
+    let answer = insync(&host, &title(), "dsc_password", Some(&current), &canonical).unwrap();
+    let Insync::Changed(message) = answer else {
+        panic!("{answer:?}")
+    };
+    assert!(
+        message.contains("Bob") && message.contains("#<Sensitive [value redacted]>"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("'x'") && !message.contains("\"x\""),
+        "{message}"
+    );
+}
