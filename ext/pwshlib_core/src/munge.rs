@@ -1,7 +1,7 @@
 //! Turning the JSON that the host script prints into Values, and a DSC Get
 //! result into the Puppet resource hash (behavior.md §3 "get").
 
-use crate::canonical::{is_absent, recursively_sort};
+use crate::canonical::{is_absent, recursively_sort, values_equal};
 use crate::typedef::{Behaviour, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
@@ -138,7 +138,10 @@ fn fill_credential_password(value: Value, desired: Option<&Value>) -> Value {
         .and_then(|m| m.get_named("password"))
         .filter(|p| !p.is_nil())
     else {
-        return Value::Hash(map);
+        // DSC never reports a password and the manifest names none to
+        // compare with: the credential cannot be shown in a form the type
+        // schema accepts (its password is mandatory), so it is unknown.
+        return Value::Nil;
     };
     let password = match password {
         Value::Sensitive(_) => password.clone(),
@@ -195,6 +198,16 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         if value.is_nil() && matches!(query.get_named(&type_key), Some(Value::Array(_))) {
             value = Value::Array(Vec::new());
         }
+        if let Some(desired) = query.get_named(&type_key) {
+            adopt_number_forms(&mut value, desired);
+        }
+        if attribute
+            .mof_type
+            .as_deref()
+            .is_some_and(is_integer_mof_type)
+        {
+            integers_from_text(&mut value);
+        }
         out.insert_symbol(&type_key, recursively_sort(&value));
     }
     for namevar in typedef.namevar_attributes() {
@@ -223,6 +236,68 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         out.0.retain(|(_, v)| !v.is_nil());
     }
     (out, errors)
+}
+
+/// The CIM integer types (`UInt32`, `SInt64`, `UInt16[]`, ...).
+fn is_integer_mof_type(mof_type: &str) -> bool {
+    let base = mof_type.trim_end_matches("[]").to_ascii_lowercase();
+    [
+        "uint8", "uint16", "uint32", "uint64", "sint8", "sint16", "sint32", "sint64", "int16",
+        "int32", "int64",
+    ]
+    .contains(&base.as_str())
+}
+
+/// A DSC integer property reported as text (`"1440"`) is still an integer:
+/// its declared CIM type says so, and the Puppet type schema wants one.
+fn integers_from_text(value: &mut Value) {
+    match value {
+        Value::Str(text) => {
+            if let Ok(number) = text.trim().parse::<i64>() {
+                *value = Value::Int(number);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integers_from_text),
+        _ => {}
+    }
+}
+
+/// Where the system reports a number as text (`"1440"`) and the desired
+/// value is that number, takes the number: the values are equal anyway
+/// (behavior.md §3), and Puppet checks the current state against the type
+/// schema, which wants an Integer. Goes through arrays (matching elements by
+/// equality, since order does not matter) and hashes (keys without case).
+fn adopt_number_forms(current: &mut Value, desired: &Value) {
+    let desired = match desired {
+        Value::Sensitive(inner) => inner.as_ref(),
+        other => other,
+    };
+    match (current, desired) {
+        (current @ Value::Str(_), Value::Int(_) | Value::BigInt(_) | Value::Float(_))
+            if values_equal(current, desired) =>
+        {
+            *current = desired.clone();
+        }
+        (Value::Array(items), Value::Array(wanted)) => {
+            for item in items.iter_mut() {
+                if let Some(match_) = wanted.iter().find(|w| values_equal(item, w)) {
+                    adopt_number_forms(item, match_);
+                }
+            }
+        }
+        (Value::Hash(map), Value::Hash(wanted)) => {
+            for (key, item) in map.iter_mut() {
+                let Some(name) = key.key_name() else { continue };
+                let found = wanted
+                    .iter()
+                    .find(|(k, _)| k.key_name().is_some_and(|n| n.eq_ignore_ascii_case(name)));
+                if let Some((_, wanted_item)) = found {
+                    adopt_number_forms(item, wanted_item);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -282,8 +357,9 @@ mod tests {
             bindings,
             r#"[{"auth" => {"basic" => true, "cim_instance_type" => "MSFT_Auth"}, "port" => 80, "protocol" => "http"}, {"protocol" => "Ftp"}]"#
         );
-        let password = out.get_named("dsc_password").unwrap().to_string();
-        assert_eq!(password, r#"{"password" => nil, "user" => "u"}"#);
+        // No password from DSC and none in the query: unknown, not a hash
+        // with a nil password that the type schema would reject.
+        assert_eq!(out.get_named("dsc_password"), Some(&Value::Nil));
     }
 
     #[test]
@@ -354,5 +430,69 @@ mod tests {
         );
         assert_eq!(parse_json("1.5").unwrap(), Value::Float(1.5));
         assert!(parse_json("{nope").is_err());
+    }
+}
+
+#[cfg(test)]
+mod number_form_tests {
+    use super::*;
+
+    fn hash(pairs: &[(&str, Value)]) -> Value {
+        Value::Hash(
+            pairs
+                .iter()
+                .map(|(k, v)| (Value::str(*k), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn numbers_reported_as_text_take_the_desired_form_at_any_depth() {
+        let mut current = Value::Array(vec![
+            hash(&[
+                ("Port", Value::str("443")),
+                ("protocol", Value::str("https")),
+            ]),
+            hash(&[("port", Value::str("80")), ("protocol", Value::str("http"))]),
+        ]);
+        let desired = Value::Array(vec![
+            hash(&[("port", Value::Int(80)), ("protocol", Value::str("http"))]),
+            hash(&[("port", Value::Int(443)), ("protocol", Value::str("https"))]),
+        ]);
+        adopt_number_forms(&mut current, &desired);
+        let ports: Vec<_> = current
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                h.as_map()
+                    .unwrap()
+                    .get_named("Port")
+                    .or(h.as_map().unwrap().get_named("port"))
+                    .cloned()
+            })
+            .collect();
+        assert_eq!(ports, vec![Some(Value::Int(443)), Some(Value::Int(80))]);
+    }
+
+    #[test]
+    fn integer_typed_properties_reported_as_text_become_integers() {
+        let mut value = Value::Array(vec![Value::str("1440"), Value::str(" 7 "), Value::str("x")]);
+        assert!(is_integer_mof_type("UInt32[]") && !is_integer_mof_type("String"));
+        integers_from_text(&mut value);
+        assert_eq!(
+            value,
+            Value::Array(vec![Value::Int(1440), Value::Int(7), Value::str("x")])
+        );
+    }
+
+    #[test]
+    fn text_that_differs_from_the_desired_number_stays_text() {
+        let mut current = Value::str("1440");
+        adopt_number_forms(&mut current, &Value::Int(60));
+        assert_eq!(current, Value::str("1440"));
+        let mut words = Value::str("many");
+        adopt_number_forms(&mut words, &Value::Int(1));
+        assert_eq!(words, Value::str("many"));
     }
 }
