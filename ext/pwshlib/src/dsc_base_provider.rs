@@ -662,16 +662,7 @@ fn rb_create(
     name: RValue,
     should: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
-    let name_value = from_ruby(ruby, name, "name")?;
-    let should_map = hash_arg(ruby, should, "should")?;
-    host.debug(&format!(
-        "Creating '{}' with {}",
-        lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
-        Value::Hash(should_map.clone())
-    ))?;
-    host.invoke_set_method(&name_value, &should_map)?;
-    Ok(ruby.qnil().as_value())
+    set_with_log(ruby, rb_self, context, name, should, "Creating")
 }
 
 fn rb_update(
@@ -681,11 +672,23 @@ fn rb_update(
     name: RValue,
     should: RValue,
 ) -> BindingResult<RValue> {
+    set_with_log(ruby, rb_self, context, name, should, "Updating")
+}
+
+/// `create` and `update` differ only in what they log: both Set `should`.
+fn set_with_log(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+    should: RValue,
+    verb: &str,
+) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
     let should_map = hash_arg(ruby, should, "should")?;
     host.debug(&format!(
-        "Updating '{}' with {}",
+        "{verb} '{}' with {}",
         lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
         Value::Hash(should_map.clone())
     ))?;
