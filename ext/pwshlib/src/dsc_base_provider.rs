@@ -34,6 +34,11 @@ pub struct ProviderState {
     metaparams: Option<HashSet<String>>,
     /// A collision retry wait set from Ruby (tests), in seconds.
     collision_wait_seconds: Option<f64>,
+    /// The PowerShell executable and its arguments, resolved once per run
+    /// (a PATH search) rather than once per invocation.
+    powershell: Option<(String, Vec<String>)>,
+    /// Ruby's load path as `load_path` returned it, read once per run.
+    load_path: Option<Arc<Vec<String>>>,
 }
 
 #[derive(Default)]
@@ -312,14 +317,19 @@ impl ProviderHost for RubyHost<'_> {
     }
 
     /// Through Ruby, so that an overridden or stubbed `load_path` decides
-    /// where the vendored resources are found, as in pwshlib 2.x.
+    /// where the vendored resources are found, as in pwshlib 2.x; read once
+    /// per provider (per run), not per invocation.
     fn load_path(&self) -> BindingResult<Vec<String>> {
+        if let Some(cached) = self.provider.state.borrow().load_path.clone() {
+            return Ok(cached.as_ref().clone());
+        }
         let load_path: RArray = self.provider.funcall("load_path", ())?;
         let mut entries = Vec::with_capacity(load_path.len());
         for entry in load_path.into_iter() {
             let text: RString = entry.funcall("to_s", ())?;
             entries.push(text.to_string()?);
         }
+        self.provider.state.borrow_mut().load_path = Some(Arc::new(entries.clone()));
         Ok(entries)
     }
 
@@ -802,30 +812,64 @@ fn rb_invoke_dsc_resource(
 
 /// `Pwsh::Manager.instance(pwsh_path, pwsh_args, debug: …)`, or the Windows
 /// PowerShell path and args on Windows, all through Ruby.
-fn rb_ps_manager(ruby: &Ruby, _rb_self: Obj<DscBaseProvider>) -> BindingResult<RValue> {
+fn rb_ps_manager(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RValue> {
     let pwsh: RModule = ruby.class_object().const_get("Pwsh")?;
     let manager: RClass = pwsh.const_get("Manager")?;
+    let cached = rb_self.state.borrow().powershell.clone();
+    let (path, args) = match cached {
+        Some(resolved) => resolved,
+        None => {
+            let (path, args) = powershell_executable(ruby, pwsh, manager)?;
+            // Without a PowerShell, `instance` raises the error that says
+            // what was searched; nothing is cached, so a later call looks again.
+            let (Some(path), Some(args)) = (
+                Option::<String>::try_convert(path)?,
+                Option::<Vec<String>>::try_convert(args)?,
+            ) else {
+                return Ok(manager.funcall("instance", (path, args, debug_options(ruby)?))?);
+            };
+            rb_self.state.borrow_mut().powershell = Some((path.clone(), args.clone()));
+            (path, args)
+        }
+    };
+    Ok(manager.funcall("instance", (path, args, debug_options(ruby)?))?)
+}
+
+/// `Pwsh::Manager.powershell_path/args` on Windows, `pwsh_path/args` elsewhere.
+fn powershell_executable(
+    ruby: &Ruby,
+    pwsh: RModule,
+    manager: RClass,
+) -> BindingResult<(RValue, RValue)> {
     let on_windows: bool = match pwsh.const_get::<_, RModule>("Util") {
         Ok(util) => util.funcall::<_, _, RValue>("on_windows?", ())?.to_bool(),
         Err(_) => ruby.eval::<RValue>("Gem.win_platform?")?.to_bool(),
     };
-    let (path, args): (RValue, RValue) = if on_windows {
-        (
-            manager.funcall("powershell_path", ())?,
-            manager.funcall("powershell_args", ())?,
-        )
+    let (path_method, args_method) = if on_windows {
+        ("powershell_path", "powershell_args")
     } else {
-        (
-            manager.funcall("pwsh_path", ())?,
-            manager.funcall("pwsh_args", ())?,
-        )
+        ("pwsh_path", "pwsh_args")
     };
-    let debug = ruby
-        .eval::<RValue>("defined?(Puppet::Util::Log) ? Puppet::Util::Log.level == :debug : false")?
-        .to_bool();
+    Ok((
+        manager.funcall(path_method, ())?,
+        manager.funcall(args_method, ())?,
+    ))
+}
+
+/// `debug: true` while Puppet logs at debug level (the host then echoes more).
+fn debug_options(ruby: &Ruby) -> BindingResult<KwArgs> {
+    let log: Result<RValue, _> = ruby
+        .class_object()
+        .funcall("const_get", ("Puppet::Util::Log",));
+    let debug = match log {
+        Ok(log) => log
+            .funcall::<_, _, RValue>("level", ())?
+            .equal(ruby.to_symbol("debug"))?,
+        Err(_) => false,
+    };
     let options = ruby.hash_new();
     options.aset(ruby.to_symbol("debug"), debug)?;
-    Ok(manager.funcall("instance", (path, args, KwArgs(options)))?)
+    Ok(KwArgs(options))
 }
 
 fn rb_cached_test_results(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RArray> {
