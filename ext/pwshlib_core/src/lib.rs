@@ -3,6 +3,7 @@
 //! and [`typedef::TypeDef`] and calls in here.
 
 pub mod error;
+pub mod host;
 pub mod literal;
 pub mod protocol;
 pub mod pslint;

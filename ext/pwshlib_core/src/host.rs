@@ -1,0 +1,385 @@
+//! The manager's side of a PowerShell host: starting the process, connecting
+//! to the endpoint it serves, the hello handshake, one request at a time
+//! under a deadline, cancellation, and leaving (docs/protocol.md).
+//!
+//! The endpoint is a Unix socket on Unix (`transport/unix.rs`) and a named
+//! pipe on Windows (`transport/windows.rs`); this file is the same on both.
+//! Nothing here blocks without a deadline, and every wait can be cut short
+//! through a [`Cancel`], whose [`Cancel::unblock`] is safe to call from
+//! another thread or a signal handler (Ruby's unblocking function).
+//!
+//! Nothing here knows Ruby: the binding (`ext/pwshlib/src/manager.rs`) holds
+//! the GVL plumbing, the registry of managers and the conversions.
+
+use std::io::{self, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::protocol::{self, ExecuteRequest, ExecuteResult, FrameError, Message};
+
+#[cfg(unix)]
+#[path = "host/unix.rs"]
+mod transport;
+#[cfg(windows)]
+#[path = "host/windows.rs"]
+mod transport;
+
+pub use transport::Cancel;
+use transport::{Connection, ProcessGuard};
+
+/// How long the manager waits for a result beyond the request's timeout
+/// before it declares the host hung.
+pub const READ_GRACE: Duration = Duration::from_secs(1);
+/// How long a host gets to leave after `exit` before it is killed.
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+const CONNECT_RETRY: Duration = Duration::from_millis(50);
+
+/// What starting a host needs: all owned data, copied out of the caller.
+#[derive(Clone, Debug)]
+pub struct SpawnOptions {
+    /// The PowerShell executable (or a stand-in such as pwshlib-sim).
+    pub program: String,
+    /// Its arguments before `-File host.ps1 …`.
+    pub args: Vec<String>,
+    pub host_script: String,
+    /// Let the host's stderr through to ours (else it goes to the null device).
+    pub show_host_errors: bool,
+    /// How long the host may take to open its endpoint and say hello.
+    pub pipe_timeout: Duration,
+}
+
+/// Why a host could not be started or can no longer be trusted. The message
+/// says what happened; the host (if any) has already been killed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostFailure(pub String);
+
+impl std::fmt::Display for HostFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HostFailure {}
+
+/// A running host: the process and our end of its endpoint.
+pub struct Host {
+    child: Child,
+    connection: Connection,
+    endpoint: String,
+    /// Keeps the host (and anything it starts) from outliving us where the
+    /// platform can promise that (a kill-on-close job object on Windows).
+    _guard: ProcessGuard,
+    /// The process that started the host. After a fork the child inherits
+    /// the host but must leave the parent's host alone.
+    owner_pid: u32,
+}
+
+impl Host {
+    /// Starts the host (no shell: an argument vector) and connects, retrying
+    /// until `pipe_timeout`; on any failure the process is killed and reaped.
+    pub fn spawn(options: &SpawnOptions, cancel: &Cancel) -> Result<Host, HostFailure> {
+        let endpoint = transport::new_endpoint_name();
+        let mut command = Command::new(&options.program);
+        command
+            .args(&options.args)
+            .arg("-File")
+            .arg(&options.host_script)
+            .arg("-PipePath")
+            .arg(&endpoint)
+            .arg("-ParentPid")
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(if options.show_host_errors {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+        transport::detach_from_our_interrupts(&mut command);
+        let child = command.spawn().map_err(|e| {
+            HostFailure(format!(
+                "Failed to start the PowerShell host {:?}: {e}. {}",
+                options.program, SET_OVERRIDE_HINT
+            ))
+        })?;
+        let guard = ProcessGuard::new(&child);
+        let mut starting = Starting {
+            child: Some(child),
+            endpoint: endpoint.clone(),
+        };
+        let deadline = Instant::now() + options.pipe_timeout;
+        let connection = loop {
+            if cancel.is_cancelled() {
+                return Err(starting.fail("interrupted while starting the PowerShell host"));
+            }
+            match Connection::connect(&endpoint) {
+                Ok(connection) => break connection,
+                Err(_) if Instant::now() < deadline => {
+                    if let Some(status) = starting.exit_status() {
+                        return Err(starting.fail(format!(
+                            "The PowerShell host {:?} exited ({status}) before opening its {} {endpoint}",
+                            options.program,
+                            transport::ENDPOINT_KIND
+                        )));
+                    }
+                    cancel.pause(CONNECT_RETRY);
+                }
+                Err(e) => {
+                    let pid = starting.pid();
+                    return Err(starting.fail(format!(
+                        "Failure waiting for the PowerShell host (pid {pid}, {:?}) to open its {} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
+                        options.program,
+                        transport::ENDPOINT_KIND,
+                        options.pipe_timeout.as_secs_f64()
+                    )));
+                }
+            }
+        };
+        let mut connection = connection;
+        if !cancel.watch(&connection) {
+            return Err(starting.fail("interrupted while starting the PowerShell host"));
+        }
+        // The handshake shares the pipe_timeout budget, with a floor so that
+        // a host that connected at the last moment still gets to say hello.
+        let hello_deadline = deadline.max(Instant::now() + Duration::from_secs(1));
+        let hello = protocol::read_message(&mut Deadlined {
+            connection: &mut connection,
+            deadline: hello_deadline,
+            cancel,
+        });
+        let problem = match hello {
+            Ok(Some(Message::Hello { protocol: 1, .. })) => None,
+            Ok(Some(Message::Hello { protocol, .. })) => Some(format!(
+                "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
+                protocol::PROTOCOL_VERSION
+            )),
+            _ if cancel.is_cancelled() => {
+                Some("interrupted while starting the PowerShell host".to_string())
+            }
+            Ok(other) => Some(format!(
+                "The PowerShell host did not greet with hello: {other:?}"
+            )),
+            Err(e) => Some(format!("The PowerShell host handshake failed: {e}")),
+        };
+        if let Some(problem) = problem {
+            return Err(starting.fail(problem));
+        }
+        Ok(Host {
+            child: starting
+                .child
+                .take()
+                .expect("the child is kept until success"),
+            connection,
+            endpoint,
+            _guard: guard,
+            owner_pid: std::process::id(),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The socket path or pipe name the host serves.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// True in a forked child: the host belongs to the parent.
+    pub fn is_foreign(&self) -> bool {
+        self.owner_pid != std::process::id()
+    }
+
+    /// True once the process is gone (or, after a fork, is not ours).
+    pub fn has_exited(&mut self) -> bool {
+        self.is_foreign() || !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends one request and waits for its result, at most timeout + grace.
+    /// `Err` means the host can no longer be trusted (it died, hung, broke
+    /// the protocol, or the wait was cancelled): the caller must destroy it
+    /// and report the message as the call's error.
+    pub fn execute(
+        &mut self,
+        request: &ExecuteRequest,
+        cancel: &Cancel,
+    ) -> Result<ExecuteResult, HostFailure> {
+        if self.is_foreign() {
+            return Err(HostFailure(
+                "This manager's PowerShell host belongs to the parent process (the manager was inherited through fork); call Pwsh::Manager.instance for a new one".into(),
+            ));
+        }
+        if !cancel.watch(&self.connection) {
+            return Err(HostFailure(INTERRUPTED.into()));
+        }
+        let deadline = Instant::now() + Duration::from_millis(request.timeout_ms) + READ_GRACE;
+        let message = Message::Execute(request.clone());
+        let mut channel = Deadlined {
+            connection: &mut self.connection,
+            deadline,
+            cancel,
+        };
+        let outcome = protocol::write_message(&mut channel, &message)
+            .and_then(|()| protocol::read_message(&mut channel));
+        Err(HostFailure(match outcome {
+            Ok(Some(Message::Result(result))) => return Ok(result),
+            _ if cancel.is_cancelled() => INTERRUPTED.to_string(),
+            Ok(Some(Message::Error { message })) => {
+                format!("The PowerShell host rejected the request: {message}")
+            }
+            Ok(Some(other)) => {
+                format!("The PowerShell host sent an unexpected message: {other:?}")
+            }
+            Ok(None) => self.dead_host_message(),
+            Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::TimedOut => format!(
+                "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {} ms grace); it was killed",
+                request.timeout_ms + READ_GRACE.as_millis() as u64,
+                request.timeout_ms,
+                READ_GRACE.as_millis()
+            ),
+            Err(FrameError::Io(_)) => self.dead_host_message(),
+            Err(e) => format!("The PowerShell host sent a malformed reply ({e}); it was killed"),
+        }))
+    }
+
+    fn dead_host_message(&mut self) -> String {
+        // Give a dying process a moment, so the message can say how it ended.
+        for _ in 0..20 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return format!("The PowerShell host died during the call ({status})");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        "The PowerShell host closed the connection during the call".to_string()
+    }
+
+    /// Kills (if needed) and reaps the process, and removes the endpoint.
+    /// In a forked child it only closes the inherited descriptor: shutting
+    /// the connection down would cut the parent's.
+    pub fn destroy(mut self) {
+        if self.is_foreign() {
+            return;
+        }
+        self.connection.shutdown();
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        transport::remove_endpoint(&self.endpoint);
+    }
+
+    /// Asks the host to leave without waiting: many hosts can then leave in
+    /// parallel before each is [`Host::finish_exit`]ed.
+    pub fn begin_exit(&mut self) {
+        if self.is_foreign() {
+            return;
+        }
+        let mut channel = Deadlined {
+            connection: &mut self.connection,
+            deadline: Instant::now() + EXIT_GRACE,
+            cancel: &Cancel::default(),
+        };
+        let _ = protocol::write_message(&mut channel, &Message::Exit);
+        self.connection.shutdown_write();
+    }
+
+    /// Waits up to [`EXIT_GRACE`] for a host told to leave, then makes sure.
+    pub fn finish_exit(mut self) {
+        if self.is_foreign() {
+            return;
+        }
+        let deadline = Instant::now() + EXIT_GRACE;
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                _ => break,
+            }
+        }
+        self.destroy();
+    }
+
+    /// Asks the host to leave, waits a little, then makes sure.
+    pub fn exit_gracefully(mut self) {
+        self.begin_exit();
+        self.finish_exit();
+    }
+}
+
+const INTERRUPTED: &str = "The call was interrupted; the PowerShell host was killed";
+
+/// Told with every failure to find or start PowerShell.
+pub const SET_OVERRIDE_HINT: &str = "Set PWSHLIB_POWERSHELL to the PowerShell executable to use.";
+
+/// A host process between spawn and hello: on failure it is killed, reaped
+/// and its endpoint removed.
+struct Starting {
+    child: Option<Child>,
+    endpoint: String,
+}
+
+impl Starting {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    fn fail(&mut self, message: impl Into<String>) -> HostFailure {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        transport::remove_endpoint(&self.endpoint);
+        HostFailure(message.into())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.fail("abandoned");
+        }
+    }
+}
+
+/// A connection with one overall deadline for every read and write, cut
+/// short by the call's [`Cancel`].
+struct Deadlined<'a> {
+    connection: &'a mut Connection,
+    deadline: Instant,
+    cancel: &'a Cancel,
+}
+
+impl Read for Deadlined<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.connection.read(buf, self.deadline, self.cancel)
+    }
+}
+
+impl Write for Deadlined<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.connection.write(buf, self.deadline, self.cancel)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The time left before `deadline`, or `TimedOut` once it has passed.
+fn remaining(deadline: Instant) -> io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(io::ErrorKind::TimedOut.into())
+    } else {
+        Ok(left)
+    }
+}
+
+/// The error a cancelled wait gives. Not `ErrorKind::Interrupted`: std's
+/// `read_exact` retries those, which would spin on a cancelled call.
+fn cancelled_error() -> io::Error {
+    io::Error::other("the wait for the PowerShell host was cancelled")
+}

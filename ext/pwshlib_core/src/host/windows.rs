@@ -1,0 +1,337 @@
+//! The host transport on Windows: a named pipe, `\\.\pipe\pwshlib-<pid>-<uuid>`.
+//!
+//! The pipe is opened for overlapped I/O so that every read and write can
+//! wait on two things at once: its own completion event and the call's
+//! cancel event, with the time left before the deadline as the wait's
+//! timeout. A wait that ends early cancels the operation with `CancelIoEx`
+//! and waits for it to finish, so the kernel never writes into a buffer or
+//! an OVERLAPPED that has gone.
+//!
+//! The host runs in a job object that kills it when the job's last handle
+//! closes: when the manager destroys it, and also when Ruby dies without
+//! cleaning up (the job handle dies with the process).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+use std::os::windows::process::CommandExt;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use windows_sys::Win32::Foundation::{
+    GetLastError, ERROR_BROKEN_PIPE, ERROR_IO_PENDING, ERROR_NO_DATA, ERROR_OPERATION_ABORTED,
+    ERROR_PIPE_NOT_CONNECTED, GENERIC_READ, GENERIC_WRITE, HANDLE, INVALID_HANDLE_VALUE,
+    WAIT_OBJECT_0, WAIT_TIMEOUT,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, ReadFile, WriteFile, FILE_FLAG_OVERLAPPED, OPEN_EXISTING, SECURITY_IDENTIFICATION,
+    SECURITY_SQOS_PRESENT,
+};
+use windows_sys::Win32::System::JobObjects::{
+    AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
+    SetInformationJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+    JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+};
+use windows_sys::Win32::System::Threading::{
+    CreateEventW, SetEvent, WaitForMultipleObjects, WaitForSingleObject, CREATE_NEW_PROCESS_GROUP,
+    CREATE_NO_WINDOW,
+};
+use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
+
+use super::{cancelled_error, remaining};
+
+/// How messages name the endpoint.
+pub const ENDPOINT_KIND: &str = "named pipe";
+
+/// A fresh pipe name: the PID for whoever looks, a random part so that
+/// nobody can guess it and create the pipe ahead of the host.
+pub fn new_endpoint_name() -> String {
+    format!(
+        r"\\.\pipe\pwshlib-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// A named pipe leaves nothing behind once its handles are closed.
+pub fn remove_endpoint(_endpoint: &str) {}
+
+/// A new process group, so that a Ctrl-C in our console reaches Ruby (which
+/// turns it into an interrupt) and not the host; and no console, since the
+/// host's standard streams are the null device anyway (under a service
+/// every host would otherwise get a hidden console of its own).
+pub fn detach_from_our_interrupts(command: &mut Command) {
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+}
+
+/// The kill-on-close job the host runs in; `None` where no job could be
+/// made (the host is then only killed directly, as on Unix).
+pub struct ProcessGuard {
+    _job: Option<OwnedHandle>,
+}
+
+impl ProcessGuard {
+    pub fn new(child: &Child) -> Self {
+        ProcessGuard {
+            _job: kill_on_close_job(child),
+        }
+    }
+}
+
+fn kill_on_close_job(child: &Child) -> Option<OwnedHandle> {
+    // SAFETY: both pointers may be null (default security, no name); the
+    // returned handle is checked and then owned by OwnedHandle.
+    let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+    if job.is_null() {
+        return None;
+    }
+    // SAFETY: `job` is a valid handle we own from here on.
+    let job = unsafe { OwnedHandle::from_raw_handle(job as RawHandle) };
+    let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
+    limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    // SAFETY: `limits` is the structure this information class expects and
+    // its size is passed with it; both handles are valid for the call.
+    let assigned = unsafe {
+        SetInformationJobObject(
+            raw(&job),
+            JobObjectExtendedLimitInformation,
+            &limits as *const _ as *const std::ffi::c_void,
+            std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+        ) != 0
+            && AssignProcessToJobObject(raw(&job), child.as_raw_handle() as HANDLE) != 0
+    };
+    assigned.then_some(job)
+}
+
+fn raw(handle: &OwnedHandle) -> HANDLE {
+    handle.as_raw_handle() as HANDLE
+}
+
+/// A manual-reset event, unsignalled.
+fn new_event() -> io::Result<OwnedHandle> {
+    // SAFETY: null security attributes and name are allowed; the handle is
+    // checked, then owned.
+    let event = unsafe { CreateEventW(std::ptr::null(), 1, 0, std::ptr::null()) };
+    if event.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh, valid handle that nothing else owns.
+    Ok(unsafe { OwnedHandle::from_raw_handle(event as RawHandle) })
+}
+
+pub struct Connection {
+    pipe: OwnedHandle,
+    /// Signalled when the pending operation completes; one per connection,
+    /// since operations on it never overlap each other.
+    completion: OwnedHandle,
+}
+
+impl Connection {
+    /// One attempt; the caller retries until its pipe_timeout (a pipe that
+    /// does not exist yet or is busy is just "not yet").
+    pub fn connect(endpoint: &str) -> io::Result<Connection> {
+        let name: Vec<u16> = OsStr::new(endpoint)
+            .encode_wide()
+            .chain(std::iter::once(0))
+            .collect();
+        // SAFETY: `name` is NUL-terminated UTF-16 that outlives the call;
+        // null security attributes and template are allowed.
+        // SECURITY_IDENTIFICATION: the pipe's server may learn who we are,
+        // but never act as us.
+        let pipe = unsafe {
+            CreateFileW(
+                name.as_ptr(),
+                GENERIC_READ | GENERIC_WRITE,
+                0,
+                std::ptr::null(),
+                OPEN_EXISTING,
+                FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION,
+                std::ptr::null_mut(),
+            )
+        };
+        if pipe == INVALID_HANDLE_VALUE {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a valid handle that we own from here on.
+        let pipe = unsafe { OwnedHandle::from_raw_handle(pipe as RawHandle) };
+        Ok(Connection {
+            pipe,
+            completion: new_event()?,
+        })
+    }
+
+    pub fn read(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+        cancel: &Cancel,
+    ) -> io::Result<usize> {
+        let length = buf.len().min(u32::MAX as usize) as u32;
+        let buffer = buf.as_mut_ptr();
+        match self.overlapped(deadline, cancel, |pipe, overlapped| {
+            // SAFETY: `buffer` is valid for `length` bytes and, like the
+            // OVERLAPPED, stays put until `overlapped` has seen the
+            // operation finish.
+            unsafe { ReadFile(pipe, buffer, length, std::ptr::null_mut(), overlapped) }
+        }) {
+            // The host closed its end: the end of the stream.
+            Err(e) if is_disconnected(&e) => Ok(0),
+            other => other,
+        }
+    }
+
+    pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
+        let length = buf.len().min(u32::MAX as usize) as u32;
+        let buffer = buf.as_ptr();
+        self.overlapped(deadline, cancel, |pipe, overlapped| {
+            // SAFETY: as for ReadFile: the buffer and the OVERLAPPED outlive
+            // the operation.
+            unsafe { WriteFile(pipe, buffer, length, std::ptr::null_mut(), overlapped) }
+        })
+    }
+
+    /// Starts one operation, then waits for it, the cancel event or the
+    /// deadline; a wait that ends early cancels the operation and waits for
+    /// the cancellation to land before returning.
+    fn overlapped(
+        &mut self,
+        deadline: Instant,
+        cancel: &Cancel,
+        start: impl FnOnce(HANDLE, *mut OVERLAPPED) -> i32,
+    ) -> io::Result<usize> {
+        if cancel.is_cancelled() {
+            return Err(cancelled_error());
+        }
+        let left = remaining(deadline)?;
+        let pipe = raw(&self.pipe);
+        let mut overlapped = OVERLAPPED {
+            hEvent: raw(&self.completion),
+            ..Default::default()
+        };
+        if start(pipe, &mut overlapped) == 0 {
+            // SAFETY: reads this thread's last error, set by the call above.
+            let error = unsafe { GetLastError() };
+            if error != ERROR_IO_PENDING {
+                return Err(io::Error::from_raw_os_error(error as i32));
+            }
+        }
+        let handles = [raw(&self.completion), cancel.event_handle()];
+        let count = if handles[1].is_null() { 1 } else { 2 };
+        // SAFETY: `handles` holds `count` valid handles for the call.
+        let woke = unsafe { WaitForMultipleObjects(count, handles.as_ptr(), 0, millis(left)) };
+        let mut transferred = 0u32;
+        if woke == WAIT_OBJECT_0 {
+            // SAFETY: the operation has completed (its event is set); the
+            // OVERLAPPED is the one it was started with.
+            let done = unsafe { GetOverlappedResult(pipe, &overlapped, &mut transferred, 0) };
+            return if done != 0 {
+                Ok(transferred as usize)
+            } else {
+                Err(io::Error::last_os_error())
+            };
+        }
+        // Timed out, cancelled, or the wait itself failed: take the
+        // operation back before `overlapped` and the buffer go out of scope.
+        // SAFETY: cancels only this operation on our own handle, then waits
+        // (bWait = TRUE) until the kernel is done with it.
+        let finished = unsafe {
+            CancelIoEx(pipe, &overlapped);
+            GetOverlappedResult(pipe, &overlapped, &mut transferred, 1) != 0
+        };
+        if finished {
+            // It completed after all; the next call sees the cancel or the
+            // deadline again.
+            return Ok(transferred as usize);
+        }
+        if woke == WAIT_TIMEOUT {
+            Err(io::ErrorKind::TimedOut.into())
+        } else {
+            Err(cancelled_error())
+        }
+    }
+
+    pub fn shutdown(&self) {
+        // SAFETY: cancels whatever is pending on our own handle (nothing, in
+        // practice: operations are waited for before they return).
+        unsafe {
+            CancelIoEx(raw(&self.pipe), std::ptr::null());
+        }
+    }
+
+    /// A pipe has no half-close: the host leaves on the exit message, and
+    /// sees the end of the stream when the handle closes.
+    pub fn shutdown_write(&self) {}
+}
+
+fn is_disconnected(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error().map(|code| code as u32),
+        Some(
+            ERROR_BROKEN_PIPE | ERROR_NO_DATA | ERROR_PIPE_NOT_CONNECTED | ERROR_OPERATION_ABORTED
+        )
+    )
+}
+
+/// Milliseconds for a wait, rounded up (never 0 while time is left) and kept
+/// below INFINITE.
+fn millis(duration: Duration) -> u32 {
+    let millis = duration.as_micros().div_ceil(1000);
+    millis.min(u128::from(u32::MAX - 1)) as u32
+}
+
+/// Interrupt plumbing for one blocking call: [`Cancel::unblock`] sets a flag
+/// and an event that every wait of the call also waits on. Ruby calls it
+/// from another thread.
+pub struct Cancel {
+    cancelled: AtomicBool,
+    /// None only if the system refused an event; waits then end at their
+    /// deadline rather than at once.
+    event: Option<OwnedHandle>,
+}
+
+impl Default for Cancel {
+    fn default() -> Self {
+        Cancel {
+            cancelled: AtomicBool::new(false),
+            event: new_event().ok(),
+        }
+    }
+}
+
+impl Cancel {
+    pub fn unblock(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let Some(event) = &self.event {
+            // SAFETY: a valid event handle we own.
+            unsafe {
+                SetEvent(raw(event));
+            }
+        }
+    }
+
+    /// The event already covers every wait; false if the call was cancelled.
+    pub fn watch(&self, _connection: &Connection) -> bool {
+        !self.is_cancelled()
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Waits between connection attempts; a cancel ends the pause at once.
+    pub fn pause(&self, duration: Duration) {
+        match &self.event {
+            // SAFETY: a valid event handle we own.
+            Some(event) => unsafe {
+                WaitForSingleObject(raw(event), millis(duration));
+            },
+            None => std::thread::sleep(duration),
+        }
+    }
+
+    fn event_handle(&self) -> HANDLE {
+        self.event.as_ref().map_or(std::ptr::null_mut(), raw)
+    }
+}
