@@ -166,8 +166,12 @@ function Invoke-Request {
         $ps = [PowerShell]::Create()
         $ps.Runspace = $script:Runspace
         $ps.AddScript([string]$Request.code) | Out-Null
+        # Typed collections, not $null: PowerShell infers BeginInvoke's
+        # generic arguments from the values it is given.
+        $noInput = New-Object 'System.Management.Automation.PSDataCollection[psobject]'
+        $noInput.Complete()
         $output = New-Object 'System.Management.Automation.PSDataCollection[psobject]'
-        $pending = $ps.BeginInvoke([System.Management.Automation.PSDataCollection[psobject]]$null, $output)
+        $pending = $ps.BeginInvoke($noInput, $output)
 
         # The timeout stops the pipeline; the runspace stays usable.
         if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {
@@ -241,7 +245,11 @@ if ($ParentPid -gt 0) {
 $server = $null
 $connection = $null
 if ($script:OnWindows) {
-    $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $PipePath, ([System.IO.Pipes.PipeDirection]::InOut), 1, ([System.IO.Pipes.PipeTransmissionMode]::Byte)
+    # The manager passes the full path (\\.\pipe\pwshlib-<pid>-<uuid>); .NET
+    # wants the name alone. One instance only: .NET then creates the pipe with
+    # FILE_FLAG_FIRST_PIPE_INSTANCE, so nobody can have made it before us.
+    $pipeName = $PipePath -replace '^\\\\\.\\pipe\\', ''
+    $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, ([System.IO.Pipes.PipeDirection]::InOut), 1, ([System.IO.Pipes.PipeTransmissionMode]::Byte)
     $server.WaitForConnection()
     $stream = $server
 } else {

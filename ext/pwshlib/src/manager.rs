@@ -47,7 +47,7 @@ impl Shared {
 
     fn exit(&self) {
         if let Some(host) = self.host.lock().take() {
-            host.exit_gracefully();
+            let _ = host.exit_gracefully();
         }
     }
 
@@ -250,7 +250,7 @@ impl Manager {
                     leaving.push(host);
                 }
                 for host in leaving {
-                    host.finish_exit();
+                    let _ = host.finish_exit();
                 }
             },
             || {},

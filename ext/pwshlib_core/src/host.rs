@@ -12,7 +12,7 @@
 //! the GVL plumbing, the registry of managers and the conversions.
 
 use std::io::{self, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::protocol::{self, ExecuteRequest, ExecuteResult, FrameError, Message};
@@ -26,6 +26,10 @@ mod transport;
 
 pub use transport::Cancel;
 use transport::{Connection, ProcessGuard};
+
+/// Where Windows named pipes live; the host's pipe is this plus
+/// `pwshlib-<pid>-<uuid>`, and host.ps1 strips it again for .NET.
+pub const WINDOWS_PIPE_PREFIX: &str = r"\\.\pipe\";
 
 /// How long the manager waits for a result beyond the request's timeout
 /// before it declares the host hung.
@@ -284,24 +288,33 @@ impl Host {
     }
 
     /// Waits up to [`EXIT_GRACE`] for a host told to leave, then makes sure.
-    pub fn finish_exit(mut self) {
+    /// The exit status if it left by itself; `None` if it had to be killed
+    /// (or belongs to the parent of a fork).
+    pub fn finish_exit(mut self) -> Option<ExitStatus> {
         if self.is_foreign() {
-            return;
+            return None;
         }
         let deadline = Instant::now() + EXIT_GRACE;
+        let mut left = None;
         while Instant::now() < deadline {
             match self.child.try_wait() {
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                _ => break,
+                Ok(status) => {
+                    left = status;
+                    break;
+                }
+                Err(_) => break,
             }
         }
         self.destroy();
+        left
     }
 
-    /// Asks the host to leave, waits a little, then makes sure.
-    pub fn exit_gracefully(mut self) {
+    /// Asks the host to leave, waits a little, then makes sure; as
+    /// [`Host::finish_exit`].
+    pub fn exit_gracefully(mut self) -> Option<ExitStatus> {
         self.begin_exit();
-        self.finish_exit();
+        self.finish_exit()
     }
 }
 

@@ -60,3 +60,19 @@ fn the_host_script_serves_protocol_version_one() {
     ));
     assert!(host.contains("-PipePath") || host.contains("$PipePath"));
 }
+
+#[test]
+fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
+    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
+    let pattern = regex::Regex::new(r"\$pipeName = \$PipePath -replace '([^']+)', ''").unwrap();
+    let strip = &pattern
+        .captures(&host)
+        .expect("host.ps1 derives the .NET pipe name from -PipePath")[1];
+    // .NET and the regex crate read this pattern alike: anchors, escapes
+    // and literals only.
+    let strip = regex::Regex::new(strip).unwrap();
+    let name = "pwshlib-4242-0123456789abcdef0123456789abcdef";
+    let path = format!("{}{name}", pwshlib_core::host::WINDOWS_PIPE_PREFIX);
+    assert_eq!(strip.replace(&path, ""), name);
+    assert!(host.contains("NamedPipeServerStream -ArgumentList $pipeName"));
+}

@@ -49,7 +49,8 @@ pub const ENDPOINT_KIND: &str = "named pipe";
 /// nobody can guess it and create the pipe ahead of the host.
 pub fn new_endpoint_name() -> String {
     format!(
-        r"\\.\pipe\pwshlib-{}-{}",
+        "{}pwshlib-{}-{}",
+        super::WINDOWS_PIPE_PREFIX,
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     )

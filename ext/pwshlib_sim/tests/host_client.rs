@@ -1,0 +1,222 @@
+//! `pwshlib_core::host` (the manager's transport) against the real
+//! `pwshlib-sim` over the real endpoint: a Unix socket here, a named pipe
+//! when these tests are built for Windows (`script/windows-check` runs them
+//! under wine).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pwshlib_core::host::{Cancel, Host, HostFailure, SpawnOptions, READ_GRACE};
+use pwshlib_core::protocol::ExecuteRequest;
+
+const SIM: &str = env!("CARGO_BIN_EXE_pwshlib-sim");
+
+fn options() -> SpawnOptions {
+    SpawnOptions {
+        program: SIM.to_string(),
+        args: vec!["-NoProfile".into(), "-NonInteractive".into()],
+        host_script: "host.ps1".into(),
+        show_host_errors: true,
+        pipe_timeout: Duration::from_secs(20),
+    }
+}
+
+fn start() -> Host {
+    Host::spawn(&options(), &Cancel::default()).expect("the simulator starts")
+}
+
+fn request(code: &str, timeout_ms: u64) -> ExecuteRequest {
+    ExecuteRequest::new(code.to_string(), Some(timeout_ms), None, &[] as &[&str])
+}
+
+fn run(host: &mut Host, code: &str) -> pwshlib_core::protocol::ExecuteResult {
+    host.execute(&request(code, 10_000), &Cancel::default())
+        .expect("the host answers")
+}
+
+#[test]
+fn the_endpoint_is_a_socket_here_and_a_named_pipe_on_windows() {
+    let host = start();
+    if cfg!(windows) {
+        assert!(
+            host.endpoint().starts_with(r"\\.\pipe\pwshlib-"),
+            "{}",
+            host.endpoint()
+        );
+    } else {
+        assert!(host.endpoint().ends_with(".sock"), "{}", host.endpoint());
+        assert!(std::path::Path::new(host.endpoint()).exists());
+    }
+    let endpoint = host.endpoint().to_string();
+    assert!(host
+        .exit_gracefully()
+        .is_some_and(|status| status.success()));
+    if cfg!(unix) {
+        assert!(!std::path::Path::new(&endpoint).exists());
+    }
+}
+
+#[test]
+fn many_requests_in_a_row_on_one_host() {
+    let mut host = start();
+    let pid = host.pid();
+    for n in 0..200 {
+        let result = run(&mut host, &format!("Write-Output 'call {n}'"));
+        assert_eq!(
+            result.stdout.as_deref(),
+            Some(format!("call {n}\n").as_str())
+        );
+        assert_eq!(result.exitcode, 0);
+    }
+    let result = run(&mut host, "Write-Output $PID");
+    assert_eq!(result.stdout, Some(format!("{pid}\n")));
+    assert!(host.exit_gracefully().is_some());
+}
+
+#[test]
+fn exit_codes_stderr_and_environment_for_one_call_only() {
+    let mut host = start();
+    let result = run(&mut host, "Write-Error 'bad'\nexit 7");
+    assert_eq!((result.exitcode, result.stderr.as_str()), (7, "bad\n"));
+    let with_env = ExecuteRequest::new(
+        "Write-Output $env:PWSHLIB_TRANSPORT_TEST".into(),
+        Some(10_000),
+        None,
+        &["PWSHLIB_TRANSPORT_TEST=set for one call"],
+    );
+    let result = host.execute(&with_env, &Cancel::default()).unwrap();
+    assert_eq!(result.stdout.as_deref(), Some("set for one call\n"));
+    let result = run(&mut host, "Write-Output $env:PWSHLIB_TRANSPORT_TEST");
+    assert_eq!(result.stdout, None);
+    host.destroy();
+}
+
+#[test]
+fn five_megabytes_with_here_string_ends_and_nul_go_through_whole() {
+    let mut host = start();
+    let body: String = "x'@\u{0}é".repeat(5 * 1024 * 1024 / 6);
+    let code = format!("Write-Output '{}'", body.replace('\'', "''"));
+    assert!(code.len() > 5_000_000);
+    let result = run(&mut host, &code);
+    assert_eq!(result.stdout, Some(format!("{body}\n")));
+    host.destroy();
+}
+
+#[test]
+fn a_hang_ends_in_a_timeout_failure_within_timeout_plus_grace() {
+    let mut host = start();
+    let started = Instant::now();
+    let failure = host
+        .execute(
+            &request("Write-Output 'x' #pwshlib-sim:hang", 300),
+            &Cancel::default(),
+        )
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        failure.0.contains("stopped responding") && failure.0.contains("300 ms"),
+        "{failure}"
+    );
+    let expected = Duration::from_millis(300) + READ_GRACE;
+    assert!(
+        waited >= expected && waited < expected + Duration::from_secs(2),
+        "{waited:?}"
+    );
+    host.destroy();
+}
+
+#[test]
+fn a_crash_mid_call_is_a_failure_and_the_host_has_exited() {
+    let mut host = start();
+    let failure = host
+        .execute(
+            &request("Stop-Process -Id $PID", 10_000),
+            &Cancel::default(),
+        )
+        .unwrap_err();
+    assert!(
+        failure.0.contains("died during the call") || failure.0.contains("closed the connection"),
+        "{failure}"
+    );
+    assert!(host.has_exited());
+    host.destroy();
+}
+
+#[test]
+fn a_cancel_from_another_thread_ends_a_hung_call_at_once() {
+    let mut host = start();
+    let cancel = Arc::new(Cancel::default());
+    let canceller = {
+        let cancel = Arc::clone(&cancel);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.unblock();
+        })
+    };
+    let started = Instant::now();
+    let failure = host
+        .execute(
+            &request("Write-Output 'x' #pwshlib-sim:hang", 60_000),
+            &cancel,
+        )
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert!(failure.0.contains("interrupted"), "{failure}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    host.destroy();
+}
+
+#[test]
+fn an_already_cancelled_call_sends_nothing() {
+    let mut host = start();
+    let cancel = Cancel::default();
+    cancel.unblock();
+    let failure = host.execute(&request("Write-Output 'no'", 1_000), &cancel);
+    assert!(matches!(failure, Err(HostFailure(m)) if m.contains("interrupted")));
+    host.destroy();
+}
+
+#[test]
+fn two_hosts_at_once_each_answer_for_themselves() {
+    let mut first = start();
+    let mut second = start();
+    assert_ne!(first.endpoint(), second.endpoint());
+    assert_ne!(first.pid(), second.pid());
+    let a = run(&mut first, "Write-Output $PID");
+    let b = run(&mut second, "Write-Output $PID");
+    assert_eq!(a.stdout, Some(format!("{}\n", first.pid())));
+    assert_eq!(b.stdout, Some(format!("{}\n", second.pid())));
+    first.destroy();
+    second.destroy();
+}
+
+#[test]
+fn a_program_that_cannot_start_says_which_and_how_to_choose_another() {
+    let mut options = options();
+    options.program = "/nonexistent/pwsh-for-pwshlib-tests".into();
+    let failure = Host::spawn(&options, &Cancel::default())
+        .err()
+        .expect("spawn fails");
+    assert!(
+        failure.0.contains("pwsh-for-pwshlib-tests") && failure.0.contains("PWSHLIB_POWERSHELL"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn a_host_that_exits_before_listening_is_reported_at_once() {
+    let mut options = options();
+    // The simulator refuses a command line without -PipePath (exit 2); the
+    // transport adds one, so drop it by giving the sim its parse-tree mode.
+    options.args = vec!["--parse-tree".into()];
+    let started = Instant::now();
+    let failure = Host::spawn(&options, &Cancel::default())
+        .err()
+        .expect("spawn fails");
+    assert!(failure.0.contains("exited"), "{failure}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
