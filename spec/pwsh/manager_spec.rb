@@ -272,7 +272,9 @@ RSpec.describe Pwsh::Manager do
   describe 'exit' do
     it 'ends the host, reaps it and removes its socket' do
       pid = manager.pid
-      path = manager.socket_path
+      path = manager.endpoint
+      expect(path).to eq(manager.socket_path)
+      expect(File.basename(path)).to match(/\Apwshlib-#{Process.pid}-\h{32}\.sock\z/)
       expect(File.socket?(path)).to be(true)
       manager.exit
       expect(manager).not_to be_alive
