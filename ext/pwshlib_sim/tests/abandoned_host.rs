@@ -1,0 +1,92 @@
+//! A manager process killed outright (no at_exit, no destructors) leaves no
+//! host behind: on Unix the host watches its `-ParentPid`; on Windows the
+//! kill-on-close job object the transport puts the host in dies with the
+//! manager's process.
+//!
+//! Its own `main` (harness = false): the test runs this binary again as the
+//! "manager", which starts a host, prints its PID and aborts; then it waits
+//! for that host to be gone.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pwshlib_core::host::{Cancel, Host, SpawnOptions};
+
+const AS_MANAGER: &str = "--as-abandoning-manager";
+
+fn main() {
+    if std::env::args().any(|arg| arg == AS_MANAGER) {
+        start_a_host_and_die();
+    }
+    let mut manager = Command::new(std::env::current_exe().unwrap())
+        .arg(AS_MANAGER)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the manager process starts");
+    let mut line = String::new();
+    BufReader::new(manager.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let host_pid: u32 = line
+        .trim()
+        .strip_prefix("host ")
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("the manager printed {line:?}"));
+    let status = manager.wait().unwrap();
+    assert!(!status.success(), "the manager was meant to abort");
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_alive(host_pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !process_alive(host_pid),
+        "the host {host_pid} outlived its manager"
+    );
+    println!("test abandoned_host ... ok (host {host_pid} went with its manager)");
+}
+
+fn start_a_host_and_die() -> ! {
+    let options = SpawnOptions {
+        program: env!("CARGO_BIN_EXE_pwshlib-sim").to_string(),
+        args: vec!["-NoProfile".into()],
+        host_script: "host.ps1".into(),
+        show_host_errors: true,
+        pipe_timeout: Duration::from_secs(20),
+    };
+    let host = Host::spawn(&options, &Cancel::default()).expect("the simulator starts");
+    let mut out = std::io::stdout();
+    writeln!(out, "host {}", host.pid()).unwrap();
+    out.flush().unwrap();
+    // No destructor runs: the host is neither told to exit nor killed.
+    std::process::abort();
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    // A zombie has no cmdline; once reparented it is reaped by init anyway.
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| !cmdline.is_empty())
+}
+
+#[cfg(windows)]
+fn process_alive(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, STILL_ACTIVE};
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: OpenProcess takes plain values; a null handle means no such
+    // process (or none we may see).
+    let process = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if process.is_null() {
+        return false;
+    }
+    let mut code = 0u32;
+    // SAFETY: `process` is a valid handle we own, closed right after.
+    let alive = unsafe {
+        let known = GetExitCodeProcess(process, &mut code) != 0;
+        CloseHandle(process);
+        known && code == STILL_ACTIVE as u32
+    };
+    alive
+}
