@@ -9,12 +9,13 @@ use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use std::path::{Path, PathBuf};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_INVALID_PARAMETER, ERROR_PIPE_CONNECTED, INVALID_HANDLE_VALUE, WAIT_OBJECT_0,
+    ERROR_ACCESS_DENIED, ERROR_INVALID_PARAMETER, ERROR_PIPE_CONNECTED, INVALID_HANDLE_VALUE,
+    WAIT_OBJECT_0,
 };
 use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_FIRST_PIPE_INSTANCE, PIPE_ACCESS_DUPLEX};
 use windows_sys::Win32::System::Pipes::{
-    ConnectNamedPipe, CreateNamedPipeW, PIPE_READMODE_BYTE, PIPE_REJECT_REMOTE_CLIENTS,
-    PIPE_TYPE_BYTE, PIPE_WAIT,
+    ConnectNamedPipe, CreateNamedPipeW, GetNamedPipeHandleStateW, PIPE_READMODE_BYTE,
+    PIPE_REJECT_REMOTE_CLIENTS, PIPE_TYPE_BYTE, PIPE_WAIT,
 };
 use windows_sys::Win32::System::Threading::{
     OpenProcess, WaitForSingleObject, INFINITE, PROCESS_SYNCHRONIZE,
@@ -33,7 +34,8 @@ impl Listener {
     /// Creates the pipe's one instance. `FILE_FLAG_FIRST_PIPE_INSTANCE`
     /// makes this fail (access denied) if the name is already served, by
     /// another host or by anyone else, rather than add an instance next to
-    /// theirs.
+    /// theirs. Wine ignores that flag, so the instance count is checked as
+    /// well: more than ours is the same failure.
     pub fn bind(path: &Path) -> io::Result<Listener> {
         let mut name: Vec<u16> = path.as_os_str().encode_wide().collect();
         if name.contains(&0) {
@@ -63,7 +65,29 @@ impl Listener {
         }
         // SAFETY: `handle` is a valid pipe handle that CreateNamedPipeW just
         // returned; nothing else owns or closes it.
-        Ok(Listener(unsafe { OwnedHandle::from_raw_handle(handle) }))
+        let pipe = unsafe { OwnedHandle::from_raw_handle(handle) };
+        let mut instances = 0u32;
+        // SAFETY: the handle is valid for the call; `instances` is a live
+        // u32 to write to; the other outputs are null, which the function
+        // allows (it then does not report them).
+        let queried = unsafe {
+            GetNamedPipeHandleStateW(
+                pipe.as_raw_handle(),
+                std::ptr::null_mut(),
+                &mut instances,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if queried == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if instances > 1 {
+            return Err(io::Error::from_raw_os_error(ERROR_ACCESS_DENIED as i32));
+        }
+        Ok(Listener(pipe))
     }
 
     /// Waits for the client. The pipe has one instance, so once it is
