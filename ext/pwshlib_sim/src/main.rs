@@ -1,8 +1,9 @@
 //! `pwshlib-sim`: a stand-in for PowerShell running lib/templates/host.ps1.
 //!
 //! It takes the host's command line (`<pwsh args…> -File <host.ps1>
-//! -PipePath <socket> -ParentPid <pid>`), listens on the Unix socket, and
-//! speaks docs/protocol.md: hello, then execute → result until exit or EOF.
+//! -PipePath <endpoint> -ParentPid <pid>`), listens on the endpoint (a Unix
+//! socket, or a named pipe on Windows: `endpoint.rs`), and speaks
+//! docs/protocol.md: hello, then execute → result until exit or EOF.
 //! Every script must parse as PowerShell (tree-sitter-powershell). DSC
 //! invocations go to the DSC engine (`dsc.rs`); anything else to echo mode
 //! (`echo.rs`, see README.md).
@@ -10,11 +11,11 @@
 //! `pwshlib-sim --parse-tree < script.ps1` prints the syntax tree (a debugging aid).
 
 mod echo;
+mod endpoint;
 
 use pwshlib_sim::{dsc, outcome};
 
-use std::io::Read;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,7 +40,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             parent_pid = Some(pid.parse().map_err(|_| format!("bad -ParentPid {pid:?}"))?);
         }
     }
-    let pipe_path = pipe_path.ok_or("missing -PipePath <socket path>")?;
+    let pipe_path = pipe_path.ok_or("missing -PipePath <endpoint>")?;
     Ok(Args {
         pipe_path,
         parent_pid,
@@ -69,7 +70,7 @@ fn main() {
 
 /// Serves one connection; returns the process exit code.
 fn serve(args: &Args) -> i32 {
-    let listener = match UnixListener::bind(&args.pipe_path) {
+    let listener = match endpoint::Listener::bind(&args.pipe_path) {
         Ok(listener) => listener,
         Err(e) => {
             eprintln!(
@@ -79,25 +80,23 @@ fn serve(args: &Args) -> i32 {
             return 2;
         }
     };
-    if let Some(pid) = args.parent_pid {
-        watch_parent(pid, args.pipe_path.clone());
+    // As in host.ps1, a -ParentPid of 0 means nobody to watch.
+    if let Some(pid) = args.parent_pid.filter(|&pid| pid > 0) {
+        endpoint::watch_parent(pid, args.pipe_path.clone());
     }
     let code = match listener.accept() {
-        Ok((stream, _)) => {
-            drop(listener);
-            converse(stream)
-        }
+        Ok(connection) => converse(connection),
         Err(e) => {
             eprintln!("pwshlib-sim: accept failed: {e}");
             2
         }
     };
-    let _ = std::fs::remove_file(&args.pipe_path);
+    endpoint::clean_up(&args.pipe_path);
     code
 }
 
 /// Hello, then requests until exit or EOF.
-fn converse(mut stream: UnixStream) -> i32 {
+fn converse(mut stream: impl Read + Write) -> i32 {
     let hello = Message::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         pid: std::process::id(),
@@ -178,7 +177,8 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
             std::thread::sleep(Duration::from_secs(3600));
         },
         // Like `Stop-Process -Id $PID`: gone without a word (and without
-        // cleaning up the socket file: the manager must cope).
+        // cleaning up the socket file: the manager must cope; a named pipe
+        // goes with the process).
         Outcome::Crash => std::process::exit(137),
     }
 }
@@ -271,21 +271,6 @@ impl Drop for CallScope {
             let _ = std::env::set_current_dir(dir);
         }
     }
-}
-
-/// Exits (removing the socket) once the Ruby process that started us is
-/// gone, so a killed Ruby leaves no host behind.
-fn watch_parent(parent_pid: u32, socket: PathBuf) {
-    let proc_dir = PathBuf::from(format!("/proc/{parent_pid}"));
-    let started_under_parent = std::os::unix::process::parent_id() == parent_pid;
-    std::thread::spawn(move || loop {
-        std::thread::sleep(Duration::from_millis(250));
-        let reparented = started_under_parent && std::os::unix::process::parent_id() != parent_pid;
-        if reparented || !proc_dir.exists() {
-            let _ = std::fs::remove_file(&socket);
-            std::process::exit(0);
-        }
-    });
 }
 
 #[cfg(test)]

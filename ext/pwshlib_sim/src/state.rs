@@ -1,8 +1,9 @@
 //! The simulator's persistent state: a JSON file named by
 //! `PWSHLIB_SIM_STATE` (see the "State file" section of the README).
 //!
-//! Every DSC call locks the file (an exclusive `flock` on `<state>.lock`,
-//! because several hosts may share one state file), reads it, and writes it
+//! Every DSC call locks the file (an exclusive `File::lock` on `<state>.lock`,
+//! i.e. `flock` on Unix and `LockFileEx` on Windows, because several hosts
+//! may share one state file), reads it, and writes it
 //! back atomically (temp file + rename) only when something changed.
 //! Without `PWSHLIB_SIM_STATE` the state lives in the process only.
 
@@ -21,7 +22,7 @@ static PROCESS_STATE: Mutex<Option<Json>> = Mutex::new(None);
 enum Backend {
     File {
         path: PathBuf,
-        // Held for the life of `State`; closing it releases the flock.
+        // Held for the life of `State`; closing it releases the lock.
         _lock: File,
     },
     Process(MutexGuard<'static, Option<Json>>),
@@ -70,7 +71,7 @@ impl State {
                     Path::new(&lock_path).display()
                 )
             })?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        lock.lock()
             .map_err(|e| format!("cannot lock the state file {}: {e}", path.display()))?;
         let doc = match fs::read_to_string(path) {
             Ok(text) if text.trim().is_empty() => JsonMap::new(),

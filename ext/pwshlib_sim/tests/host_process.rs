@@ -1,9 +1,11 @@
 //! The DSC engine behind the real `pwshlib-sim` binary and protocol: faults
-//! that involve the process (timeouts, crashes, restarts) end to end.
+//! that involve the process (timeouts, crashes, restarts) end to end, over
+//! the platform's transport (a Unix socket, or a named pipe on Windows).
 
-use std::os::unix::net::UnixStream;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult, Message};
@@ -11,35 +13,19 @@ use serde_json::Value as Json;
 
 struct Host {
     child: Child,
-    stream: UnixStream,
+    stream: common::Stream,
 }
 
 impl Host {
     fn start(dir: &Path, name: &str, env: &[(&str, &Path)]) -> Host {
-        let socket = dir.join(format!("{name}.sock"));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_pwshlib-sim"));
-        command
-            .args(["-NoProfile", "-File", "host.ps1", "-PipePath"])
-            .arg(&socket)
-            .env_remove("PWSHLIB_SIM_STATE")
-            .env_remove("PWSHLIB_SIM_LOG");
+        let endpoint = common::endpoint(dir, name);
+        let mut command = common::host_command(&endpoint);
         for (key, value) in env {
             command.env(key, value);
         }
         let child = command.spawn().unwrap();
-        let started = Instant::now();
-        let mut stream = loop {
-            match UnixStream::connect(&socket) {
-                Ok(stream) => break stream,
-                Err(_) if started.elapsed() < Duration::from_secs(10) => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) => panic!("cannot connect to pwshlib-sim: {e}"),
-            }
-        };
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        let mut stream = common::connect(&endpoint);
+        common::guard(&stream, &child);
         assert!(matches!(
             protocol::read_message(&mut stream).unwrap(),
             Some(Message::Hello { protocol: 1, .. })
