@@ -25,15 +25,24 @@ use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult, Message};
 struct Args {
     pipe_path: PathBuf,
     parent_pid: Option<u32>,
+    /// `--never-listen`: a host that starts but never opens its endpoint,
+    /// for the manager's pipe_timeout (README.md).
+    never_listen: bool,
 }
 
 /// Finds `-PipePath` and `-ParentPid` (PowerShell parameter names are
-/// case-insensitive); every other argument belongs to pwsh and is ignored.
+/// case-insensitive), `--never-listen` and `--ignore-parent`; every other argument belongs to
+/// pwsh and is ignored.
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut pipe_path, mut parent_pid) = (None, None);
+    let (mut never_listen, mut ignore_parent) = (false, false);
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
-        if arg.eq_ignore_ascii_case("-PipePath") {
+        if arg == "--never-listen" {
+            never_listen = true;
+        } else if arg == "--ignore-parent" {
+            ignore_parent = true;
+        } else if arg.eq_ignore_ascii_case("-PipePath") {
             pipe_path = args.next().map(PathBuf::from);
         } else if arg.eq_ignore_ascii_case("-ParentPid") {
             let pid = args.next().unwrap_or_default();
@@ -43,7 +52,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let pipe_path = pipe_path.ok_or("missing -PipePath <endpoint>")?;
     Ok(Args {
         pipe_path,
-        parent_pid,
+        // `--ignore-parent`: no parent watch, to test what else ends a host.
+        parent_pid: parent_pid.filter(|_| !ignore_parent),
+        never_listen,
     })
 }
 
@@ -70,6 +81,14 @@ fn main() {
 
 /// Serves one connection; returns the process exit code.
 fn serve(args: &Args) -> i32 {
+    if args.never_listen {
+        if let Some(pid) = args.parent_pid.filter(|&pid| pid > 0) {
+            endpoint::watch_parent(pid, args.pipe_path.clone());
+        }
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
     let listener = match endpoint::Listener::bind(&args.pipe_path) {
         Ok(listener) => listener,
         Err(e) => {

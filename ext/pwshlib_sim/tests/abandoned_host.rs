@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pwshlib_core::host::{Cancel, Host, SpawnOptions};
+use pwshlib_core::protocol::ExecuteRequest;
 
 const AS_MANAGER: &str = "--as-abandoning-manager";
 
@@ -40,33 +41,73 @@ fn main() {
     while process_alive(host_pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(
-        !process_alive(host_pid),
-        "the host {host_pid} outlived its manager"
-    );
+    if process_alive(host_pid) {
+        kill(host_pid);
+        panic!("the host {host_pid} outlived its manager");
+    }
     println!("test abandoned_host ... ok (host {host_pid} went with its manager)");
 }
 
 fn start_a_host_and_die() -> ! {
     let options = SpawnOptions {
         program: env!("CARGO_BIN_EXE_pwshlib-sim").to_string(),
-        args: vec!["-NoProfile".into()],
+        // On Windows the host must go with the job object alone, so it is
+        // told not to watch its parent; on Unix the parent watch is the way.
+        args: if cfg!(windows) {
+            vec!["-NoProfile".into(), "--ignore-parent".into()]
+        } else {
+            vec!["-NoProfile".into()]
+        },
         host_script: "host.ps1".into(),
-        show_host_errors: true,
+        // Not our stderr: a host that outlived us would hold the test
+        // runner's pipe open.
+        show_host_errors: false,
         pipe_timeout: Duration::from_secs(20),
     };
-    let host = Host::spawn(&options, &Cancel::default()).expect("the simulator starts");
+    let mut host = Host::spawn(&options, &Cancel::default()).expect("the simulator starts");
     let mut out = std::io::stdout();
     writeln!(out, "host {}", host.pid()).unwrap();
     out.flush().unwrap();
-    // No destructor runs: the host is neither told to exit nor killed.
-    std::process::abort();
+    // Die in the middle of a call the host never finishes: a host that is
+    // waiting for a request would leave on the end of the stream anyway.
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(500));
+        // No destructor runs: the host is neither told to exit nor killed.
+        std::process::abort();
+    });
+    let hang = ExecuteRequest::new(
+        "Write-Output 'busy' #pwshlib-sim:hang".into(),
+        Some(600_000),
+        None,
+        &[] as &[&str],
+    );
+    let _ = host.execute(&hang, &Cancel::default());
+    unreachable!("the hung call returned");
 }
 
 #[cfg(unix)]
 fn process_alive(pid: u32) -> bool {
     // A zombie has no cmdline; once reparented it is reaped by init anyway.
     std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| !cmdline.is_empty())
+}
+
+#[cfg(unix)]
+fn kill(pid: u32) {
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+}
+
+#[cfg(windows)]
+fn kill(pid: u32) {
+    use windows_sys::Win32::Foundation::CloseHandle;
+    use windows_sys::Win32::System::Threading::{OpenProcess, TerminateProcess, PROCESS_TERMINATE};
+    // SAFETY: plain values in; the handle is checked, used once and closed.
+    unsafe {
+        let process = OpenProcess(PROCESS_TERMINATE, 0, pid);
+        if !process.is_null() {
+            TerminateProcess(process, 1);
+            CloseHandle(process);
+        }
+    }
 }
 
 #[cfg(windows)]
@@ -83,10 +124,9 @@ fn process_alive(pid: u32) -> bool {
     }
     let mut code = 0u32;
     // SAFETY: `process` is a valid handle we own, closed right after.
-    let alive = unsafe {
+    unsafe {
         let known = GetExitCodeProcess(process, &mut code) != 0;
         CloseHandle(process);
         known && code == STILL_ACTIVE as u32
-    };
-    alive
+    }
 }

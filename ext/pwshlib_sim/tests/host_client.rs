@@ -220,3 +220,57 @@ fn a_host_that_exits_before_listening_is_reported_at_once() {
     assert!(failure.0.contains("exited"), "{failure}");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_host_that_never_listens_is_killed_when_pipe_timeout_runs_out() {
+    let mut options = options();
+    options.args.push("--never-listen".into());
+    options.pipe_timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let failure = Host::spawn(&options, &Cancel::default())
+        .err()
+        .expect("spawn fails");
+    let waited = started.elapsed();
+    let kind = if cfg!(windows) {
+        "named pipe"
+    } else {
+        "socket"
+    };
+    assert!(
+        failure.0.contains(&format!("to open its {kind}"))
+            && failure.0.contains("within the pipe_timeout of 1.0 s")
+            && failure.0.contains("killed"),
+        "{failure}"
+    );
+    assert!(
+        waited >= Duration::from_secs(1) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_cancel_while_connecting_ends_the_start_at_once() {
+    let mut options = options();
+    options.args.push("--never-listen".into());
+    options.pipe_timeout = Duration::from_secs(60);
+    let cancel = Arc::new(Cancel::default());
+    let canceller = {
+        let cancel = Arc::clone(&cancel);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.unblock();
+        })
+    };
+    let started = Instant::now();
+    let failure = Host::spawn(&options, &cancel).err().expect("spawn fails");
+    canceller.join().unwrap();
+    assert!(
+        failure.0.contains("interrupted while starting"),
+        "{failure}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
