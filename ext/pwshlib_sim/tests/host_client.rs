@@ -34,6 +34,20 @@ fn run(host: &mut Host, code: &str) -> pwshlib_core::protocol::ExecuteResult {
         .expect("the host answers")
 }
 
+/// A cancel that another thread (as Ruby's unblocking function would) fires
+/// after `delay`.
+fn cancel_after(delay: Duration) -> (Arc<Cancel>, std::thread::JoinHandle<()>) {
+    let cancel = Arc::new(Cancel::default());
+    let canceller = {
+        let cancel = Arc::clone(&cancel);
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            cancel.unblock();
+        })
+    };
+    (cancel, canceller)
+}
+
 #[test]
 fn the_endpoint_is_a_socket_here_and_a_named_pipe_on_windows() {
     let host = start();
@@ -145,14 +159,7 @@ fn a_crash_mid_call_is_a_failure_and_the_host_has_exited() {
 #[test]
 fn a_cancel_from_another_thread_ends_a_hung_call_at_once() {
     let mut host = start();
-    let cancel = Arc::new(Cancel::default());
-    let canceller = {
-        let cancel = Arc::clone(&cancel);
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            cancel.unblock();
-        })
-    };
+    let (cancel, canceller) = cancel_after(Duration::from_millis(300));
     let started = Instant::now();
     let failure = host
         .execute(
@@ -253,14 +260,7 @@ fn a_cancel_while_connecting_ends_the_start_at_once() {
     let mut options = options();
     options.args.push("--never-listen".into());
     options.pipe_timeout = Duration::from_secs(60);
-    let cancel = Arc::new(Cancel::default());
-    let canceller = {
-        let cancel = Arc::clone(&cancel);
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            cancel.unblock();
-        })
-    };
+    let (cancel, canceller) = cancel_after(Duration::from_millis(300));
     let started = Instant::now();
     let failure = Host::spawn(&options, &cancel).err().expect("spawn fails");
     canceller.join().unwrap();

@@ -164,13 +164,8 @@ fn is_served(endpoint: &Path) -> bool {
 
 #[cfg(windows)]
 fn is_served(endpoint: &Path) -> bool {
-    use std::os::windows::ffi::OsStrExt;
     use windows_sys::Win32::System::Pipes::WaitNamedPipeW;
-    let name: Vec<u16> = endpoint
-        .as_os_str()
-        .encode_wide()
-        .chain(std::iter::once(0))
-        .collect();
+    let name = common::wide(endpoint);
     // SAFETY: `name` is a NUL-terminated UTF-16 string that outlives the
     // call. WaitNamedPipeW only waits for an instance to be free; it does
     // not connect.
@@ -226,7 +221,6 @@ fn parent_pid_zero_watches_nobody() {
 #[cfg(windows)]
 #[test]
 fn a_pipe_name_taken_by_another_server_is_refused() {
-    use std::os::windows::ffi::OsStrExt;
     use std::os::windows::io::{FromRawHandle, OwnedHandle};
     use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
     use windows_sys::Win32::Storage::FileSystem::PIPE_ACCESS_DUPLEX;
@@ -234,11 +228,7 @@ fn a_pipe_name_taken_by_another_server_is_refused() {
 
     let dir = tempfile::tempdir().unwrap();
     let endpoint = common::endpoint(dir.path(), "squatted");
-    let name: Vec<u16> = endpoint
-        .as_os_str()
-        .encode_wide()
-        .chain(std::iter::once(0))
-        .collect();
+    let name = common::wide(&endpoint);
     // SAFETY: `name` is a NUL-terminated UTF-16 string that outlives the
     // call; null security attributes are allowed.
     let handle = unsafe {

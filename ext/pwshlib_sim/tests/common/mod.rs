@@ -58,19 +58,24 @@ pub fn connect_once(endpoint: &Path) -> io::Result<Stream> {
     Stream::connect(endpoint)
 }
 
+/// A path as the NUL-terminated UTF-16 that Win32 calls take.
+#[cfg(windows)]
+pub fn wide(path: &Path) -> Vec<u16> {
+    use std::os::windows::ffi::OsStrExt;
+    path.as_os_str()
+        .encode_wide()
+        .chain(std::iter::once(0))
+        .collect()
+}
+
 /// Connects once.
 #[cfg(windows)]
 pub fn connect_once(endpoint: &Path) -> io::Result<Stream> {
-    use std::os::windows::ffi::OsStrExt;
     use std::os::windows::io::{FromRawHandle, OwnedHandle};
     use windows_sys::Win32::Foundation::{GENERIC_READ, GENERIC_WRITE, INVALID_HANDLE_VALUE};
     use windows_sys::Win32::Storage::FileSystem::{CreateFileW, OPEN_EXISTING};
 
-    let name: Vec<u16> = endpoint
-        .as_os_str()
-        .encode_wide()
-        .chain(std::iter::once(0))
-        .collect();
+    let name = wide(endpoint);
     // SAFETY: `name` is a NUL-terminated UTF-16 string that outlives the
     // call; null security attributes and template handle are allowed.
     let handle = unsafe {
