@@ -237,6 +237,28 @@ impl<'a> Run<'a> {
                     _ => End::Unsupported(self.text(node).to_owned()),
                 }
             }
+            "start-process" => {
+                let Some(program) = parameter("-FilePath").or(arguments.first()) else {
+                    return End::Unsupported(self.text(node).to_owned());
+                };
+                let arguments: Vec<&str> = parameter("-ArgumentList")
+                    .map(|list| list.split_whitespace().collect())
+                    .unwrap_or_default();
+                // Detached and never waited for: it may outlive this host.
+                match std::process::Command::new(program)
+                    .args(arguments)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                {
+                    Ok(child) => {
+                        self.stdout.push(child.id().to_string());
+                        End::Completed
+                    }
+                    Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
+                }
+            }
             "stop-process" => {
                 let own_pid = std::process::id().to_string();
                 if parameter("-Id").or(arguments.first()) == Some(&own_pid) {

@@ -3,9 +3,12 @@
 //! kill-on-close job object the transport puts the host in dies with the
 //! manager's process.
 //!
+//! What the host itself started is not the host: it survives (as with
+//! pwshlib 2.x, where an installer a DSC resource launched outlived the run).
+//!
 //! Its own `main` (harness = false): the test runs this binary again as the
-//! "manager", which starts a host, prints its PID and aborts; then it waits
-//! for that host to be gone.
+//! "manager", which starts a host, has it start a process, prints both PIDs
+//! and aborts mid-call; then it waits for the host to be gone.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -29,11 +32,13 @@ fn main() {
     BufReader::new(manager.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let host_pid: u32 = line
-        .trim()
-        .strip_prefix("host ")
-        .and_then(|pid| pid.parse().ok())
-        .unwrap_or_else(|| panic!("the manager printed {line:?}"));
+    let pids: Vec<u32> = line
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let &[host_pid, started_pid] = pids.as_slice() else {
+        panic!("the manager printed {line:?}");
+    };
     let status = manager.wait().unwrap();
     assert!(!status.success(), "the manager was meant to abort");
 
@@ -41,11 +46,18 @@ fn main() {
     while process_alive(host_pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    if process_alive(host_pid) {
-        kill(host_pid);
-        panic!("the host {host_pid} outlived its manager");
-    }
-    println!("test abandoned_host ... ok (host {host_pid} went with its manager)");
+    let host_outlived = process_alive(host_pid);
+    let started_survived = process_alive(started_pid);
+    kill(host_pid);
+    kill(started_pid);
+    assert!(!host_outlived, "the host {host_pid} outlived its manager");
+    assert!(
+        started_survived,
+        "the process {started_pid} that the host started was killed with it"
+    );
+    println!(
+        "test abandoned_host ... ok (host {host_pid} went with its manager; process {started_pid} it started did not)"
+    );
 }
 
 fn start_a_host_and_die() -> ! {
@@ -65,8 +77,22 @@ fn start_a_host_and_die() -> ! {
         pipe_timeout: Duration::from_secs(20),
     };
     let mut host = Host::spawn(&options, &Cancel::default()).expect("the simulator starts");
+    // A process of the host's own: another simulator that just waits.
+    let start = ExecuteRequest::new(
+        format!(
+            "Start-Process -FilePath '{}' -ArgumentList '--never-listen -PipePath unused'",
+            env!("CARGO_BIN_EXE_pwshlib-sim")
+        ),
+        Some(10_000),
+        None,
+        &[] as &[&str],
+    );
+    let started = host
+        .execute(&start, &Cancel::default())
+        .expect("the host starts a process");
+    let started_pid = started.stdout.unwrap_or_default();
     let mut out = std::io::stdout();
-    writeln!(out, "host {}", host.pid()).unwrap();
+    writeln!(out, "host {} started {}", host.pid(), started_pid.trim()).unwrap();
     out.flush().unwrap();
     // Die in the middle of a call the host never finishes: a host that is
     // waiting for a request would leave on the end of the stream anyway.

@@ -9,7 +9,9 @@
 //!
 //! The host runs in a job object that kills it when the job's last handle
 //! closes: when the manager destroys it, and also when Ruby dies without
-//! cleaning up (the job handle dies with the process).
+//! cleaning up (the job handle dies with the process). Processes the host
+//! starts are not in the job (silent breakaway): an installer or service
+//! that a DSC resource launches outlives the host, as with pwshlib 2.x.
 
 use std::ffi::OsStr;
 use std::io;
@@ -32,7 +34,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
     SetInformationJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-    JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK,
 };
 use windows_sys::Win32::System::Threading::{
     CreateEventW, SetEvent, WaitForMultipleObjects, WaitForSingleObject, CREATE_NEW_PROCESS_GROUP,
@@ -91,7 +93,8 @@ fn kill_on_close_job(child: &Child) -> Option<OwnedHandle> {
     // SAFETY: `job` is a valid handle we own from here on.
     let job = unsafe { OwnedHandle::from_raw_handle(job as RawHandle) };
     let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
-    limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    limits.BasicLimitInformation.LimitFlags =
+        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK;
     // SAFETY: `limits` is the structure this information class expects and
     // its size is passed with it; both handles are valid for the call.
     let assigned = unsafe {
