@@ -555,6 +555,34 @@ mod tests {
     }
 
     #[test]
+    fn start_process_outputs_the_pid_or_says_why_it_could_not() {
+        let program = std::env::current_exe().unwrap();
+        let code = format!(
+            "Start-Process -FilePath '{}' -ArgumentList '--list --exact none'",
+            program.display()
+        );
+        match run(&code) {
+            Outcome::Reply {
+                stdout: Some(pid),
+                exitcode: 0,
+                ..
+            } => assert!(pid.trim().parse::<u32>().is_ok_and(|pid| pid > 0), "{pid}"),
+            other => panic!("{other:?}"),
+        }
+        match run("Start-Process -FilePath '/nonexistent/pwshlib-sim-child'") {
+            Outcome::Reply {
+                exitcode: 1,
+                errormessage: Some(message),
+                ..
+            } => assert!(
+                message.contains("cannot start /nonexistent/pwshlib-sim-child"),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn anything_else_is_refused_by_name() {
         match run("Get-Item foo | Out-String") {
             Outcome::Reply {
