@@ -7,10 +7,32 @@ use pwshlib_sim::outcome::Outcome;
 use pwshlib_sim::psvalue::PsValue;
 use serde_json::{json, Value as Json};
 
-/// A Set for a kitchen-sink type, assembled from the templates of the
-/// script-building branch: functions, preamble, the PSModulePath line of a
-/// Class-based resource, credentials, nested CIM instances, postscript.
-const KITCHEN_SINK_SET: &str = include_str!("fixtures/kitchen_sink_set.ps1");
+/// The generated lines of a Set for a kitchen-sink type, as the script
+/// builder writes them: the PSModulePath line of a Class-based resource,
+/// credentials, nested CIM instances, `$InvokeParams`.
+const KITCHEN_SINK_SET_GENERATED: &str = include_str!("fixtures/kitchen_sink_set_generated.ps1");
+
+/// The whole script, joined as `Script::into_script` joins it: the header
+/// and the shipped templates (as this build embeds them) around the
+/// generated lines.
+fn kitchen_sink_set() -> String {
+    use pwshlib_core::{script::HEADER, templates};
+    let line = |text: &str| {
+        if text.ends_with('\n') {
+            text.to_string()
+        } else {
+            format!("{text}\n")
+        }
+    };
+    [
+        HEADER.to_string(),
+        line(templates::FUNCTIONS),
+        line(templates::PREAMBLE),
+        KITCHEN_SINK_SET_GENERATED.to_string(),
+        line(templates::POSTSCRIPT),
+    ]
+    .concat()
+}
 
 fn run(code: &str, state: &std::path::Path) -> Json {
     let state = state.display().to_string();
@@ -27,7 +49,7 @@ fn run(code: &str, state: &std::path::Path) -> Json {
 
 #[test]
 fn the_kitchen_sink_script_is_read_whole() {
-    let invocation = read_invocation(KITCHEN_SINK_SET).unwrap().unwrap();
+    let invocation = read_invocation(&kitchen_sink_set()).unwrap().unwrap();
     assert_eq!(invocation.resource, "KitchenSink");
     assert_eq!(invocation.method, Method::Set);
     let names: Vec<&str> = invocation
@@ -114,12 +136,12 @@ fn the_kitchen_sink_script_sets_and_gets() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     std::fs::write(&state, r#"{"keys": {"KitchenSink": ["name"]}}"#).unwrap();
-    let set = run(KITCHEN_SINK_SET, &state);
+    let set = run(&kitchen_sink_set(), &state);
     assert_eq!(
         set,
         json!({"indesiredstate": true, "rebootrequired": false, "errormessage": ""})
     );
-    let get = KITCHEN_SINK_SET
+    let get = kitchen_sink_set()
         .replace("Method = 'Set'", "Method = 'Get'")
         .replace("name = 'C:\\it''s here'", "name = 'c:\\IT''S HERE'");
     let got = run(&get, &state);
