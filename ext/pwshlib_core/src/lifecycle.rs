@@ -774,164 +774,161 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         Value::Hash(props.clone())
     ))?;
     host.debug(&format!("Script:\n{}", script.redacted()))?;
-    match run_once(
-        host,
+    let invocation = Invocation {
         title,
-        credential.as_ref(),
-        &script,
+        credential: credential.as_ref(),
+        script: &script,
         method,
         timeout_ms,
-        &secrets,
-    )? {
+        secrets: &secrets,
+    };
+    match invocation.run_once(host)? {
         Outcome::Data(data) => Ok(Some(data)),
         Outcome::Failed => Ok(None),
-        Outcome::Collision => retry_after_collision(
-            host,
-            title,
-            credential.as_ref(),
-            &script,
-            method,
-            timeout_ms,
-            &secrets,
-        ),
+        Outcome::Collision => invocation.retry_after_collision(host),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_once<H: ProviderHost>(
-    host: &H,
-    title: Option<&Value>,
-    credential: Option<&Value>,
-    script: &Script,
+/// One DSC call, ready to send (and to send again after a collision).
+#[derive(Clone, Copy)]
+struct Invocation<'a> {
+    title: Option<&'a Value>,
+    credential: Option<&'a Value>,
+    script: &'a Script,
     method: DscMethod,
     timeout_ms: Option<u64>,
-    secrets: &[String],
-) -> Result<Outcome, H::Error> {
-    let started = Instant::now();
-    let output = host.execute(script.text(), timeout_ms);
-    let elapsed = started.elapsed();
-    host.debug(&format!(
-        "Invoke-DscResource {} took {:.3} s",
-        method.as_str(),
-        elapsed.as_secs_f64()
-    ))?;
-    let output = match output {
-        Ok(output) => output,
-        Err(e) => {
-            let message = scrub(&host.describe_error(&e), secrets);
-            host.err(
-                title,
-                &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
-            )?;
+    /// The secret texts to scrub from every message.
+    secrets: &'a [String],
+}
+
+impl Invocation<'_> {
+    fn run_once<H: ProviderHost>(self, host: &H) -> Result<Outcome, H::Error> {
+        let Invocation {
+            title,
+            credential,
+            script,
+            method,
+            timeout_ms,
+            secrets,
+        } = self;
+        let started = Instant::now();
+        let output = host.execute(script.text(), timeout_ms);
+        let elapsed = started.elapsed();
+        host.debug(&format!(
+            "Invoke-DscResource {} took {:.3} s",
+            method.as_str(),
+            elapsed.as_secs_f64()
+        ))?;
+        let output = match output {
+            Ok(output) => output,
+            Err(e) => {
+                let message = scrub(&host.describe_error(&e), secrets);
+                host.err(
+                    title,
+                    &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
+                )?;
+                return Ok(Outcome::Failed);
+            }
+        };
+        let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
+        if stdout.is_empty() {
+            let mut message = format!(
+                "Nothing returned by Invoke-DscResource {}.",
+                method.as_str()
+            );
+            if let Some(report) = output
+                .errormessage
+                .as_deref()
+                .filter(|m| is_timeout_report(m))
+            {
+                message.push_str(&format!(
+                    " The PowerShell host reported a timeout: {}",
+                    scrub(report, secrets)
+                ));
+            } else if let Some(report) = output
+                .errormessage
+                .as_deref()
+                .filter(|m| !m.trim().is_empty())
+            {
+                message.push_str(&format!(" {}", scrub(report, secrets)));
+            }
+            host.err(title, &message)?;
             return Ok(Outcome::Failed);
         }
-    };
-    let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
-    if stdout.is_empty() {
-        let mut message = format!(
-            "Nothing returned by Invoke-DscResource {}.",
-            method.as_str()
-        );
-        if let Some(report) = output
-            .errormessage
-            .as_deref()
-            .filter(|m| is_timeout_report(m))
-        {
-            message.push_str(&format!(
-                " The PowerShell host reported a timeout: {}",
-                scrub(report, secrets)
-            ));
-        } else if let Some(report) = output
-            .errormessage
-            .as_deref()
-            .filter(|m| !m.trim().is_empty())
-        {
-            message.push_str(&format!(" {}", scrub(report, secrets)));
-        }
-        host.err(title, &message)?;
-        return Ok(Outcome::Failed);
-    }
-    let data = match parse_json(stdout) {
-        Ok(data) => data,
-        Err(e) => {
-            host.err(
-                title,
-                &format!(
+        let data = match parse_json(stdout) {
+            Ok(data) => data,
+            Err(e) => {
+                host.err(
+                    title,
+                    &format!(
                     "Invoke-DscResource {} returned invalid JSON ({e}); the output starts with: {}",
                     method.as_str(),
                     scrub(&excerpt(stdout), secrets)
                 ),
-            )?;
-            return Ok(Outcome::Failed);
+                )?;
+                return Ok(Outcome::Failed);
+            }
+        };
+        host.debug(&format!(
+            "raw data received: {}",
+            scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
+        ))?;
+        let error = data
+            .as_map()
+            .and_then(|m| m.get_named("errormessage"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if error.trim().is_empty() {
+            return Ok(Outcome::Data(data));
         }
-    };
-    host.debug(&format!(
-        "raw data received: {}",
-        scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
-    ))?;
-    let error = data
-        .as_map()
-        .and_then(|m| m.get_named("errormessage"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if error.trim().is_empty() {
-        return Ok(Outcome::Data(data));
-    }
-    if error.contains(COLLISION_MESSAGE) {
-        return Ok(Outcome::Collision);
-    }
-    if error.to_lowercase().contains("logon failure") {
-        if let Some((user, password)) = credential.and_then(credential_pair) {
-            host.err(
+        if error.contains(COLLISION_MESSAGE) {
+            return Ok(Outcome::Collision);
+        }
+        if error.to_lowercase().contains("logon failure") {
+            if let Some((user, password)) = credential.and_then(credential_pair) {
+                host.err(
                 title,
                 &scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run."), secrets),
             )?;
-            host.remember_logon_failure((user, password));
-            return Ok(Outcome::Failed);
+                host.remember_logon_failure((user, password));
+                return Ok(Outcome::Failed);
+            }
         }
+        host.err(title, &scrub(error, secrets))?;
+        Ok(Outcome::Failed)
     }
-    host.err(title, &scrub(error, secrets))?;
-    Ok(Outcome::Failed)
-}
 
-#[allow(clippy::too_many_arguments)]
-fn retry_after_collision<H: ProviderHost>(
-    host: &H,
-    title: Option<&Value>,
-    credential: Option<&Value>,
-    script: &Script,
-    method: DscMethod,
-    timeout_ms: Option<u64>,
-    secrets: &[String],
-) -> Result<Option<Value>, H::Error> {
-    host.notice(
+    fn retry_after_collision<H: ProviderHost>(self, host: &H) -> Result<Option<Value>, H::Error> {
+        let Invocation { title, method, .. } = self;
+        host.notice(
         title,
         "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.",
     )?;
-    let wait = host.with_state(|s| s.collision_wait_seconds);
-    for attempt in 1..=COLLISION_MAX_RETRIES {
-        host.notice(title, &format!("Sleeping for {wait} seconds."))?;
-        host.sleep(wait)?;
-        host.notice(
-            title,
-            &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
-        )?;
-        match run_once(host, title, credential, script, method, timeout_ms, secrets)? {
-            Outcome::Data(data) => return Ok(Some(data)),
-            Outcome::Failed => return Ok(None),
-            Outcome::Collision => {
-                host.notice(
-                    title,
-                    &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
-                )?;
+        let wait = host.with_state(|s| s.collision_wait_seconds);
+        for attempt in 1..=COLLISION_MAX_RETRIES {
+            host.notice(title, &format!("Sleeping for {wait} seconds."))?;
+            host.sleep(wait)?;
+            host.notice(
+                title,
+                &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
+            )?;
+            match self.run_once(host)? {
+                Outcome::Data(data) => return Ok(Some(data)),
+                Outcome::Failed => return Ok(None),
+                Outcome::Collision => {
+                    host.notice(
+                        title,
+                        &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
+                    )?;
+                }
             }
         }
-    }
-    host.err(
+        host.err(
         title,
         &format!("Invoke-DscResource {} still collided after {COLLISION_MAX_RETRIES} retries: {COLLISION_MESSAGE}", method.as_str()),
     )?;
-    Ok(None)
+        Ok(None)
+    }
 }
 
 #[cfg(test)]
