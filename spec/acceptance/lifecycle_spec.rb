@@ -219,6 +219,12 @@ module AcceptanceLifecycle
       run.call_counts(type, KEYS.fetch(title))
     end
 
+    # One Get per resource, `sets` Sets, and one Test in resource mode
+    # (the titles ending in -vm).
+    def expected_calls(title, sets:)
+      { 'Get' => 1, 'Set' => sets, 'Test' => title.end_with?('-vm') ? 1 : 0 }
+    end
+
     # rubocop:disable RSpec/InstanceVariable -- the runs are shared by the examples
     before(:all) do
       @machine = Acceptance::Machine.new('lifecycle')
@@ -342,8 +348,7 @@ module AcceptanceLifecycle
 
       it 'costs exactly one Get per resource, plus one Test per resource in resource mode' do
         TITLES.each do |title|
-          expected = { 'Get' => 1, 'Set' => 0, 'Test' => title.end_with?('-vm') ? 1 : 0 }
-          expect(counts(run, title)).to eq(expected), title
+          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
         end
       end
 
@@ -363,8 +368,7 @@ module AcceptanceLifecycle
 
       it 'costs exactly one Get per resource and no Set' do
         TITLES.each do |title|
-          expected = { 'Get' => 1, 'Set' => 0, 'Test' => title.end_with?('-vm') ? 1 : 0 }
-          expect(counts(run, title)).to eq(expected), title
+          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
         end
       end
 
@@ -409,8 +413,7 @@ module AcceptanceLifecycle
 
       it 'costs one Get and one Set per changed resource (and one Test in resource mode)' do
         CHANGES.each_key do |title|
-          expected = { 'Get' => 1, 'Set' => 1, 'Test' => title.end_with?('-vm') ? 1 : 0 }
-          expect(counts(run, title)).to eq(expected), title
+          expect(counts(run, title)).to eq(expected_calls(title, sets: 1)), title
         end
         expect(counts(run, 'svc-vm')).to eq('Get' => 1, 'Set' => 0, 'Test' => 1)
       end
@@ -434,8 +437,7 @@ module AcceptanceLifecycle
 
       it 'costs exactly one Get per resource and no Set' do
         TITLES.each do |title|
-          expected = { 'Get' => 1, 'Set' => 0, 'Test' => title.end_with?('-vm') ? 1 : 0 }
-          expect(counts(run, title)).to eq(expected), title
+          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
         end
       end
     end

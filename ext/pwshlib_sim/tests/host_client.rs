@@ -184,6 +184,10 @@ fn an_already_cancelled_call_sends_nothing() {
     cancel.unblock();
     let failure = host.execute(&request("Write-Output 'no'", 1_000), &cancel);
     assert!(matches!(failure, Err(HostFailure(m)) if m.contains("interrupted")));
+    // Had the request gone out, its reply ('no') would be waiting unread
+    // and the next call would get it instead of its own.
+    let next = run(&mut host, "Write-Output 'next'");
+    assert_eq!(next.stdout.as_deref(), Some("next\n"));
     host.destroy();
 }
 
