@@ -11,7 +11,7 @@ Gem::Specification.new do |spec|
   spec.authors = ['pwshlib developers']
   spec.license = 'MIT'
   spec.homepage = 'https://example.invalid/pwshlib'
-  spec.required_ruby_version = '>= 2.7'
+  spec.required_ruby_version = '>= 3.1'
 
   # Only sources: no target/, no built libraries; the extension builds at install time.
   spec.files = Dir.chdir(__dir__) do

@@ -20,6 +20,19 @@ module Acceptance
   # A run that takes longer than this is hung: kill it and fail the example.
   RUN_DEADLINE_SECONDS = Integer(ENV.fetch('PWSHLIB_ACCEPTANCE_RUN_DEADLINE', '240'))
 
+  # Puppet 8's defaults, on Puppet 7 too: a manifest or provider that does
+  # anything Puppet deprecates or warns about fails the run, and so does a
+  # reference to an unknown variable.
+  STRICT_ARGUMENTS = ['--strict', 'error', '--strict_variables'].freeze
+  # Puppet 8 leaves unchanged resources out of the report by default
+  # (exclude_unchanged_resources, false on Puppet 7). The suite asserts that
+  # resources stayed unchanged, which needs their statuses: with the setting
+  # off, an unchanged resource has a status saying so, a changed one says it
+  # changed, and a missing status is an error, as on Puppet 7. Telling
+  # "unchanged" from "absent from the report" would otherwise pass a
+  # resource that never reached the catalogue.
+  REPORT_ARGUMENTS = ['--no-exclude_unchanged_resources'].freeze
+
   # The friendly DSC resource name of each fixture type, as the simulator logs it.
   FRIENDLY = {
     'dsc_fixturefile' => 'FixtureFile',
@@ -168,7 +181,9 @@ module Acceptance
         '--logdir', File.join(run_dir, 'logdir'),
         '--rundir', File.join(run_dir, 'rundir'),
         '--lastrunreport', report_path,
-        '--reports', 'none'
+        '--reports', 'none',
+        *STRICT_ARGUMENTS,
+        *REPORT_ARGUMENTS
       ]
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       stdout, stderr, status = Open3.capture3(Acceptance.run_env(state_path, log_path).merge(env), *command)
