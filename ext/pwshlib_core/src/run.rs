@@ -19,7 +19,7 @@
 //!   report tells runs apart.
 //!
 //! A run ends when its report goes away or another one appears; without a
-//! report on either side, new loaders mean a new run. A report appearing
+//! report before, other loaders in place of the previous ones mean a new run. A report appearing
 //! where there was none is the same run going on (the apply case: convert,
 //! then evaluate). Object ids are compared, never the objects kept: Ruby's
 //! object ids are not reused.
@@ -41,7 +41,11 @@ pub fn is_new_run(last: Option<RunMarker>, now: RunMarker) -> bool {
     match (last.report, now.report) {
         (Some(before), Some(current)) => before != current,
         (Some(_), None) => true,
-        (None, _) => last.loaders != now.loaders,
+        // Loaders coming or going is the same run changing its context
+        // (`Puppet::Configurer` pushes loaders when none are bound and pops
+        // a context at the end of its run); only other loaders in their
+        // place tell of another run.
+        (None, _) => matches!((last.loaders, now.loaders), (Some(before), Some(current)) if before != current),
     }
 }
 
@@ -98,15 +102,32 @@ mod tests {
     }
 
     #[test]
-    fn without_any_report_only_new_loaders_start_a_run() {
+    fn a_configurer_that_pushes_loaders_mid_run_does_not_start_another() {
+        // Seen with two catalogs applied in one process: the first
+        // configurer run popped the caller's loaders, so the second catalog
+        // is converted with none bound, and its configurer run pushes new ones.
+        let calls = [
+            marker(None, Some(1)),
+            marker(Some(10), Some(1)),
+            marker(None, None),
+            marker(Some(11), Some(2)),
+            marker(Some(11), Some(2)),
+        ];
+        assert_eq!(run_starts(&calls), [2]);
+    }
+
+    #[test]
+    fn without_any_report_only_other_loaders_in_place_start_a_run() {
         let calls = [
             marker(None, None),
             marker(None, None),
             marker(None, Some(1)),
             marker(None, Some(1)),
+            marker(None, None),
             marker(None, Some(2)),
+            marker(None, Some(3)),
         ];
-        assert_eq!(run_starts(&calls), [2, 4]);
+        assert_eq!(run_starts(&calls), [6]);
     }
 
     #[test]
