@@ -149,7 +149,8 @@ fn current_run_marker(ruby: &Ruby) -> RunMarker {
     };
     let report = constant("Puppet::Transaction::Report").and_then(|report_class| {
         let log = constant("Puppet::Util::Log")?;
-        let destinations = RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
+        let destinations =
+            RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
         let report_class = RClass::from_value(report_class)?;
         let mut found = None;
         destinations

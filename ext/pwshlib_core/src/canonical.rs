@@ -262,7 +262,11 @@ pub fn declared_enum_value<'a>(declared: &'a [String], text: &str) -> Option<&'a
     declared
         .iter()
         .find(|d| d.as_str() == text)
-        .or_else(|| declared.iter().find(|d| d.to_lowercase() == text.to_lowercase()))
+        .or_else(|| {
+            declared
+                .iter()
+                .find(|d| d.to_lowercase() == text.to_lowercase())
+        })
         .map(String::as_str)
 }
 
@@ -453,8 +457,14 @@ mod tests {
         let shape = &def.attribute("dsc_accessrules").unwrap().shape;
         let ok = Value::Array(vec![rule("u", "grant", &["Read"])]);
         assert!(enums_allowed(shape, &ok));
-        assert!(!enums_allowed(shape, &Value::Array(vec![rule("u", "GRANT", &["Read"])])));
-        assert!(!enums_allowed(shape, &Value::Array(vec![rule("u", "Grant", &["READ"])])));
+        assert!(!enums_allowed(
+            shape,
+            &Value::Array(vec![rule("u", "GRANT", &["Read"])])
+        ));
+        assert!(!enums_allowed(
+            shape,
+            &Value::Array(vec![rule("u", "Grant", &["READ"])])
+        ));
         assert!(enums_allowed(&TypeShape::Other, &s("ANY")));
     }
 

@@ -530,5 +530,4 @@ mod number_form_tests {
         adopt_number_forms(&mut words, &Value::Int(1));
         assert_eq!(words, Value::str("many"));
     }
-
 }

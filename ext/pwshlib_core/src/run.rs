@@ -45,7 +45,9 @@ pub fn is_new_run(last: Option<RunMarker>, now: RunMarker) -> bool {
         // (`Puppet::Configurer` pushes loaders when none are bound and pops
         // a context at the end of its run); only other loaders in their
         // place tell of another run.
-        (None, _) => matches!((last.loaders, now.loaders), (Some(before), Some(current)) if before != current),
+        (None, _) => {
+            matches!((last.loaders, now.loaders), (Some(before), Some(current)) if before != current)
+        }
     }
 }
 

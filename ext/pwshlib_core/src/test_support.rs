@@ -196,8 +196,14 @@ pub fn scaffolded_enum_typedef() -> TypeDef {
     .collect();
     let definition = attr(&[
         ("name", Value::str("dsc_fixtureaccessrule")),
-        ("dscmeta_resource_friendly_name", Value::str("FixtureAccessRule")),
-        ("dscmeta_resource_name", Value::str("MSFT_FixtureAccessRule")),
+        (
+            "dscmeta_resource_friendly_name",
+            Value::str("FixtureAccessRule"),
+        ),
+        (
+            "dscmeta_resource_name",
+            Value::str("MSFT_FixtureAccessRule"),
+        ),
         ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
         ("attributes", Value::Hash(attributes)),
     ]);

@@ -599,7 +599,10 @@ mod tests {
             Some(&TypeShape::Enum(vec!["a".into(), "b".into()]))
         );
         let inner = element.member("inner").unwrap();
-        assert_eq!(inner.member("mode"), Some(&TypeShape::Enum(vec!["X".into()])));
+        assert_eq!(
+            inner.member("mode"),
+            Some(&TypeShape::Enum(vec!["X".into()]))
+        );
         assert!(shape.has_enum());
         assert!(!TypeShape::parse("Optional[Hash[String, Enum[a]]]").has_enum());
         assert!(!TypeShape::parse("Optional[Integer[0, 4294967295]]").has_enum());
@@ -608,11 +611,22 @@ mod tests {
     #[test]
     fn shapes_of_broken_type_strings_are_other_and_never_panic() {
         for text in [
-            "", "Enum[", "Struct[{", "Struct[{ a => }]", "Array[[[", "]]]", "Struct[{ 'a' Enum[x] }]",
-            "Optional[Struct[{ a => Enum['x', }]]", "'unterminated", "Enum['a\\",
+            "",
+            "Enum[",
+            "Struct[{",
+            "Struct[{ a => }]",
+            "Array[[[",
+            "]]]",
+            "Struct[{ 'a' Enum[x] }]",
+            "Optional[Struct[{ a => Enum['x', }]]",
+            "'unterminated",
+            "Enum['a\\",
         ] {
             let shape = TypeShape::parse(text);
-            assert!(!matches!(shape, TypeShape::Struct(ref m) if m.iter().any(|(k, _)| k.is_empty())), "{text}: {shape:?}");
+            assert!(
+                !matches!(shape, TypeShape::Struct(ref m) if m.iter().any(|(k, _)| k.is_empty())),
+                "{text}: {shape:?}"
+            );
         }
         assert_eq!(TypeShape::parse("Struct[{ a => }]"), TypeShape::Other);
     }
@@ -620,7 +634,13 @@ mod tests {
     #[test]
     fn only_a_boolean_false_ensurable_is_the_scaffolder_workaround() {
         let def = crate::test_support::scaffolded_enum_typedef();
-        assert!(def.attribute("ensurable").unwrap().is_ensurable_workaround());
-        assert!(!def.attribute("dsc_schedule").unwrap().is_ensurable_workaround());
+        assert!(def
+            .attribute("ensurable")
+            .unwrap()
+            .is_ensurable_workaround());
+        assert!(!def
+            .attribute("dsc_schedule")
+            .unwrap()
+            .is_ensurable_workaround());
     }
 }
