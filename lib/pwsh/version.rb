@@ -1,5 +1,5 @@
 # frozen_string_literal: true
 
 module Pwsh
-  VERSION = '0.1.0'
+  VERSION = '1.99.0'
 end

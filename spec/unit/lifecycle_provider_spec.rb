@@ -72,10 +72,12 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(result).not_to have_key(:dsc_checksum)
     end
 
-    it 'keeps the manifest value for an enum whose system casing is not allowed' do
+    it 'takes the declared enum value that a system casing the Enum does not allow equals' do
+      # 'FILE' is not allowed by Enum['File', 'file', ...]: get maps it to
+      # the first declared value that equals it, which canonicalize keeps.
       manager.get_result = manager.get_result.merge('Type' => 'FILE')
       result = provider.canonicalize(context, [manifest.merge(dsc_type: 'file')]).first
-      expect(result[:dsc_type]).to eq('file')
+      expect(result[:dsc_type]).to eq('File')
     end
 
     it 'returns later calls unchanged' do

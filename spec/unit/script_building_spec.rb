@@ -50,7 +50,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     it 'builds the 2.x invocable resource hash' do
       resource = provider.invocable_resource(should, context_for(:dsc_fixturefile), 'get')
       expect(resource).to include(
-        name: 'hosts file',
+        name: 'dsc_fixturefile',
         dscmeta_resource_friendly_name: 'FixtureFile',
         dscmeta_resource_name: 'MSFT_FixtureFile',
         dscmeta_resource_implementation: 'MOF',

@@ -14,6 +14,7 @@ use pwshlib_core::lifecycle::{
     self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
 };
 use pwshlib_core::munge;
+use pwshlib_core::run::{self, RunMarker};
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
@@ -39,6 +40,25 @@ pub struct ProviderState {
     powershell: Option<(String, Vec<String>)>,
     /// Ruby's load path as `load_path` returned it, read once per run.
     load_path: Option<Arc<Vec<String>>>,
+    /// The run this provider's caches belong to (see `pwshlib_core::run`).
+    run_marker: Option<RunMarker>,
+}
+
+impl ProviderState {
+    /// Forgets everything learnt in the previous run: the system is read
+    /// again, and the load path and PowerShell are looked up again (the
+    /// agent may have synced new plugins in between).
+    fn start_new_run(&mut self) {
+        if let Some(typedef) = &self.typedef {
+            let mut lifecycle = LifecycleState::new(typedef);
+            if let Some(wait) = self.collision_wait_seconds.or_else(env_collision_wait) {
+                lifecycle.collision_wait_seconds = wait;
+            }
+            self.lifecycle = Some(lifecycle);
+        }
+        self.load_path = None;
+        self.powershell = None;
+    }
 }
 
 #[derive(Default)]
@@ -95,14 +115,84 @@ const COLLISION_WAIT_ENV: &str = "PWSHLIB_COLLISION_RETRY_SECONDS";
 
 /// The (user, password) pairs that failed to log on in this run. A
 /// credential is not tied to a type, and there is one provider instance per
-/// type, so the memo is shared by all of them (process-wide, like the run
-/// of `puppet apply`).
-static LOGON_FAILURES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+/// type, so the memo is shared by all of them; it belongs to the run whose
+/// marker it carries.
+#[derive(Default)]
+struct LogonMemo {
+    run_marker: Option<RunMarker>,
+    failures: Vec<(String, String)>,
+}
 
-fn logon_failures() -> std::sync::MutexGuard<'static, Vec<(String, String)>> {
+static LOGON_FAILURES: std::sync::Mutex<LogonMemo> = std::sync::Mutex::new(LogonMemo {
+    run_marker: None,
+    failures: Vec::new(),
+});
+
+fn logon_memo() -> std::sync::MutexGuard<'static, LogonMemo> {
     LOGON_FAILURES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The object id of a Ruby object (never reused by Ruby, unlike addresses).
+fn object_id(value: RValue) -> Option<u64> {
+    value.funcall::<_, _, u64>("object_id", ()).ok()
+}
+
+/// The report and loaders Puppet has in view now (`pwshlib_core::run`
+/// explains the choice). Either is None outside a Puppet run.
+fn current_run_marker(ruby: &Ruby) -> RunMarker {
+    let constant = |path: &str| -> Option<RValue> {
+        ruby.class_object()
+            .funcall::<_, _, RValue>("const_get", (path,))
+            .ok()
+    };
+    let report = constant("Puppet::Transaction::Report").and_then(|report_class| {
+        let log = constant("Puppet::Util::Log")?;
+        let destinations =
+            RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
+        let report_class = RClass::from_value(report_class)?;
+        let mut found = None;
+        destinations
+            .foreach(|destination: RValue, _handler: RValue| {
+                if destination.is_kind_of(report_class) {
+                    found = Some(destination);
+                    return Ok(magnus::r_hash::ForEach::Stop);
+                }
+                Ok(magnus::r_hash::ForEach::Continue)
+            })
+            .ok()?;
+        found.and_then(object_id)
+    });
+    let loaders = constant("Puppet").and_then(|puppet| {
+        // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
+        // nothing is bound (outside a run).
+        let otherwise = ruby.proc_from_fn(|ruby, _args, _block| Ok(ruby.qnil().as_value()));
+        let loaders: RValue = puppet
+            .funcall_with_block("lookup", (ruby.to_symbol("loaders"),), otherwise)
+            .ok()?;
+        (!loaders.is_nil()).then_some(loaders).and_then(object_id)
+    });
+    RunMarker { report, loaders }
+}
+
+/// Called where a run's work on a type can begin (canonicalize, get, set):
+/// a provider call in a new run starts with empty caches, and the first one
+/// in the run empties the logon-failure memo.
+fn observe_run(ruby: &Ruby, provider: &DscBaseProvider) {
+    let now = current_run_marker(ruby);
+    {
+        let mut memo = logon_memo();
+        if run::is_new_run(memo.run_marker, now) {
+            memo.failures.clear();
+        }
+        memo.run_marker = Some(now);
+    }
+    let mut state = provider.state.borrow_mut();
+    if run::is_new_run(state.run_marker, now) {
+        state.start_new_run();
+    }
+    state.run_marker = Some(now);
 }
 
 fn define_lifecycle_methods(class: RClass) -> Result<(), Error> {
@@ -348,13 +438,13 @@ impl ProviderHost for RubyHost<'_> {
     }
 
     fn logon_failed_already(&self, pair: &(String, String)) -> bool {
-        logon_failures().contains(pair)
+        logon_memo().failures.contains(pair)
     }
 
     fn remember_logon_failure(&self, pair: (String, String)) {
-        let mut failures = logon_failures();
-        if !failures.contains(&pair) {
-            failures.push(pair);
+        let mut memo = logon_memo();
+        if !memo.failures.contains(&pair) {
+            memo.failures.push(pair);
         }
     }
 
@@ -449,6 +539,7 @@ fn rb_canonicalize(
     context: RValue,
     resources: RArray,
 ) -> BindingResult<RArray> {
+    observe_run(ruby, &rb_self);
     let host = RubyHost::new(ruby, rb_self, context)?;
     let mut maps = Vec::with_capacity(resources.len());
     for resource in resources.into_iter() {
@@ -473,6 +564,7 @@ fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> Bindin
             .into())
         }
     };
+    observe_run(ruby, &rb_self);
     let host = RubyHost::new(ruby, rb_self, context)?;
     let names = match names {
         Some(names) if !names.is_nil() => match from_ruby(ruby, names, "names")? {
@@ -518,6 +610,7 @@ fn rb_set(
     context: RValue,
     changes: RHash,
 ) -> BindingResult<RValue> {
+    observe_run(ruby, &rb_self);
     let host = RubyHost::new(ruby, rb_self, context)?;
     let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
     changes.foreach(|name: RValue, change: RValue| {
@@ -613,12 +706,9 @@ fn run_in_context_block(
         raise_if_set_failed(ruby, provider, name, should)?;
         Ok(result)
     });
-    let title: RValue = match RHash::from_value(name) {
-        // Multi-namevar titles: name the resource by its `name`.
-        Some(hash) => hash.get(ruby.to_symbol("name")).unwrap_or(name),
-        None => name,
-    };
-    let _: RValue = context.funcall_with_block(action.context_method(), (title,), block)?;
+    // The title as the Resource API gave it (a name hash for types with
+    // several namevars), as pwshlib 2.x passed it.
+    let _: RValue = context.funcall_with_block(action.context_method(), (name,), block)?;
     Ok(())
 }
 
@@ -699,11 +789,12 @@ fn set_with_log(
     let should_map = hash_arg(ruby, should, "should")?;
     host.debug(&format!(
         "{verb} '{}' with {}",
-        lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
+        lifecycle::title_text(&name_value),
         Value::Hash(should_map.clone())
     ))?;
-    host.invoke_set_method(&name_value, &should_map)?;
-    Ok(ruby.qnil().as_value())
+    // Through Ruby, and its answer (the DSC result hash) returned, as in
+    // pwshlib 2.x: subclasses check `rebootrequired` on it.
+    Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
 }
 
 fn rb_delete(
@@ -716,11 +807,11 @@ fn rb_delete(
     let name_value = from_ruby(ruby, name, "name")?;
     host.debug(&format!(
         "Deleting '{}'",
-        lifecycle::title_of(&name_value).unwrap_or(Value::Nil)
+        lifecycle::title_text(&name_value)
     ))?;
     let should = lifecycle::delete_should(&host, &name_value)?;
-    host.invoke_set_method(&name_value, &should)?;
-    Ok(ruby.qnil().as_value())
+    let should = map_to_ruby(ruby, &should)?;
+    Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
 }
 
 fn rb_invoke_get_method(
@@ -757,8 +848,10 @@ fn rb_invoke_set_method(
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
-    lifecycle::invoke_set_method(&host, &name, &should)?;
-    Ok(ruby.qnil().as_value())
+    match lifecycle::invoke_set_method(&host, &name, &should)? {
+        Some(result) => to_ruby(ruby, &result),
+        None => Ok(ruby.qnil().as_value()),
+    }
 }
 
 fn rb_invoke_test_method(
@@ -1029,12 +1122,12 @@ fn rb_logon_failed_already(
 ) -> BindingResult<bool> {
     let _ = rb_self;
     let credential = from_ruby(ruby, credential, "credential")?;
-    Ok(lifecycle::logon_key(&credential).is_some_and(|pair| logon_failures().contains(&pair)))
+    Ok(lifecycle::logon_key(&credential).is_some_and(|pair| logon_memo().failures.contains(&pair)))
 }
 
 /// `DscBaseProvider.forget_logon_failures`: starts a new run's memo (tests).
 fn rb_forget_logon_failures() {
-    logon_failures().clear();
+    logon_memo().failures.clear();
 }
 
 fn rb_specify_dsc_timeout(

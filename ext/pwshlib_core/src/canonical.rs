@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use crate::typedef::{Behaviour, TypeDef};
+use crate::typedef::{Behaviour, TypeDef, TypeShape};
 use crate::value::{Map, Timestamp, Value};
 
 /// Lowercases every String and Symbol, hash keys included (2.x
@@ -232,6 +232,7 @@ pub fn canonicalize_resource(
                 a.behaviour == Behaviour::Parameter
                     || name == "name"
                     || name == "dsc_psdscrunascredential"
+                    || !name.starts_with("dsc_")
                     || is_metaparam(name)
             }
         };
@@ -243,7 +244,7 @@ pub fn canonicalize_resource(
                     if same(
                         &recursively_downcase(system_value),
                         &recursively_downcase(manifest_value),
-                    ) && enum_casing_allowed(typedef, name, system_value) =>
+                    ) && attribute.is_none_or(|a| enums_allowed(&a.shape, system_value)) =>
                 {
                     system_value.clone()
                 }
@@ -255,13 +256,68 @@ pub fn canonicalize_resource(
     result
 }
 
-fn enum_casing_allowed(typedef: &TypeDef, name: &str, system_value: &Value) -> bool {
-    match typedef.attribute(name).and_then(|a| a.enum_values.as_ref()) {
-        None => true,
-        Some(allowed) => match system_value {
-            Value::Str(s) => allowed.iter().any(|v| v == s),
-            _ => false,
-        },
+/// The declared value that equals `text` without case: `text` itself when
+/// it is declared, else the first declared value that matches.
+pub fn declared_enum_value<'a>(declared: &'a [String], text: &str) -> Option<&'a str> {
+    declared
+        .iter()
+        .find(|d| d.as_str() == text)
+        .or_else(|| {
+            declared
+                .iter()
+                .find(|d| d.to_lowercase() == text.to_lowercase())
+        })
+        .map(String::as_str)
+}
+
+/// Replaces every enum value inside `value` (by the attribute's or Struct
+/// member's type, at any depth) with the declared value it equals without
+/// case, so that Puppet's type schema accepts what DSC returned.
+pub fn conform_enums(shape: &TypeShape, value: &mut Value) {
+    match (shape, value) {
+        (_, Value::Sensitive(inner)) => conform_enums(shape, inner),
+        (TypeShape::Enum(declared), Value::Str(text)) => {
+            if let Some(found) = declared_enum_value(declared, text) {
+                if found != text.as_str() {
+                    *text = found.to_owned();
+                }
+            }
+        }
+        (TypeShape::Array(inner), Value::Array(items)) => {
+            items.iter_mut().for_each(|item| conform_enums(inner, item))
+        }
+        // PowerShell's JSON leaves a one-element array as its element.
+        (TypeShape::Array(inner), item @ Value::Hash(_)) => conform_enums(inner, item),
+        (TypeShape::Struct(_), Value::Hash(map)) => {
+            for (key, item) in map.iter_mut() {
+                if let Some(member) = key.key_name().and_then(|k| shape.member(k)) {
+                    conform_enums(member, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// True when every enum value inside `value` is exactly a declared value:
+/// only then may canonicalize keep the system's casing (Puppet refuses any
+/// other casing of an Enum).
+pub fn enums_allowed(shape: &TypeShape, value: &Value) -> bool {
+    match (shape, value) {
+        (TypeShape::Other, _) | (_, Value::Nil) => true,
+        (_, Value::Sensitive(inner)) => enums_allowed(shape, inner),
+        (TypeShape::Enum(declared), Value::Str(text)) => declared.iter().any(|d| d == text),
+        (TypeShape::Enum(_), _) => false,
+        (TypeShape::Array(inner), Value::Array(items)) => {
+            items.iter().all(|item| enums_allowed(inner, item))
+        }
+        (TypeShape::Array(inner), item) => enums_allowed(inner, item),
+        (TypeShape::Struct(_), Value::Hash(map)) => map.iter().all(|(key, item)| {
+            key.key_name()
+                .and_then(|k| shape.member(k))
+                .is_none_or(|member| enums_allowed(member, item))
+        }),
+        (TypeShape::Struct(_), _) => true,
     }
 }
 
@@ -342,5 +398,113 @@ mod tests {
         assert_eq!(out.get_named("dsc_contents"), Some(&s("new")));
         assert_eq!(out.get_named("loglevel"), Some(&s("debug")));
         assert!(!out.contains_named("dsc_attributes"));
+    }
+
+    fn rule(principal: &str, kind: &str, rights: &[&str]) -> Value {
+        Value::Hash(Map(vec![
+            (s("principal"), s(principal)),
+            (s("accesscontroltype"), s(kind)),
+            (
+                s("rights"),
+                Value::Array(rights.iter().map(|r| s(r)).collect()),
+            ),
+        ]))
+    }
+
+    #[test]
+    fn declared_enum_value_prefers_an_exact_match_then_the_first_declared() {
+        let declared: Vec<String> = ["Once", "once", "Daily"].map(String::from).to_vec();
+        assert_eq!(declared_enum_value(&declared, "once"), Some("once"));
+        assert_eq!(declared_enum_value(&declared, "Once"), Some("Once"));
+        assert_eq!(declared_enum_value(&declared, "ONCE"), Some("Once"));
+        assert_eq!(declared_enum_value(&declared, "daily"), Some("Daily"));
+        assert_eq!(declared_enum_value(&declared, "Weekly"), None);
+    }
+
+    #[test]
+    fn conform_enums_maps_case_only_differences_at_every_depth() {
+        let def = crate::test_support::scaffolded_enum_typedef();
+        let shape = &def.attribute("dsc_accessrules").unwrap().shape;
+        let mut value = Value::Array(vec![
+            rule("BUILTIN\\Users", "GRANT", &["READ", "fullControl"]),
+            rule("Admins", "deny", &["Write?"]),
+        ]);
+        conform_enums(shape, &mut value);
+        assert_eq!(
+            value,
+            Value::Array(vec![
+                rule("BUILTIN\\Users", "Grant", &["Read", "FullControl"]),
+                rule("Admins", "deny", &["Write?"]),
+            ])
+        );
+        // A lone instance (PowerShell's JSON unrolls one-element arrays).
+        let mut lone = rule("x", "DENY", &[]);
+        conform_enums(shape, &mut lone);
+        assert_eq!(lone, rule("x", "Deny", &[]));
+        // Plain strings are not enums: their case stays.
+        let mut principal = rule("bUiLtIn", "grant", &[]);
+        conform_enums(shape, &mut principal);
+        assert_eq!(principal, rule("bUiLtIn", "grant", &[]));
+        let top = &def.attribute("dsc_schedule").unwrap().shape;
+        let mut once = s("ONCE");
+        conform_enums(top, &mut once);
+        assert_eq!(once, s("Once"));
+    }
+
+    #[test]
+    fn enums_allowed_looks_at_every_depth() {
+        let def = crate::test_support::scaffolded_enum_typedef();
+        let shape = &def.attribute("dsc_accessrules").unwrap().shape;
+        let ok = Value::Array(vec![rule("u", "grant", &["Read"])]);
+        assert!(enums_allowed(shape, &ok));
+        assert!(!enums_allowed(
+            shape,
+            &Value::Array(vec![rule("u", "GRANT", &["Read"])])
+        ));
+        assert!(!enums_allowed(
+            shape,
+            &Value::Array(vec![rule("u", "Grant", &["READ"])])
+        ));
+        assert!(enums_allowed(&TypeShape::Other, &s("ANY")));
+    }
+
+    #[test]
+    fn canonicalize_keeps_system_casing_inside_instances_only_where_allowed() {
+        let def = crate::test_support::scaffolded_enum_typedef();
+        let manifest_rules = Value::Array(vec![rule("BUILTIN\\Users", "grant", &["read"])]);
+        let manifest = Map(vec![
+            (Value::sym("name"), s("acl")),
+            (Value::sym("dsc_path"), s("c:\\data")),
+            (Value::sym("dsc_accessrules"), manifest_rules.clone()),
+            (Value::sym("dsc_schedule"), s("once")),
+            (Value::sym("ensurable"), Value::Bool(false)),
+        ]);
+        let canon = |system_rules: Value, schedule: &str| {
+            let system = Map(vec![
+                (Value::sym("dsc_path"), s("C:\\Data")),
+                (Value::sym("dsc_accessrules"), system_rules),
+                (Value::sym("dsc_schedule"), s(schedule)),
+            ]);
+            canonicalize_resource(&def, &manifest, &system, &|_| false)
+        };
+        // Allowed system casings are kept, at every depth.
+        let allowed = Value::Array(vec![rule("builtin\\users", "Grant", &["Read"])]);
+        let out = canon(allowed.clone(), "Once");
+        assert_eq!(out.get_named("dsc_accessrules"), Some(&allowed));
+        assert_eq!(out.get_named("dsc_schedule"), Some(&s("Once")));
+        assert_eq!(out.get_named("dsc_path"), Some(&s("C:\\Data")));
+        assert_eq!(out.get_named("ensurable"), Some(&Value::Bool(false)));
+        // A casing the Enum does not allow, nested or not: the manifest's.
+        let out = canon(
+            Value::Array(vec![rule("BUILTIN\\Users", "GRANT", &["Read"])]),
+            "ONCE",
+        );
+        assert_eq!(out.get_named("dsc_accessrules"), Some(&manifest_rules));
+        assert_eq!(out.get_named("dsc_schedule"), Some(&s("once")));
+        let out = canon(
+            Value::Array(vec![rule("BUILTIN\\Users", "Grant", &["rEAD"])]),
+            "once",
+        );
+        assert_eq!(out.get_named("dsc_accessrules"), Some(&manifest_rules));
     }
 }

@@ -20,6 +20,7 @@ pub mod cache;
 pub mod canonical;
 pub mod lifecycle;
 pub mod munge;
+pub mod run;
 
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -165,6 +165,16 @@ pub fn title_of(value: &Value) -> Option<Value> {
     }
 }
 
+/// A title for a debug line: a String bare (`Creating 'r0'`, not
+/// `Creating '"r0"'`), anything else as Puppet would print it.
+pub fn title_text(name: &Value) -> String {
+    match title_of(name) {
+        Some(Value::Str(s)) | Some(Value::Symbol(s)) => s,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
 fn title_of_map(map: &Map) -> Option<Value> {
     map.get_named("name").filter(|v| !v.is_nil()).cloned()
 }
@@ -494,7 +504,7 @@ pub fn invoke_set_method<H: ProviderHost>(
     let title = title_of(name);
     host.debug(&format!(
         "Invoking Set Method for '{}' with {}",
-        title.clone().unwrap_or(Value::Nil),
+        title_text(name),
         Value::Hash(should.clone())
     ))?;
     let name_hash = invocation_name_hash(name, should);
@@ -522,9 +532,9 @@ pub fn invoke_test_method<H: ProviderHost>(
     name: &Value,
     should: &Map,
 ) -> Result<Insync, H::Error> {
-    let title = title_of(name).unwrap_or(Value::Nil);
     host.debug(&format!(
-        "Relying on DSC Test method for validating if '{title}' is in the desired state"
+        "Relying on DSC Test method for validating if '{}' is in the desired state",
+        title_text(name)
     ))?;
     let name_hash = invocation_name_hash(name, should);
     let test_props = dsc_props(should);
@@ -566,6 +576,14 @@ pub fn insync<H: ProviderHost>(
     is_hash: Option<&Map>,
     should_hash: &Map,
 ) -> Result<Insync, H::Error> {
+    let typedef = host.typedef()?;
+    if typedef
+        .attribute(property)
+        .is_some_and(|a| a.is_ensurable_workaround())
+    {
+        // Not a DSC property: nothing on the system can differ from it.
+        return Ok(Insync::InSync(true));
+    }
     let identity_source = invocation_name_hash(name, should_hash);
     let marker = host.with_state(|s| {
         (

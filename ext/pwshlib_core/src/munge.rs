@@ -1,7 +1,7 @@
 //! Turning the JSON that the host script prints into Values, and a DSC Get
 //! result into the Puppet resource hash (behavior.md §3 "get").
 
-use crate::canonical::{is_absent, recursively_sort, values_equal};
+use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
 use crate::typedef::{Behaviour, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
@@ -208,7 +208,15 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         {
             integers_from_text(&mut value);
         }
+        conform_enums(&attribute.shape, &mut value);
         out.insert_symbol(&type_key, recursively_sort(&value));
+    }
+    if let Some(ensurable) = typedef
+        .attribute("ensurable")
+        .filter(|a| a.is_ensurable_workaround())
+    {
+        // The only value its type allows: what the resource "has".
+        out.insert_symbol(&ensurable.name, Value::Bool(false));
     }
     for namevar in typedef.namevar_attributes() {
         let restore = namevar == "name"
@@ -430,6 +438,33 @@ mod tests {
         );
         assert_eq!(parse_json("1.5").unwrap(), Value::Float(1.5));
         assert!(parse_json("{nope").is_err());
+    }
+
+    #[test]
+    fn get_maps_enum_values_to_declared_ones_at_every_depth_and_reports_ensurable() {
+        let def = crate::test_support::scaffolded_enum_typedef();
+        let query = Map(vec![
+            (Value::sym("name"), Value::str("acl")),
+            (Value::sym("dsc_path"), Value::str("C:\\data")),
+        ]);
+        let data = json_map(
+            r#"{"Path":"C:\\data","Schedule":"ONCE","Ensurable":"yes",
+                "AccessRules":[{"cim_instance_type":"MSFT_Rule","Principal":"Users","AccessControlType":"GRANT","Rights":["fullcontrol","READ"]},
+                               {"cim_instance_type":"MSFT_Rule","Principal":"Guests","AccessControlType":"deny","Rights":null}]}"#,
+        );
+        let (out, errors) = munge_get_result(&def, &query, &data);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(out.get_named("dsc_schedule"), Some(&Value::str("Once")));
+        assert_eq!(
+            out.get_named("dsc_accessrules").unwrap().to_string(),
+            r#"[{"accesscontroltype" => "Grant", "principal" => "Users", "rights" => ["Read", "fullcontrol"]}, {"accesscontroltype" => "deny", "principal" => "Guests", "rights" => nil}]"#
+        );
+        // `ensurable` is no DSC property (DSC's `Ensurable` is ignored): Get
+        // reports the one value its type allows.
+        assert_eq!(out.get_named("ensurable"), Some(&Value::Bool(false)));
+        assert!(!out.contains_named("dsc_ensurable"));
+        let (plain, _) = munge_get_result(&fixture_typedef(), &query, &Map::new());
+        assert!(!plain.contains_named("ensurable"));
     }
 }
 

@@ -282,7 +282,7 @@ impl InvokeParameter {
 /// Ruby-visible `invocable_resource` / `ps_script_content` pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InvocableResource {
-    /// The resource title, for messages.
+    /// The type's name (`dsc_psrepository`), as in pwshlib 2.x.
     pub name: Option<String>,
     pub friendly_name: String,
     pub resource_name: String,
@@ -329,12 +329,9 @@ impl InvocableResource {
                 })
             })
             .collect();
-        let name = should.get_named("name").and_then(|v| match v {
-            Value::Str(s) | Value::Symbol(s) => Some(s.clone()),
-            _ => None,
-        });
         Ok(InvocableResource {
-            name,
+            // The type's name, as in pwshlib 2.x (`context.type.definition[:name]`).
+            name: Some(typedef.name.clone()),
             friendly_name: typedef.friendly_name.clone(),
             resource_name: typedef.resource_name.clone(),
             implementation: typedef.implementation.clone(),

@@ -144,3 +144,68 @@ pub fn fixture_typedef() -> TypeDef {
     ]);
     TypeDef::from_definition(&definition).expect("fixture definition is valid")
 }
+
+/// Like spec/fixtures/.../dsc_fixtureaccessrule.rb and
+/// dsc_fixturesetting.rb in one type: multi-casing enums at the top level
+/// and inside the Struct members of a CIM array, and the scaffolder's
+/// `ensurable: Boolean[false]`.
+pub fn scaffolded_enum_typedef() -> TypeDef {
+    let attributes: Map = [
+        (
+            "name",
+            attr(&[
+                ("type", Value::str("String")),
+                ("behaviour", Value::sym("namevar")),
+            ]),
+        ),
+        (
+            "dsc_path",
+            prop(
+                "String",
+                "String",
+                &[
+                    ("behaviour", Value::sym("namevar")),
+                    ("mandatory_for_get", Value::Bool(true)),
+                    ("mandatory_for_set", Value::Bool(true)),
+                ],
+            ),
+        ),
+        (
+            "dsc_schedule",
+            prop(
+                "Optional[Enum['Once', 'once', 'Daily', 'daily']]",
+                "String",
+                &[],
+            ),
+        ),
+        (
+            "dsc_accessrules",
+            prop(
+                "Optional[Array[Struct[{ principal => String, accesscontroltype => Enum['Grant', 'grant', 'Deny', 'deny'], rights => Optional[Array[Enum['Read', 'read', 'FullControl', 'fullcontrol']]] }]]]",
+                "MSFT_Rule[]",
+                &[("mof_is_embedded", Value::Bool(true))],
+            ),
+        ),
+        (
+            "ensurable",
+            prop("Boolean[false]", "String", &[("default", Value::Bool(false))]),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (Value::sym(k), v))
+    .collect();
+    let definition = attr(&[
+        ("name", Value::str("dsc_fixtureaccessrule")),
+        (
+            "dscmeta_resource_friendly_name",
+            Value::str("FixtureAccessRule"),
+        ),
+        (
+            "dscmeta_resource_name",
+            Value::str("MSFT_FixtureAccessRule"),
+        ),
+        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
+        ("attributes", Value::Hash(attributes)),
+    ]);
+    TypeDef::from_definition(&definition).expect("fixture definition is valid")
+}

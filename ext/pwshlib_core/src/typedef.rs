@@ -30,6 +30,8 @@ pub struct Attribute {
     pub mof_is_embedded: bool,
     /// Allowed values when the Puppet type is (an Optional of) an Enum.
     pub enum_values: Option<Vec<String>>,
+    /// The parts of the Puppet type that the enum rules look into.
+    pub shape: TypeShape,
 }
 
 impl Attribute {
@@ -79,6 +81,15 @@ impl Attribute {
         inner == "String" || inner.starts_with("String[")
     }
 
+    /// The `ensurable` attribute that the scaffolder adds to types without
+    /// `Ensure`, typed `Boolean[false]` (a workaround for a Resource API
+    /// bug). It is no DSC property: it never goes to DSC, Get reports it as
+    /// `false`, and it is always in sync.
+    pub fn is_ensurable_workaround(&self) -> bool {
+        self.name == "ensurable"
+            && strip_optional(&self.type_string).replace(' ', "") == "Boolean[false]"
+    }
+
     pub fn enum_allows_empty(&self) -> bool {
         self.enum_values
             .as_ref()
@@ -97,43 +108,230 @@ fn strip_optional(type_string: &str) -> &str {
 /// Extracts the quoted values of `Enum['a', "b"]` inside a type string
 /// (looking through `Optional[...]`). Returns None when it is not an Enum.
 pub fn parse_enum_values(type_string: &str) -> Option<Vec<String>> {
-    let inner = strip_optional(type_string);
-    let body = inner.strip_prefix("Enum[")?.strip_suffix(']')?;
-    let mut values = Vec::new();
-    let mut chars = body.chars().peekable();
+    match TypeShape::parse(type_string) {
+        TypeShape::Enum(values) => Some(values),
+        _ => None,
+    }
+}
+
+/// What the enum rules need to know of a Puppet type: where its Enums are,
+/// at any depth. Scaffolded types nest them in the Struct members of CIM
+/// instances (`Optional[Array[Struct[{ right => Enum['Grant', 'grant'] }]]]`).
+/// Wrappers that do not change the value's shape (`Optional`, `Sensitive`,
+/// `NotUndef`) are looked through; anything else is `Other`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum TypeShape {
+    /// The declared values, in declaration order.
+    Enum(Vec<String>),
+    Array(Box<TypeShape>),
+    /// Member names (lowercase, as scaffolded) and their shapes.
+    Struct(Vec<(String, TypeShape)>),
+    #[default]
+    Other,
+}
+
+impl TypeShape {
+    /// Reads a Puppet type string. Never fails: what it cannot read is
+    /// `Other`, which no enum rule touches.
+    pub fn parse(type_string: &str) -> TypeShape {
+        let tokens = tokenize(type_string);
+        let mut parser = ShapeParser { tokens, at: 0 };
+        parser.parse_type()
+    }
+
+    /// True when the shape holds an Enum somewhere.
+    pub fn has_enum(&self) -> bool {
+        match self {
+            TypeShape::Enum(_) => true,
+            TypeShape::Array(inner) => inner.has_enum(),
+            TypeShape::Struct(members) => members.iter().any(|(_, m)| m.has_enum()),
+            TypeShape::Other => false,
+        }
+    }
+
+    /// The shape of a Struct member, by name without case.
+    pub fn member(&self, name: &str) -> Option<&TypeShape> {
+        match self {
+            TypeShape::Struct(members) => members
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, m)| m),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String),
+    Quoted(String),
+    Punct(char),
+    Arrow,
+}
+
+fn tokenize(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut chars = text.chars().peekable();
     while let Some(&c) = chars.peek() {
-        if c == ',' || c.is_whitespace() {
+        if c.is_whitespace() {
             chars.next();
         } else if c == '\'' || c == '"' {
             chars.next();
-            let mut text = String::new();
+            let mut quoted = String::new();
             let mut escaped = false;
             for d in chars.by_ref() {
                 if escaped {
-                    text.push(d);
+                    quoted.push(d);
                     escaped = false;
                 } else if d == '\\' {
                     escaped = true;
                 } else if d == c {
                     break;
                 } else {
-                    text.push(d);
+                    quoted.push(d);
                 }
             }
-            values.push(text);
+            tokens.push(Token::Quoted(quoted));
+        } else if c == '=' {
+            chars.next();
+            if chars.peek() == Some(&'>') {
+                chars.next();
+            }
+            tokens.push(Token::Arrow);
+        } else if "[]{},".contains(c) {
+            chars.next();
+            tokens.push(Token::Punct(c));
         } else {
             let mut word = String::new();
             while let Some(&d) = chars.peek() {
-                if d == ',' {
+                if d.is_whitespace() || "[]{},='\"".contains(d) {
                     break;
                 }
                 word.push(d);
                 chars.next();
             }
-            values.push(word.trim().to_owned());
+            tokens.push(Token::Word(word));
         }
     }
-    Some(values)
+    tokens
+}
+
+struct ShapeParser {
+    tokens: Vec<Token>,
+    at: usize,
+}
+
+impl ShapeParser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at)
+    }
+
+    fn next(&mut self) -> Option<Token> {
+        let token = self.tokens.get(self.at).cloned();
+        self.at += 1;
+        token
+    }
+
+    fn eat(&mut self, punct: char) -> bool {
+        if self.peek() == Some(&Token::Punct(punct)) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Skips to just past the `]` that closes the parameters being read.
+    fn skip_to_close(&mut self) {
+        let mut depth = 0usize;
+        while let Some(token) = self.next() {
+            match token {
+                Token::Punct('[') | Token::Punct('{') => depth += 1,
+                Token::Punct(']') | Token::Punct('}') => {
+                    if depth == 0 {
+                        return;
+                    }
+                    depth -= 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn parse_type(&mut self) -> TypeShape {
+        let Some(Token::Word(name)) = self.next() else {
+            return TypeShape::Other;
+        };
+        if !self.eat('[') {
+            return TypeShape::Other;
+        }
+        let shape = match name.as_str() {
+            "Optional" | "Sensitive" | "NotUndef" => self.parse_type(),
+            "Array" => TypeShape::Array(Box::new(self.parse_type())),
+            "Enum" => self.parse_enum_values(),
+            "Struct" => self.parse_struct_members(),
+            _ => TypeShape::Other,
+        };
+        self.skip_to_close();
+        shape
+    }
+
+    /// Reads enum values up to (not past) the closing `]`.
+    fn parse_enum_values(&mut self) -> TypeShape {
+        let mut values = Vec::new();
+        while let Some(token) = self.peek() {
+            match token {
+                Token::Quoted(text) | Token::Word(text) => values.push(text.clone()),
+                Token::Punct(',') => {}
+                _ => break,
+            }
+            self.at += 1;
+        }
+        TypeShape::Enum(values)
+    }
+
+    /// Reads `{ key => Type, ... }` up to (not past) the closing `]`.
+    fn parse_struct_members(&mut self) -> TypeShape {
+        if !self.eat('{') {
+            return TypeShape::Other;
+        }
+        let mut members = Vec::new();
+        loop {
+            if self.eat('}') {
+                break;
+            }
+            if self.eat(',') {
+                continue;
+            }
+            let Some(key) = self.parse_member_name() else {
+                return TypeShape::Other;
+            };
+            if self.next() != Some(Token::Arrow) {
+                return TypeShape::Other;
+            }
+            let shape = self.parse_type();
+            members.push((key.to_lowercase(), shape));
+        }
+        TypeShape::Struct(members)
+    }
+
+    /// `key`, `'key'`, or `Optional['key']` / `NotUndef['key']`.
+    fn parse_member_name(&mut self) -> Option<String> {
+        match self.next()? {
+            Token::Quoted(key) => Some(key),
+            Token::Word(word) if self.eat('[') => {
+                let _ = word;
+                let key = match self.next()? {
+                    Token::Quoted(key) | Token::Word(key) => key,
+                    _ => return None,
+                };
+                self.skip_to_close();
+                Some(key)
+            }
+            Token::Word(key) => Some(key),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -259,9 +457,14 @@ fn attribute_from_options(name: &str, options: &Map) -> Attribute {
         Some("init_only") => Behaviour::InitOnly,
         _ => Behaviour::Property,
     };
+    let shape = TypeShape::parse(&type_string);
     Attribute {
         name: name.to_owned(),
-        enum_values: parse_enum_values(&type_string),
+        enum_values: match &shape {
+            TypeShape::Enum(values) => Some(values.clone()),
+            _ => None,
+        },
+        shape,
         type_string,
         behaviour,
         mandatory_for_get: flag("mandatory_for_get"),
@@ -369,5 +572,75 @@ mod tests {
     fn rejects_a_definition_without_attributes() {
         let err = TypeDef::from_definition(&attr(&[("name", Value::str("dsc_x"))])).unwrap_err();
         assert!(err.to_string().contains("dsc_x"), "{err}");
+    }
+
+    #[test]
+    fn shapes_find_enums_at_every_depth() {
+        let shape = TypeShape::parse(
+            "Optional[Array[Struct[{ principal => String, accesscontroltype => Enum['Grant', 'grant'], rights => Optional[Array[Enum['Read', \"read\"]]], Optional['extra'] => Sensitive[Enum[a, b]], inner => Optional[Struct[{ cim_instance_type => Optional[String], mode => Enum['X'] }]] }]]]",
+        );
+        let TypeShape::Array(element) = &shape else {
+            panic!("{shape:?}")
+        };
+        assert_eq!(element.member("principal"), Some(&TypeShape::Other));
+        assert_eq!(
+            element.member("AccessControlType"),
+            Some(&TypeShape::Enum(vec!["Grant".into(), "grant".into()]))
+        );
+        assert_eq!(
+            element.member("rights"),
+            Some(&TypeShape::Array(Box::new(TypeShape::Enum(vec![
+                "Read".into(),
+                "read".into()
+            ]))))
+        );
+        assert_eq!(
+            element.member("extra"),
+            Some(&TypeShape::Enum(vec!["a".into(), "b".into()]))
+        );
+        let inner = element.member("inner").unwrap();
+        assert_eq!(
+            inner.member("mode"),
+            Some(&TypeShape::Enum(vec!["X".into()]))
+        );
+        assert!(shape.has_enum());
+        assert!(!TypeShape::parse("Optional[Hash[String, Enum[a]]]").has_enum());
+        assert!(!TypeShape::parse("Optional[Integer[0, 4294967295]]").has_enum());
+    }
+
+    #[test]
+    fn shapes_of_broken_type_strings_are_other_and_never_panic() {
+        for text in [
+            "",
+            "Enum[",
+            "Struct[{",
+            "Struct[{ a => }]",
+            "Array[[[",
+            "]]]",
+            "Struct[{ 'a' Enum[x] }]",
+            "Optional[Struct[{ a => Enum['x', }]]",
+            "'unterminated",
+            "Enum['a\\",
+        ] {
+            let shape = TypeShape::parse(text);
+            assert!(
+                !matches!(shape, TypeShape::Struct(ref m) if m.iter().any(|(k, _)| k.is_empty())),
+                "{text}: {shape:?}"
+            );
+        }
+        assert_eq!(TypeShape::parse("Struct[{ a => }]"), TypeShape::Other);
+    }
+
+    #[test]
+    fn only_a_boolean_false_ensurable_is_the_scaffolder_workaround() {
+        let def = crate::test_support::scaffolded_enum_typedef();
+        assert!(def
+            .attribute("ensurable")
+            .unwrap()
+            .is_ensurable_workaround());
+        assert!(!def
+            .attribute("dsc_schedule")
+            .unwrap()
+            .is_ensurable_workaround());
     }
 }

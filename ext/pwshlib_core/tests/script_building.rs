@@ -371,7 +371,8 @@ fn invocable_resource_round_trips_through_a_value() {
     let value = original.to_value();
     let map = value.as_map().unwrap();
     assert_eq!(map.get_named("dsc_invoke_method"), Some(&s("test")));
-    assert_eq!(map.get_named("name"), Some(&s("title")));
+    // The type's name, as in pwshlib 2.x, not the title.
+    assert_eq!(map.get_named("name"), Some(&s("dsc_kitchensink")));
     let parameters = map.get_named("parameters").unwrap().as_map().unwrap();
     let password = parameters
         .get_named("dsc_password")

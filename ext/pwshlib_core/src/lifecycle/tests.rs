@@ -619,3 +619,25 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
         "{message}"
     );
 }
+
+#[test]
+fn the_ensurable_workaround_is_in_sync_whatever_puppet_holds() {
+    let mut host = FakeHost::new();
+    host.typedef = Arc::new(crate::test_support::scaffolded_enum_typedef());
+    let title = Value::str("acl");
+    let should = Map(vec![
+        (Value::sym("name"), title.clone()),
+        (Value::sym("dsc_path"), s("c:\\data")),
+        (Value::sym("ensurable"), Value::Bool(false)),
+        (Value::sym("validation_mode"), s("resource")),
+    ]);
+    // Even with no current value and a resource-mode Test pending, nothing
+    // is asked of DSC and nothing is out of sync.
+    for is in [None, Some(Map::new())] {
+        assert_eq!(
+            insync(&host, &title, "ensurable", is.as_ref(), &should).unwrap(),
+            Insync::InSync(true)
+        );
+    }
+    assert!(host.methods().is_empty(), "{:?}", host.methods());
+}
