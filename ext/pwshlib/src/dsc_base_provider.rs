@@ -14,6 +14,7 @@ use pwshlib_core::lifecycle::{
     self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
 };
 use pwshlib_core::munge;
+use pwshlib_core::redact;
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
@@ -700,7 +701,7 @@ fn set_with_log(
     host.debug(&format!(
         "{verb} '{}' with {}",
         lifecycle::title_of(&name_value).unwrap_or(Value::Nil),
-        Value::Hash(should_map.clone())
+        redact::shown_resource(&host.typedef, &should_map)
     ))?;
     host.invoke_set_method(&name_value, &should_map)?;
     Ok(ruby.qnil().as_value())
