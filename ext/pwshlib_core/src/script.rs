@@ -808,6 +808,7 @@ impl Builder<'_> {
             }
         };
         let mut properties = TrackedText::new();
+        properties.maybe_secret(secret, |w| w.refuse_case_duplicate_keys(map, attribute))?;
         properties.push("@{");
         let mut first = true;
         for (key, property) in map.iter() {

@@ -132,10 +132,11 @@ impl ProviderHost for SecretHost {
             .push(("warning".into(), message.to_owned()));
         Ok(())
     }
-    fn err(&self, _title: Option<&Value>, message: &str) -> Result<(), Error> {
+    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
+        let title = title.map(|t| format!("[{t}] ")).unwrap_or_default();
         self.logs
             .borrow_mut()
-            .push(("err".into(), message.to_owned()));
+            .push(("err".into(), format!("{title}{message}")));
         Ok(())
     }
 }
@@ -354,7 +355,7 @@ proptest! {
 
         let errors = host.logged("err");
         prop_assert_eq!(errors.len(), 1);
-        prop_assert!(errors[0].starts_with("At line:40 char:1\n+ "), "{}", errors[0]);
+        prop_assert!(errors[0].starts_with("[\"v1\"] At line:40 char:1\n+ "), "{}", errors[0]);
         let shown = host.everything_shown();
         for form in forms_that_must_not_show(&password) {
             prop_assert!(!shown.contains(&form), "{:?} shows in {}", form, shown);
@@ -383,4 +384,26 @@ fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
     assert!(!errors[0].contains("p''ss"), "{}", errors[0]);
     assert!(!errors[0].contains("second-line"), "{}", errors[0]);
     assert!(errors[0].contains(REDACTED_SENSITIVE), "{}", errors[0]);
+}
+
+#[test]
+fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
+    let host = SecretHost::new();
+    let should = sym_map(vec![
+        ("name", s("v1")),
+        ("dsc_vaultname", s("v1")),
+        (
+            "dsc_options",
+            Value::Hash(Map(vec![(s("Key"), s("a")), (s("key"), s("b"))])),
+        ),
+    ]);
+    invoke_set_method(&host, &s("v1"), &should).unwrap();
+    assert_eq!(
+        host.logged("err"),
+        vec![
+            "[\"v1\"] dsc_options: unsupported value: the keys 'Key' and 'key' differ only in case; PowerShell compares hashtable keys without case, so it would refuse them"
+        ]
+    );
+    assert!(host.scripts.borrow().is_empty(), "nothing was sent");
+    assert!(host.with_state(|state| state.failed_sets.get(&should).is_some()));
 }
