@@ -294,7 +294,15 @@ try {
             Write-Frame -Stream $stream -Message @{ type = 'error'; message = 'protocol error: execute needs code and timeout_ms' }
             $serving = $false
         } else {
-            Write-Frame -Stream $stream -Message (Invoke-Request -Request $message)
+            $result = Invoke-Request -Request $message
+            # Echo the request's id, so the manager never takes this reply for
+            # another request's. Relies on both JSON readers giving a JSON
+            # integer back as an integer (ConvertFrom-Json: Int64 in pwsh 7,
+            # Int32/Int64 from JavaScriptSerializer in Windows PowerShell 5.1)
+            # that the writer prints as a JSON integer again; and on
+            # `$hashtable.key = value` adding the key.
+            $result.id = $message.id
+            Write-Frame -Stream $stream -Message $result
         }
     }
 } catch {

@@ -165,6 +165,22 @@ RSpec.describe Pwsh::Manager do
       expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
     end
 
+    it 'takes a second reply to one request as a protocol fault, never as the next result; a fresh host follows' do
+      faulty_pid = manager.pid
+      # The simulator answers this request twice (ext/pwshlib_sim/README.md).
+      first = manager.execute("Write-Output 'first'", nil, nil, ['PWSHLIB_SIM_DOUBLE_REPLY=1'])
+      expect(first[:stdout]).to eq("first\n")
+      second = manager.execute("Write-Output 'second'")
+      expect(second).to include(exitcode: 1, stdout: nil)
+      asked, answered = second[:errormessage].match(/broke the protocol: the reply to request (\d+) carried the id of request (\d+)/)&.captures&.map(&:to_i)
+      expect(answered).to eq(asked - 1), second[:errormessage]
+      expect(manager).not_to be_alive
+      expect(process_gone?(faulty_pid)).to be(true)
+      fresh = new_manager
+      expect(fresh).not_to equal(manager)
+      expect(fresh.execute("Write-Output 'third'")[:stdout]).to eq("third\n")
+    end
+
     it 'notices a host killed from outside' do
       Process.kill('KILL', manager.pid)
       # A killed process is reapable only once all its threads are gone.

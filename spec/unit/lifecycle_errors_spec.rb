@@ -109,4 +109,30 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
       expect(fresh.ps_manager).to eq(:the_manager)
     end
   end
+
+  describe 'a value that cannot go to PowerShell' do
+    let(:provider) { provider_class_for(:dsc_fixturevault).new }
+    let(:context) { recording_context(:dsc_fixturevault) }
+    let(:manager) { FakePwshManager.new('VaultName' => 'v', 'Ensure' => 'Absent') }
+    let(:title) { { name: 'bad', dsc_vaultname: 'bad' } }
+    let(:span) { Puppet::Pops::Time::Timespan.from_fields(false, 0, 1, 0, 0) }
+    let(:manifest) { title.merge(dsc_ensure: 'Present', dsc_options: { 'f' => span }) }
+
+    it 'leaves canonicalize (catalog building) alone and fails the resource in insync? and set, naming it and the path' do
+      good = { name: 'good', dsc_vaultname: 'good', dsc_ensure: 'Present' }
+      canonical = provider.canonicalize(context, [manifest, good])
+      expect(canonical.first).to equal(manifest)
+      expect(canonical.last).to include(name: 'good')
+      message = 'dsc_fixturevault[bad]: dsc_options.f: unsupported value: a value of class Puppet::Pops::Time::Timespan cannot be passed to PowerShell'
+      expect { provider.insync?(context, title, :dsc_ensure, {}, manifest) }.to raise_error(Puppet::Error, message)
+      expect { provider.set(context, title => { is: {}, should: manifest }) }.to raise_error(Puppet::Error, message)
+      expect(manager.methods_called).not_to include('Set')
+    end
+
+    it 'names no key below a Sensitive value in the path' do
+      hidden = manifest.merge(dsc_options: Puppet::Pops::Types::PSensitiveType::Sensitive.new({ 'HiddenKey' => { 'x' => span } }))
+      expect { provider.insync?(context, title, :dsc_ensure, {}, hidden) }
+        .to raise_error(Puppet::Error, /\Adsc_fixturevault\[bad\]: dsc_options \(inside a Sensitive value\): unsupported value/) { |e| expect(e.message).not_to include('HiddenKey') }
+    end
+  end
 end

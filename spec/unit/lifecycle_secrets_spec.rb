@@ -68,4 +68,87 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
     shown = context.messages.map(&:last).join("\n")
     %w[deep R7nAs-secret echoed].each { |secret| expect(shown).not_to include(secret) }
   end
+
+  describe 'a type with secrets at every depth (dsc_fixturevault)' do
+    let(:provider) { provider_class_for(:dsc_fixturevault).new }
+    let(:context) { recording_context(:dsc_fixturevault) }
+
+    # A Set fails with an error that quotes the script lines holding the
+    # secret, as PowerShell's errors do: quote-doubled, and split where the
+    # secret spans lines.
+    let(:quoting_manager) do
+      Class.new(FakePwshManager) do
+        attr_accessor :secret
+
+        def execute(script, timeout_ms = nil, working_dir = nil, env_vars = [])
+          result = super
+          return result unless calls.last.method == 'Set'
+
+          literal = "'#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'"
+          at = script.index(literal) or raise 'the script holds the quoted secret'
+          from = (script.rindex("\n", at) || -1) + 1
+          to = script.index("\n", at + literal.size) || script.size
+          excerpt = script[from...to].lines.map { |line| "+ #{line.chomp}" }.join("\n")
+          FakePwshManager.output({ indesiredstate: false, rebootrequired: false,
+                                   errormessage: "At line:40 char:1\n#{excerpt}\n+ ~~~~\nUnexpected token." }.to_json)
+        end
+      end.new
+    end
+
+    # Each form a secret takes in a script: as is, quote-doubled, and each
+    # line of it (long enough to be told apart from ordinary text).
+    def forms(secret)
+      escaped = secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }
+      [secret, escaped, *secret.split(/\r\n|\r|\n/), *escaped.split(/\r\n|\r|\n/)].select { |f| f.length >= 4 }
+    end
+
+    it 'never logs what the system reports for Sensitive-typed attributes, and returns it as Sensitive' do
+      secrets = Array.new(300) { |i| password(i) }
+      manager = FakePwshManager.new
+      allow(provider).to receive(:ps_manager).and_return(manager)
+      secrets.each_with_index do |secret, i|
+        manager.get_result = {
+          'VaultName' => "vault#{i}", 'Ensure' => 'Present', 'Secret' => secret, 'Note' => 'old',
+          'Settings' => { 'Label' => 'label', 'Token' => secret },
+          'Endpoints' => [{ 'cim_instance_type' => 'MSFT_FixtureEndpoint', 'Address' => 'addr', 'ApiKey' => secret }],
+          'Credential' => { 'user' => 'u', 'password' => secret }
+        }
+        title = { name: "vault#{i}", dsc_vaultname: "vault#{i}" }
+        canonical = provider.canonicalize(context, [title.merge(dsc_note: 'new')]).first
+        current = provider.get(context, [title]).first
+        expect([current[:dsc_secret], current[:dsc_settings]['token'], current[:dsc_endpoints].first['apikey'],
+                current[:dsc_credential]['password']]).to all(be_a(sensitive))
+        expect(current[:dsc_secret].unwrap).to eq(secret)
+        expect(provider.insync?(context, title, :dsc_note, current, canonical)).to eq([false, "dsc_note changed 'old' to 'new'"])
+      end
+      raw = context.logged(:debug).grep(/raw data received/)
+      expect(raw.size).to eq(300)
+      expect(raw.first).to include('"Secret" => #<Sensitive [value redacted]>', '"Token" => #<Sensitive [value redacted]>',
+                                   '"ApiKey" => #<Sensitive [value redacted]>', '"password" => #<Sensitive [value redacted]>')
+      shown = context.messages.map(&:last).join("\n")
+      expect(secrets.select { |secret| shown.include?(secret) }).to be_empty
+    end
+
+    it 'shows no form of a secret in an error that quotes the script' do
+      secrets = Array.new(300) { |i| password(i) }
+      manager = quoting_manager
+      allow(provider).to receive(:ps_manager).and_return(manager)
+      leaked = secrets.each_with_index.flat_map do |secret, i|
+        manager.secret = secret
+        manager.get_result = { 'VaultName' => "vault#{i}", 'Ensure' => 'Present' }
+        title = { name: "vault#{i}", dsc_vaultname: "vault#{i}" }
+        should = title.merge(dsc_secret: sensitive.new(secret), dsc_settings: { 'label' => 'l', 'token' => sensitive.new(secret) })
+        before = context.messages.size
+        provider.invoke_set_method(context, title, should)
+        # A line of one secret may be the marker text that other messages
+        # rightly show: each secret is looked for in its own messages.
+        shown = context.messages.drop(before).map(&:last).join("\n")
+        forms(secret).select { |form| shown.include?(form) }
+      end
+      errors = context.logged(:err)
+      expect(errors.size).to eq(300)
+      expect(errors).to all(start_with('dsc_fixturevault[vault').and(include("At line:40 char:1\n+ ")))
+      expect(leaked).to be_empty
+    end
+  end
 end

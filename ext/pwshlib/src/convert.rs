@@ -12,6 +12,10 @@ use crate::error::{BindingError, BindingResult};
 const SENSITIVE_CLASS: &str = "Puppet::Pops::Types::PSensitiveType::Sensitive";
 const TIMESTAMP_CLASS: &str = "Puppet::Pops::Time::Timestamp";
 
+/// Ends the attribute path of a value inside a Sensitive one: the keys
+/// below it are secret, so the path names no more of them.
+const INSIDE_SENSITIVE: &str = " (inside a Sensitive value)";
+
 /// Converts a Ruby value. `attribute` names where it came from, so that an
 /// unsupported value yields an error that names the attribute.
 pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<Value> {
@@ -53,9 +57,12 @@ pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<V
     match class_name.as_str() {
         SENSITIVE_CLASS => {
             let inner: RValue = value.funcall("unwrap", ())?;
-            Ok(Value::Sensitive(Box::new(from_ruby(
-                ruby, inner, attribute,
-            )?)))
+            let path = if attribute.ends_with(INSIDE_SENSITIVE) {
+                attribute.to_owned()
+            } else {
+                format!("{attribute}{INSIDE_SENSITIVE}")
+            };
+            Ok(Value::Sensitive(Box::new(from_ruby(ruby, inner, &path)?)))
         }
         TIMESTAMP_CLASS => {
             let nanos: Integer = value.funcall("nsecs", ())?;
@@ -90,6 +97,7 @@ pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Ma
             }
         };
         let child = match (parent.is_empty(), converted_key.key_name()) {
+            _ if parent.ends_with(INSIDE_SENSITIVE) => parent.to_owned(),
             (true, Some(name)) => name.to_owned(),
             (false, Some(name)) => format!("{parent}.{name}"),
             (_, None) => parent.to_owned(),

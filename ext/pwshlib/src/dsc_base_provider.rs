@@ -15,6 +15,7 @@ use pwshlib_core::lifecycle::{
 };
 use pwshlib_core::munge;
 use pwshlib_core::run::{self, RunMarker};
+use pwshlib_core::redact;
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
@@ -518,6 +519,44 @@ fn hash_arg(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<Map> {
     }
 }
 
+/// A resource's hash (the desired state). A value that cannot go to
+/// PowerShell fails this resource only: the error names the resource in
+/// front of the attribute path, and Puppet reports it against the resource
+/// and goes on with the others.
+fn resource_arg(
+    ruby: &Ruby,
+    typedef: &TypeDef,
+    title: &Value,
+    value: RValue,
+    what: &str,
+) -> BindingResult<Map> {
+    hash_arg(ruby, value, what).map_err(|error| match error {
+        BindingError::Core(source) => BindingError::Core(pwshlib_core::Error::InResource {
+            resource: resource_label(typedef, title),
+            source: Box::new(source),
+        }),
+        ruby_error => ruby_error,
+    })
+}
+
+/// `dsc_foo[title]`, as Puppet names a resource.
+fn resource_label(typedef: &TypeDef, title: &Value) -> String {
+    let title = match lifecycle::title_of(title) {
+        Some(Value::Str(text)) | Some(Value::Symbol(text)) => text,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    format!("{}[{title}]", typedef.name)
+}
+
+/// The title of a resource hash (its `name`), for messages.
+fn title_in(ruby: &Ruby, resource: RValue) -> Value {
+    RHash::from_value(resource)
+        .and_then(|hash| hash.get(ruby.to_symbol("name")))
+        .and_then(|name| from_ruby(ruby, name, "name").ok())
+        .unwrap_or(Value::Nil)
+}
+
 fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {
     let array = ruby.ary_new_capa(maps.len());
     for map in maps {
@@ -541,12 +580,36 @@ fn rb_canonicalize(
 ) -> BindingResult<RArray> {
     observe_run(ruby, &rb_self);
     let host = RubyHost::new(ruby, rb_self, context)?;
-    let mut maps = Vec::with_capacity(resources.len());
-    for resource in resources.into_iter() {
-        maps.push(hash_arg(ruby, resource, "resource")?);
+    let given: Vec<RValue> = resources.into_iter().collect();
+    // Canonicalize runs while Puppet builds the catalog, where an exception
+    // would abort every resource. A resource holding a value that cannot go
+    // to PowerShell is returned as given; its insync?/set raise the error,
+    // which fails that resource alone.
+    let mut maps = Vec::with_capacity(given.len());
+    let mut unconvertible = Vec::new();
+    for (index, resource) in given.iter().enumerate() {
+        match hash_arg(ruby, *resource, "resource") {
+            Ok(map) => maps.push(map),
+            Err(BindingError::Core(error)) => {
+                host.debug(&format!(
+                    "{}: not canonicalized: {error}",
+                    resource_label(&host.typedef, &title_in(ruby, *resource))
+                ))?;
+                unconvertible.push(index);
+            }
+            Err(ruby_error) => return Err(ruby_error),
+        }
     }
-    let canonical = lifecycle::canonicalize(&host, maps)?;
-    maps_to_ruby(ruby, &canonical)
+    let mut canonical = lifecycle::canonicalize(&host, maps)?.into_iter();
+    let out = ruby.ary_new_capa(given.len());
+    for (index, resource) in given.into_iter().enumerate() {
+        if unconvertible.contains(&index) {
+            out.push(resource)?;
+        } else if let Some(map) = canonical.next() {
+            out.push(map_to_ruby(ruby, &map)?)?;
+        }
+    }
+    Ok(out)
 }
 
 fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> BindingResult<RArray> {
@@ -597,7 +660,7 @@ fn rb_insync(
     } else {
         Some(hash_arg(ruby, is_hash, "is_hash")?)
     };
-    let should_hash = hash_arg(ruby, should_hash, "should_hash")?;
+    let should_hash = resource_arg(ruby, &host.typedef, &name, should_hash, "should_hash")?;
     let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
     insync_to_ruby(ruby, &answer)
 }
@@ -637,7 +700,7 @@ fn rb_set(
         };
         let name_value = from_ruby(ruby, name, "name")?;
         let should = match should_rb {
-            Some(v) => hash_arg(ruby, v, "should")?,
+            Some(v) => resource_arg(ruby, &host.typedef, &name_value, v, "should")?,
             None => lifecycle::name_hash_of(&name_value),
         };
         let is = match is_rb {
@@ -786,11 +849,11 @@ fn set_with_log(
 ) -> BindingResult<RValue> {
     let host = RubyHost::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
-    let should_map = hash_arg(ruby, should, "should")?;
+    let should_map = resource_arg(ruby, &host.typedef, &name_value, should, "should")?;
     host.debug(&format!(
         "{verb} '{}' with {}",
         lifecycle::title_text(&name_value),
-        Value::Hash(should_map.clone())
+        redact::shown_resource(&host.typedef, &should_map)
     ))?;
     // Through Ruby, and its answer (the DSC result hash) returned, as in
     // pwshlib 2.x: subclasses check `rebootrequired` on it.

@@ -44,6 +44,7 @@ fn exception_class_for(ruby: &Ruby, error: &pwshlib_core::Error) -> ExceptionCla
     match error {
         Protocol(_) | Host(_) => ruby.exception_runtime_error(),
         InvalidValue { .. }
+        | InResource { .. }
         | InvalidTypeDefinition { .. }
         | MissingVendoredPath { .. }
         | Invocation(_) => puppet_error(ruby).unwrap_or_else(|| ruby.exception_runtime_error()),

@@ -9,6 +9,14 @@ pub enum Error {
     #[error("{attribute}: unsupported value: {message}")]
     InvalidValue { attribute: String, message: String },
 
+    /// An error about one resource's values, naming the resource
+    /// (`dsc_foo[title]`) in front of the attribute path.
+    #[error("{resource}: {source}")]
+    InResource {
+        resource: String,
+        source: Box<Error>,
+    },
+
     /// The type definition handed over by the Resource API is malformed.
     #[error("invalid type definition for {type_name}: {message}")]
     InvalidTypeDefinition { type_name: String, message: String },

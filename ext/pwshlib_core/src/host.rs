@@ -76,6 +76,8 @@ pub struct Host {
     /// The process that started the host. After a fork the child inherits
     /// the host but must leave the parent's host alone.
     owner_pid: u32,
+    /// The id of the last request sent; each result must carry it back.
+    last_request_id: u64,
 }
 
 impl Host {
@@ -177,6 +179,7 @@ impl Host {
             endpoint,
             _guard: guard,
             owner_pid: std::process::id(),
+            last_request_id: 0,
         })
     }
 
@@ -217,7 +220,12 @@ impl Host {
             return Err(HostFailure(INTERRUPTED.into()));
         }
         let deadline = Instant::now() + Duration::from_millis(request.timeout_ms) + READ_GRACE;
-        let message = Message::Execute(request.clone());
+        self.last_request_id += 1;
+        let id = self.last_request_id;
+        let message = Message::Execute(ExecuteRequest {
+            id,
+            ..request.clone()
+        });
         let mut channel = Deadlined {
             connection: &mut self.connection,
             deadline,
@@ -226,8 +234,18 @@ impl Host {
         let outcome = protocol::write_message(&mut channel, &message)
             .and_then(|()| protocol::read_message(&mut channel));
         Err(HostFailure(match outcome {
-            Ok(Some(Message::Result(result))) => return Ok(result),
+            Ok(Some(Message::Result(result))) if result.id == Some(id) => return Ok(result),
             _ if cancel.is_cancelled() => INTERRUPTED.to_string(),
+            // A reply left over from an earlier request (a host that answered
+            // twice), or one that answers nothing we asked: from here on no
+            // reply can be trusted to be this request's, so the host goes.
+            Ok(Some(Message::Result(result))) => format!(
+                "The PowerShell host broke the protocol: the reply to request {id} carried {}; it was killed",
+                match result.id {
+                    Some(other) => format!("the id of request {other}"),
+                    None => "no request id".to_string(),
+                }
+            ),
             Ok(Some(Message::Error { message })) => {
                 format!("The PowerShell host rejected the request: {message}")
             }

@@ -7,6 +7,7 @@ pub mod host;
 pub mod literal;
 pub mod protocol;
 pub mod pslint;
+pub mod redact;
 pub mod script;
 pub mod templates;
 pub mod typedef;

@@ -14,6 +14,9 @@ use crate::cache::{Identity, IdentityCache};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::error::Error;
 use crate::munge::{munge_get_result, parse_json};
+use crate::redact::{
+    self, attribute_secrecy, mark, mark_attributes, mark_value, shown_resource, Redactor,
+};
 use crate::script::{DscMethod, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value, REDACTED_SENSITIVE};
@@ -206,7 +209,10 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
             out.push(resource);
             continue;
         }
-        host.debug(&format!("Canonicalizing {}", Value::Hash(resource.clone())))?;
+        host.debug(&format!(
+            "Canonicalizing {}",
+            shown_resource(&typedef, &resource)
+        ))?;
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
             resource.clone()
         } else {
@@ -220,8 +226,14 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
         host.with_state(|s| s.canonicalized.insert(&resource, canonical.clone()));
         out.push(canonical);
     }
-    let shown: Vec<Value> = out.iter().cloned().map(Value::Hash).collect();
-    host.debug(&format!("Canonicalized Resources: {}", Value::Array(shown)))?;
+    let shown_out: Vec<Value> = out
+        .iter()
+        .map(|m| Value::Hash(mark_attributes(&typedef, m)))
+        .collect();
+    host.debug(&format!(
+        "Canonicalized Resources: {}",
+        redact::shown(&Value::Array(shown_out))
+    ))?;
     Ok(out)
 }
 
@@ -318,8 +330,11 @@ pub fn invoke_get_method<H: ProviderHost>(
     host: &H,
     name_hash: &Map,
 ) -> Result<Option<Map>, H::Error> {
-    host.debug(&format!("retrieving {}", Value::Hash(name_hash.clone())))?;
     let typedef = host.typedef()?;
+    host.debug(&format!(
+        "retrieving {}",
+        shown_resource(&typedef, name_hash)
+    ))?;
     let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
     let query_props: Map = name_hash
         .iter()
@@ -342,17 +357,25 @@ pub fn invoke_get_method<H: ProviderHost>(
         return Ok(None);
     };
     let (mut munged, errors) = munge_get_result(&typedef, name_hash, &data);
-    for message in errors {
-        host.err(title.as_ref(), &scrub(&message, &secrets_of(&[name_hash])))?;
+    if !errors.is_empty() {
+        // The messages quote values the system reported: its secrets too.
+        let mut redactor = redactor_for(&typedef, &[name_hash]);
+        redactor.add_value(&Value::Hash(mark_attributes(&typedef, &data)));
+        for message in errors {
+            host.err(title.as_ref(), &redactor.scrub(&message))?;
+        }
     }
     for (key, value) in munged.iter_mut() {
         let should = key.key_name().and_then(|k| name_hash.get_named(k));
         *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
     }
+    // Sensitive-typed values go back to Puppet as Sensitive, as the type
+    // schema wants them: Puppet logs the current state it is given.
+    let munged = mark_attributes(&typedef, &munged);
     host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
     host.debug(&format!(
         "Returned to Puppet as {}",
-        Value::Hash(munged.clone())
+        shown_resource(&typedef, &munged)
     ))?;
     Ok(Some(munged))
 }
@@ -502,10 +525,11 @@ pub fn invoke_set_method<H: ProviderHost>(
     should: &Map,
 ) -> Result<Option<Value>, H::Error> {
     let title = title_of(name);
+    let typedef = host.typedef()?;
     host.debug(&format!(
         "Invoking Set Method for '{}' with {}",
         title_text(name),
-        Value::Hash(should.clone())
+        shown_resource(&typedef, should)
     ))?;
     let name_hash = invocation_name_hash(name, should);
     host.with_state(|s| s.failed_sets.remove(&name_hash));
@@ -564,9 +588,17 @@ fn shown(value: &Value) -> String {
     }
 }
 
-fn change_message(property: &str, is: &Value, should: &Value) -> String {
-    let is = mirror_sensitivity(is, should);
-    format!("{property} changed '{}' to '{}'", shown(&is), shown(should))
+/// `dsc_x changed 'old' to 'new'`, with what the type schema or the desired
+/// value calls secret shown as the marker.
+fn change_message(typedef: &TypeDef, property: &str, is: &Value, should: &Value) -> String {
+    let secrecy = attribute_secrecy(typedef, property);
+    let is = mark(&mirror_sensitivity(is, should), &secrecy);
+    let should = mark(should, &secrecy);
+    Redactor::for_values([&is, &should]).scrub(&format!(
+        "{property} changed '{}' to '{}'",
+        shown(&is),
+        shown(&should)
+    ))
 }
 
 pub fn insync<H: ProviderHost>(
@@ -641,7 +673,12 @@ pub fn insync<H: ProviderHost>(
             Some(false) => {
                 let message = match should_value {
                     Some(sv) if !values_equal(is_value.as_ref().unwrap_or(&Value::Nil), sv) => {
-                        change_message(property, is_value.as_ref().unwrap_or(&Value::Nil), sv)
+                        change_message(
+                            host.typedef()?.as_ref(),
+                            property,
+                            is_value.as_ref().unwrap_or(&Value::Nil),
+                            sv,
+                        )
                     }
                     _ => NOT_IN_DESIRED_STATE.to_owned(),
                 };
@@ -663,6 +700,7 @@ pub fn insync<H: ProviderHost>(
     }
     host.with_state(|s| s.insync_reported.insert(marker));
     Ok(Insync::Changed(change_message(
+        host.typedef()?.as_ref(),
         property,
         &is_value,
         should_value,
@@ -704,31 +742,14 @@ pub fn logon_key(credential: &Value) -> Option<(String, String)> {
     credential_pair(credential)
 }
 
-fn secrets_of(maps: &[&Map]) -> Vec<String> {
-    let mut secrets = Vec::new();
-    for map in maps {
-        Value::Hash((*map).clone()).secret_texts(&mut secrets);
-    }
-    secrets.retain(|s| !s.is_empty());
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    secrets.dedup();
-    secrets
-}
-
-/// Last line of defence for text that came back from PowerShell: replaces
-/// every secret of the invocation (raw and JSON-escaped) with the marker.
-pub fn scrub(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets {
-        out = out.replace(secret.as_str(), REDACTED_SENSITIVE);
-        if let Ok(json) = serde_json::to_string(secret) {
-            let escaped = &json[1..json.len() - 1];
-            if escaped != secret {
-                out = out.replace(escaped, REDACTED_SENSITIVE);
-            }
-        }
-    }
-    out
+/// The redactor for an invocation's own values: every Sensitive value, and
+/// every value the type schema calls Sensitive (even given in the clear).
+fn redactor_for(typedef: &TypeDef, maps: &[&Map]) -> Redactor {
+    let marked: Vec<Value> = maps
+        .iter()
+        .map(|map| Value::Hash(mark_attributes(typedef, map)))
+        .collect();
+    Redactor::for_values(&marked)
 }
 
 fn excerpt(text: &str) -> String {
@@ -775,21 +796,22 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
     let timeout_ms = specify_dsc_timeout(name_hash);
     host.with_state(|s| s.timeout_ms = timeout_ms);
     let typedef = host.typedef()?;
-    let secrets = secrets_of(&[name_hash, props]);
+    let mut redactor = redactor_for(&typedef, &[name_hash, props]);
     let script = match host.build_script(&typedef, props, method)? {
         Ok(script) => script,
         Err(e) => {
-            host.err(title, &scrub(&e.to_string(), &secrets))?;
+            host.err(title, &redactor.scrub(&e.to_string()))?;
             return Ok(None);
         }
     };
+    redactor.add_script(&script);
     host.debug(&format!(
         "Invoke-DscResource {} for {} ({} {}), properties: {}",
         method.as_str(),
         title.cloned().unwrap_or(Value::Nil),
         typedef.friendly_name,
         typedef.module_version.as_deref().unwrap_or("(no version)"),
-        Value::Hash(props.clone())
+        shown_resource(&typedef, props)
     ))?;
     host.debug(&format!("Script:\n{}", script.redacted()))?;
     let invocation = Invocation {
@@ -798,7 +820,7 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         script: &script,
         method,
         timeout_ms,
-        secrets: &secrets,
+        redactor: &redactor,
     };
     match invocation.run_once(host)? {
         Outcome::Data(data) => Ok(Some(data)),
@@ -815,8 +837,8 @@ struct Invocation<'a> {
     script: &'a Script,
     method: DscMethod,
     timeout_ms: Option<u64>,
-    /// The secret texts to scrub from every message.
-    secrets: &'a [String],
+    /// Scrubs every message of the invocation's secrets.
+    redactor: &'a Redactor,
 }
 
 impl Invocation<'_> {
@@ -827,7 +849,7 @@ impl Invocation<'_> {
             script,
             method,
             timeout_ms,
-            secrets,
+            redactor,
         } = self;
         let started = Instant::now();
         let output = host.execute(script.text(), timeout_ms);
@@ -840,7 +862,7 @@ impl Invocation<'_> {
         let output = match output {
             Ok(output) => output,
             Err(e) => {
-                let message = scrub(&host.describe_error(&e), secrets);
+                let message = redactor.scrub(&host.describe_error(&e));
                 host.err(
                     title,
                     &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
@@ -861,14 +883,14 @@ impl Invocation<'_> {
             {
                 message.push_str(&format!(
                     " The PowerShell host reported a timeout: {}",
-                    scrub(report, secrets)
+                    redactor.scrub(report)
                 ));
             } else if let Some(report) = output
                 .errormessage
                 .as_deref()
                 .filter(|m| !m.trim().is_empty())
             {
-                message.push_str(&format!(" {}", scrub(report, secrets)));
+                message.push_str(&format!(" {}", redactor.scrub(report)));
             }
             host.err(title, &message)?;
             return Ok(Outcome::Failed);
@@ -881,15 +903,22 @@ impl Invocation<'_> {
                     &format!(
                     "Invoke-DscResource {} returned invalid JSON ({e}); the output starts with: {}",
                     method.as_str(),
-                    scrub(&excerpt(stdout), secrets)
+                    redactor.scrub(&excerpt(stdout))
                 ),
                 )?;
                 return Ok(Outcome::Failed);
             }
         };
+        // What the system reports for a Sensitive-typed attribute is as
+        // secret as what the manifest says: marked before it is shown, and
+        // scrubbed from the error messages that follow.
+        let marked = mark_value(host.typedef()?.as_ref(), &data);
+        let mut redactor = redactor.clone();
+        redactor.add_value(&marked);
+        let redactor = &redactor;
         host.debug(&format!(
             "raw data received: {}",
-            scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
+            redactor.scrub(&marked.to_string())
         ))?;
         let error = data
             .as_map()
@@ -906,13 +935,13 @@ impl Invocation<'_> {
             if let Some((user, password)) = credential.and_then(credential_pair) {
                 host.err(
                 title,
-                &scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run."), secrets),
+                &redactor.scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run.")),
             )?;
                 host.remember_logon_failure((user, password));
                 return Ok(Outcome::Failed);
             }
         }
-        host.err(title, &scrub(error, secrets))?;
+        host.err(title, &redactor.scrub(error))?;
         Ok(Outcome::Failed)
     }
 
@@ -949,5 +978,7 @@ impl Invocation<'_> {
     }
 }
 
+#[cfg(test)]
+mod secret_tests;
 #[cfg(test)]
 mod tests;

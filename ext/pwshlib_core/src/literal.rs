@@ -2,10 +2,11 @@
 //! every secret lands while the text is written. Nothing here ever searches
 //! finished text for secrets.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::value::{Timestamp, Value};
+use crate::value::{Map, Timestamp, Value};
 
 /// The characters PowerShell's tokenizer treats as a single quote. Inside a
 /// single-quoted literal each must be doubled, or it ends the literal.
@@ -294,6 +295,7 @@ impl TrackedText {
                 self.push(")");
             }
             Value::Hash(map) => {
+                self.refuse_case_duplicate_keys(map, attribute)?;
                 self.push("@{");
                 for (i, (k, v)) in map.iter().enumerate() {
                     if i > 0 {
@@ -312,6 +314,57 @@ impl TrackedText {
         }
         Ok(())
     }
+}
+
+impl TrackedText {
+    /// PowerShell compares hashtable keys without case: `@{Key = 1; key = 2}`
+    /// is a parse error, and a CIM instance cannot hold both either. Refused
+    /// here, naming the attribute path (and the keys, unless they are
+    /// secret), rather than sent for PowerShell to reject.
+    pub fn refuse_case_duplicate_keys(&self, map: &Map, attribute: &str) -> Result<()> {
+        let Some((first, second)) = case_duplicate_keys(map) else {
+            return Ok(());
+        };
+        let keys = if self.in_secret() {
+            "two keys of a Sensitive hash".to_owned()
+        } else {
+            format!(
+                "the keys {} and {}",
+                quoted_name(first),
+                quoted_name(second)
+            )
+        };
+        Err(Error::InvalidValue {
+            attribute: attribute.to_owned(),
+            message: format!(
+                "{keys} differ only in case; PowerShell compares hashtable keys without case, so it would refuse them"
+            ),
+        })
+    }
+}
+
+fn quoted_name(name: &str) -> String {
+    format!("'{}'", escape_quotes(name))
+}
+
+/// The first two String/Symbol keys of `map` that are equal without case
+/// (Unicode lowercase, as PowerShell's case-insensitive comparer sees
+/// letters beyond ASCII too).
+pub fn case_duplicate_keys(map: &Map) -> Option<(&str, &str)> {
+    let mut seen: HashMap<String, &str> = HashMap::with_capacity(map.len());
+    for key in map.keys() {
+        let mut key = key;
+        while let Value::Sensitive(inner) = key {
+            key = inner;
+        }
+        let Some(name) = key.key_name() else {
+            continue;
+        };
+        if let Some(first) = seen.insert(name.to_lowercase(), name) {
+            return Some((first, name));
+        }
+    }
+    None
 }
 
 /// Formats one value on its own (the Ruby `format` method).

@@ -61,6 +61,11 @@ pub enum Message {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecuteRequest {
+    /// Numbers the requests on one connection (the host echoes it in the
+    /// result), so that a reply is never taken for another request's.
+    /// [`crate::host::Host::execute`] assigns it; 0 until then.
+    #[serde(default)]
+    pub id: u64,
     pub code: String,
     pub timeout_ms: u64,
     #[serde(default)]
@@ -87,6 +92,7 @@ impl ExecuteRequest {
             })
             .collect();
         ExecuteRequest {
+            id: 0,
             code,
             timeout_ms: effective_timeout_ms(timeout_ms),
             working_dir,
@@ -97,6 +103,10 @@ impl ExecuteRequest {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ExecuteResult {
+    /// The `id` of the request this answers. Absent only in results the
+    /// manager makes up itself (failures that never reached a host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
     pub exitcode: i32,
     #[serde(default)]
     pub stdout: Option<String>,

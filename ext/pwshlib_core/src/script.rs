@@ -108,12 +108,21 @@ impl Script {
     /// The secrets that must not occur in a redacted rendering: those of at
     /// least [`GUARDED_SECRET_CHARS`] characters that the public text does
     /// not itself contain (a secret equal to a public value is public).
+    /// Each line of a secret that spans lines counts too: a log may show
+    /// one line alone.
     pub fn guarded_secrets(&self) -> Vec<&str> {
         let pieces = self.public_pieces();
         let mut guarded: Vec<&str> = self
             .secrets
             .iter()
-            .map(String::as_str)
+            .flat_map(|s| {
+                let lines = s
+                    .contains(['\n', '\r'])
+                    .then(|| s.split(['\n', '\r']).flat_map(|l| [l, l.trim()]))
+                    .into_iter()
+                    .flatten();
+                std::iter::once(s.as_str()).chain(lines)
+            })
             .filter(|s| s.chars().count() >= GUARDED_SECRET_CHARS)
             .filter(|s| !pieces.iter().any(|piece| piece.contains(s)))
             .collect();
@@ -200,7 +209,7 @@ impl Script {
     }
 }
 
-fn random_marker(attempt: usize) -> String {
+pub(crate) fn random_marker(attempt: usize) -> String {
     let id = Uuid::new_v4();
     // Vary the first and last characters too: a secret can straddle public
     // text and a marker's fixed edges.
@@ -796,6 +805,7 @@ impl Builder<'_> {
             }
         };
         let mut properties = TrackedText::new();
+        properties.maybe_secret(secret, |w| w.refuse_case_duplicate_keys(map, attribute))?;
         properties.push("@{");
         let mut first = true;
         for (key, property) in map.iter() {

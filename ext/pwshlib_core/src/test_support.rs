@@ -209,3 +209,89 @@ pub fn scaffolded_enum_typedef() -> TypeDef {
     ]);
     TypeDef::from_definition(&definition).expect("fixture definition is valid")
 }
+
+/// Like spec/fixtures/.../dsc_fixturevault.rb: secrets at every depth (a
+/// Sensitive property, a Sensitive member of a hash and of a CIM instance,
+/// a credential), and a free-form hash.
+pub fn secret_typedef() -> TypeDef {
+    let credential = "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
+    let attributes: Map = [
+        (
+            "name",
+            attr(&[
+                ("type", Value::str("String")),
+                ("behaviour", Value::sym("namevar")),
+            ]),
+        ),
+        (
+            "dsc_psdscrunascredential",
+            prop(
+                credential,
+                "PSCredential",
+                &[
+                    ("behaviour", Value::sym("parameter")),
+                    ("mof_is_embedded", Value::Bool(true)),
+                ],
+            ),
+        ),
+        (
+            "dsc_vaultname",
+            prop(
+                "String",
+                "String",
+                &[
+                    ("behaviour", Value::sym("namevar")),
+                    ("mandatory_for_get", Value::Bool(true)),
+                    ("mandatory_for_set", Value::Bool(true)),
+                ],
+            ),
+        ),
+        (
+            "dsc_ensure",
+            prop("Optional[Enum['Present', 'Absent']]", "String", &[]),
+        ),
+        (
+            "dsc_secret",
+            prop("Optional[Sensitive[String]]", "String", &[]),
+        ),
+        (
+            "dsc_settings",
+            prop(
+                "Optional[Struct[{ label => Optional[String], token => Optional[Sensitive[String]] }]]",
+                "Hashtable",
+                &[],
+            ),
+        ),
+        ("dsc_options", prop("Optional[Hash]", "Hashtable", &[])),
+        (
+            "dsc_endpoints",
+            prop(
+                "Optional[Array[Struct[{ address => String, apikey => Optional[Sensitive[String]], cim_instance_type => Optional[String] }]]]",
+                "MSFT_FixtureEndpoint[]",
+                &[("mof_is_embedded", Value::Bool(true))],
+            ),
+        ),
+        (
+            "dsc_credential",
+            prop(
+                credential,
+                "PSCredential",
+                &[("mof_is_embedded", Value::Bool(true))],
+            ),
+        ),
+        ("dsc_note", prop("Optional[String]", "String", &[])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (Value::sym(k), v))
+    .collect();
+    let definition = attr(&[
+        ("name", Value::str("dsc_fixturevault")),
+        ("dscmeta_resource_friendly_name", Value::str("FixtureVault")),
+        ("dscmeta_resource_name", Value::str("MSFT_FixtureVault")),
+        ("dscmeta_resource_implementation", Value::str("MOF")),
+        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
+        ("dscmeta_module_version", Value::str("1.2.0")),
+        ("attributes", Value::Hash(attributes)),
+    ]);
+    TypeDef::from_definition(&definition).expect("secret fixture definition is valid")
+}

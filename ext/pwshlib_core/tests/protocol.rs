@@ -54,13 +54,15 @@ fn any_text() -> impl Strategy<Value = String> {
 
 fn any_message() -> impl Strategy<Value = Message> {
     let execute = (
+        any::<u64>(),
         any_text(),
         any::<u64>(),
         proptest::option::of(any_text()),
         proptest::collection::vec((any_text(), any_text()), 0..4),
     )
-        .prop_map(|(code, timeout_ms, working_dir, env)| {
+        .prop_map(|(id, code, timeout_ms, working_dir, env)| {
             Message::Execute(ExecuteRequest {
+                id,
                 code,
                 timeout_ms,
                 working_dir,
@@ -68,21 +70,25 @@ fn any_message() -> impl Strategy<Value = Message> {
             })
         });
     let result = (
+        proptest::option::of(any::<u64>()),
         any::<i32>(),
         proptest::option::of(any_text()),
         any_text(),
         proptest::option::of(any_text()),
         proptest::option::of(any_text()),
     )
-        .prop_map(|(exitcode, stdout, stderr, errormessage, native_stdout)| {
-            Message::Result(ExecuteResult {
-                exitcode,
-                stdout,
-                stderr,
-                errormessage,
-                native_stdout,
-            })
-        });
+        .prop_map(
+            |(id, exitcode, stdout, stderr, errormessage, native_stdout)| {
+                Message::Result(ExecuteResult {
+                    id,
+                    exitcode,
+                    stdout,
+                    stderr,
+                    errormessage,
+                    native_stdout,
+                })
+            },
+        );
     let hello =
         (any::<u32>(), any::<u32>(), any_text()).prop_map(|(protocol, pid, host)| Message::Hello {
             protocol,
@@ -160,6 +166,7 @@ fn empty_stream_is_eof() {
 #[test]
 fn wire_format_matches_the_documentation() {
     let request = Message::Execute(ExecuteRequest {
+        id: 7,
         code: "Write-Output 'hi'".into(),
         timeout_ms: 300000,
         working_dir: Some("C:\\temp".into()),
@@ -170,7 +177,7 @@ fn wire_format_matches_the_documentation() {
     assert_eq!(&frame[..4], &(payload.len() as u32).to_be_bytes());
     assert_eq!(
         std::str::from_utf8(payload).unwrap(),
-        r#"{"type":"execute","code":"Write-Output 'hi'","timeout_ms":300000,"working_dir":"C:\\temp","env":[["NAME","value"]]}"#
+        r#"{"type":"execute","id":7,"code":"Write-Output 'hi'","timeout_ms":300000,"working_dir":"C:\\temp","env":[["NAME","value"]]}"#
     );
     assert_eq!(
         std::str::from_utf8(&encode(&Message::Exit).unwrap()[4..]).unwrap(),
@@ -185,10 +192,11 @@ fn wire_format_matches_the_documentation() {
             host: "pwsh 7.4.1".into()
         }
     );
-    let result = br#"{"type":"result","exitcode":0,"stdout":"hi\n","stderr":"","errormessage":null,"native_stdout":null}"#;
+    let result = br#"{"type":"result","id":7,"exitcode":0,"stdout":"hi\n","stderr":"","errormessage":null,"native_stdout":null}"#;
     assert_eq!(
         decode_bytes(&frame_of(result)).unwrap().unwrap(),
         Message::Result(ExecuteResult {
+            id: Some(7),
             exitcode: 0,
             stdout: Some("hi\n".into()),
             ..Default::default()

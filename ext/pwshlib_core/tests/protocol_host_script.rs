@@ -76,3 +76,16 @@ fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
     assert_eq!(strip.replace(&path, ""), name);
     assert!(host.contains("NamedPipeServerStream -ArgumentList $pipeName"));
 }
+
+#[test]
+fn the_host_script_echoes_each_request_id_in_its_result() {
+    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
+    let answer = regex::Regex::new(
+        r"\$result = Invoke-Request -Request \$message\s*\n(?:\s*#.*\n)*\s*\$result\.id = \$message\.id\s*\n\s*Write-Frame -Stream \$stream -Message \$result",
+    )
+    .unwrap();
+    assert!(
+        answer.is_match(&host),
+        "host.ps1 must copy the request's id into the result it sends"
+    );
+}

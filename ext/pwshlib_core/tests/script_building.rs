@@ -426,3 +426,59 @@ fn method_names_parse_case_insensitively() {
     assert_eq!(DscMethod::parse(" Test "), Some(DscMethod::Test));
     assert_eq!(DscMethod::parse("delete"), None);
 }
+
+#[test]
+fn keys_that_differ_only_in_case_are_refused_with_the_attribute_path() {
+    let def = kitchen_sink(Some("MOF"), Some("1.2.0"));
+    let nested = |pairs: Vec<(&str, Value)>| {
+        let mut pairs = pairs;
+        pairs.push(("cim_instance_type", s("MSFT_Inner")));
+        hash(pairs)
+    };
+    let cases = [
+        (
+            "dsc_anything",
+            hash(vec![("Key", s("a")), ("key", s("b"))]),
+            "dsc_anything: unsupported value: the keys 'Key' and 'key' differ only in case",
+        ),
+        (
+            "dsc_anything",
+            hash(vec![("outer", hash(vec![("ÄRGER", s("a")), ("ärger", s("b"))]))]),
+            "dsc_anything.outer: unsupported value: the keys 'ÄRGER' and 'ärger' differ only in case",
+        ),
+        (
+            "dsc_single",
+            hash(vec![("Port", Value::Int(1)), ("PORT", Value::Int(2))]),
+            "dsc_single: unsupported value: the keys 'Port' and 'PORT' differ only in case",
+        ),
+        (
+            "dsc_bindings",
+            Value::Array(vec![hash(vec![(
+                "inner",
+                nested(vec![("Name", s("a")), ("name", s("b"))]),
+            )])]),
+            "dsc_bindings.inner: unsupported value: the keys 'Name' and 'name' differ only in case",
+        ),
+        (
+            "dsc_anything",
+            secret(hash(vec![("Hidden1", s("a")), ("hidden1", s("b"))])),
+            "dsc_anything: unsupported value: two keys of a Sensitive hash differ only in case",
+        ),
+    ];
+    for (attribute, value, expected) in cases {
+        let should = resource(vec![("dsc_name", s("x")), (attribute, value)]);
+        let resource = InvocableResource::new(&def, &should, DscMethod::Set, VENDORED).unwrap();
+        let err = build_script(&resource).unwrap_err().to_string();
+        assert!(err.starts_with(expected), "{attribute}: {err}");
+        assert!(!err.contains("idden1"), "{err}");
+    }
+    // Keys that differ in more than case are fine.
+    let should = resource(vec![
+        ("dsc_name", s("x")),
+        (
+            "dsc_anything",
+            hash(vec![("Key", s("a")), ("Keys", s("b"))]),
+        ),
+    ]);
+    build(&def, &should, DscMethod::Set);
+}

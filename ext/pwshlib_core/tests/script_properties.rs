@@ -99,6 +99,24 @@ fn key() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Keeps the first of keys that are equal without case: PowerShell would
+/// refuse the others, and script building refuses them up front (a test of
+/// its own in script_building.rs).
+fn distinct_keys(pairs: Vec<(Value, Value)>) -> Vec<(Value, Value)> {
+    let mut seen = std::collections::HashSet::new();
+    pairs
+        .into_iter()
+        .filter(|(key, _)| {
+            let mut key = key;
+            while let Value::Sensitive(inner) = key {
+                key = inner;
+            }
+            key.key_name()
+                .is_none_or(|name| seen.insert(name.to_lowercase()))
+        })
+        .collect()
+}
+
 fn value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Nil),
@@ -116,7 +134,7 @@ fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::vec((key(), inner.clone()), 0..4)
-                .prop_map(|pairs| Value::Hash(Map(pairs))),
+                .prop_map(|pairs| Value::Hash(Map(distinct_keys(pairs)))),
             inner.prop_map(secret),
         ]
     })
@@ -157,7 +175,7 @@ fn cim_instance(nested: bool) -> BoxedStrategy<Value> {
     )
         .prop_map(move |(pairs, class, wrap)| {
             let mut pairs: Vec<(Value, Value)> =
-                pairs.into_iter().map(|(k, v)| (Value::Str(k), v)).collect();
+                distinct_keys(pairs.into_iter().map(|(k, v)| (Value::Str(k), v)).collect());
             if nested {
                 pairs.push((s("cim_instance_type"), s(&class)));
             }

@@ -127,7 +127,18 @@ fn converse(mut stream: impl Read + Write) -> i32 {
     loop {
         let reply = match protocol::read_message(&mut stream) {
             Ok(None) | Ok(Some(Message::Exit)) => return 0,
-            Ok(Some(Message::Execute(request))) => Message::Result(execute(request)),
+            Ok(Some(Message::Execute(request))) => {
+                let id = request.id;
+                let (result, answer_twice) = execute(request);
+                let reply = Message::Result(ExecuteResult {
+                    id: Some(id),
+                    ..result
+                });
+                if answer_twice && protocol::write_message(&mut stream, &reply).is_err() {
+                    return 1;
+                }
+                reply
+            }
             Ok(Some(other)) => {
                 let message =
                     format!("protocol error: unexpected message from the manager: {other:?}");
@@ -148,25 +159,36 @@ fn converse(mut stream: impl Read + Write) -> i32 {
     }
 }
 
+/// The fault that makes the host answer one request twice (the manager must
+/// not take the second copy for the next request's result). Read during the
+/// call, so a request's own `env` can set it for that request alone.
+const DOUBLE_REPLY_ENV: &str = "PWSHLIB_SIM_DOUBLE_REPLY";
+
 /// Runs one request with its working directory and environment applied for
-/// this call only, as the real host does.
-fn execute(request: ExecuteRequest) -> ExecuteResult {
+/// this call only, as the real host does. Also says whether the
+/// double-reply fault applies to it.
+fn execute(request: ExecuteRequest) -> (ExecuteResult, bool) {
     let deadline = Instant::now() + Duration::from_millis(request.timeout_ms);
     if let Some(dir) = &request.working_dir {
         if !Path::new(dir).is_dir() {
-            return ExecuteResult::failure(protocol::missing_working_dir_message(dir));
+            return (
+                ExecuteResult::failure(protocol::missing_working_dir_message(dir)),
+                false,
+            );
         }
     }
     let tree = match parse(&request.code) {
         Ok(tree) => tree,
-        Err(e) => return ExecuteResult::failure(e),
+        Err(e) => return (ExecuteResult::failure(e), false),
     };
     let saved = CallScope::enter(&request);
     let outcome = dsc::handle(&request.code, request.timeout_ms)
         .unwrap_or_else(|| echo::handle(&request.code, &tree));
     let result = carry_out(outcome, deadline, request.timeout_ms);
+    let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));
     drop(saved);
-    result
+    (result, answer_twice)
 }
 
 fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteResult {
@@ -177,6 +199,7 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
             exitcode,
             errormessage,
         } => ExecuteResult {
+            id: None,
             exitcode,
             stdout,
             stderr,

@@ -162,6 +162,38 @@ fn a_crash_mid_call_is_a_failure_and_the_host_has_exited() {
 }
 
 #[test]
+fn a_second_reply_to_one_request_is_a_protocol_fault_not_the_next_result() {
+    let mut host = start();
+    let answered_twice = ExecuteRequest::new(
+        "Write-Output 'first'".to_string(),
+        Some(10_000),
+        None,
+        &["PWSHLIB_SIM_DOUBLE_REPLY=1"],
+    );
+    let first = host
+        .execute(&answered_twice, &Cancel::default())
+        .expect("the first reply answers the first request");
+    assert_eq!(first.stdout.as_deref(), Some("first\n"));
+    assert_eq!(first.id, Some(1));
+    // The copy of the first reply is waiting on the connection: it must
+    // not pass for the second request's result.
+    let failure = host
+        .execute(
+            &request("Write-Output 'second'", 10_000),
+            &Cancel::default(),
+        )
+        .unwrap_err();
+    assert!(
+        failure.0.contains("broke the protocol")
+            && failure
+                .0
+                .contains("reply to request 2 carried the id of request 1"),
+        "{failure}"
+    );
+    host.destroy();
+}
+
+#[test]
 fn a_cancel_from_another_thread_ends_a_hung_call_at_once() {
     let mut host = start();
     let (cancel, canceller) = cancel_after(Duration::from_millis(300));

@@ -1,0 +1,409 @@
+//! Generated secrets of every shape through the lifecycle, with the real
+//! script builder: what the system reports for Sensitive-typed attributes
+//! (top level, hash member, CIM member, credential password) never shows
+//! in a log, and no form of a secret that the script holds shows in an
+//! error that quotes the script.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::literal::escape_quotes;
+use crate::script::{build_script, InvocableResource, GUARDED_SECRET_CHARS};
+use crate::test_support::secret_typedef;
+
+struct SecretHost {
+    typedef: Arc<TypeDef>,
+    state: RefCell<LifecycleState>,
+    answers: RefCell<VecDeque<ExecuteOutput>>,
+    scripts: RefCell<Vec<String>>,
+    logs: RefCell<Vec<(String, String)>>,
+}
+
+impl SecretHost {
+    fn new() -> Self {
+        let typedef = Arc::new(secret_typedef());
+        SecretHost {
+            state: RefCell::new(LifecycleState::new(&typedef)),
+            typedef,
+            answers: RefCell::new(VecDeque::new()),
+            scripts: RefCell::new(Vec::new()),
+            logs: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn answer(&self, stdout: &str) {
+        self.answers.borrow_mut().push_back(ExecuteOutput {
+            stdout: Some(stdout.to_owned()),
+            errormessage: None,
+        });
+    }
+
+    fn logged(&self, level: &str) -> Vec<String> {
+        self.logs
+            .borrow()
+            .iter()
+            .filter(|(l, _)| l == level)
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    fn everything_shown(&self) -> String {
+        let logs = self.logs.borrow();
+        let lines: Vec<&str> = logs.iter().map(|(_, m)| m.as_str()).collect();
+        lines.join("\n")
+    }
+}
+
+impl ProviderHost for SecretHost {
+    type Error = Error;
+
+    fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
+        Ok(self.typedef.clone())
+    }
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
+        f(&mut self.state.borrow_mut())
+    }
+    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Error> {
+        invoke_get_method(self, name_hash)
+    }
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Error> {
+        invoke_set_method(self, name, should).map(|_| ())
+    }
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Error> {
+        invoke_test_method(self, name, should)
+    }
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Option<Value>, Error> {
+        invoke_dsc_resource(self, name_hash, props, method)
+    }
+    fn build_script(
+        &self,
+        typedef: &TypeDef,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Result<Script, Error>, Error> {
+        Ok(
+            InvocableResource::new(typedef, props, method, "/opt/vendored")
+                .and_then(|resource| build_script(&resource)),
+        )
+    }
+    fn execute(&self, script: &str, _timeout_ms: Option<u64>) -> Result<ExecuteOutput, Error> {
+        self.scripts.borrow_mut().push(script.to_owned());
+        Ok(self
+            .answers
+            .borrow_mut()
+            .pop_front()
+            .expect("every call has its answer queued"))
+    }
+    fn load_path(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+    fn is_metaparam(&self, _name: &str) -> bool {
+        false
+    }
+    fn sleep(&self, _seconds: f64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn describe_error(&self, error: &Error) -> String {
+        error.to_string()
+    }
+    fn debug(&self, message: &str) -> Result<(), Error> {
+        self.logs
+            .borrow_mut()
+            .push(("debug".into(), message.to_owned()));
+        Ok(())
+    }
+    fn notice(&self, _title: Option<&Value>, message: &str) -> Result<(), Error> {
+        self.logs
+            .borrow_mut()
+            .push(("notice".into(), message.to_owned()));
+        Ok(())
+    }
+    fn warning(&self, _title: Option<&Value>, message: &str) -> Result<(), Error> {
+        self.logs
+            .borrow_mut()
+            .push(("warning".into(), message.to_owned()));
+        Ok(())
+    }
+    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
+        let title = title.map(|t| format!("[{t}] ")).unwrap_or_default();
+        self.logs
+            .borrow_mut()
+            .push(("err".into(), format!("{title}{message}")));
+        Ok(())
+    }
+}
+
+/// Secrets of every shape: quotes of each kind (U+2018–U+201B too),
+/// regular expression metacharacters, newlines, one or two characters,
+/// non-ASCII, and the redaction marker itself.
+fn any_secret() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "'",
+        "\"",
+        "\u{2018}",
+        "\u{2019}",
+        "\u{201A}",
+        "\u{201B}",
+        "\n",
+        "\r\n",
+        "\r",
+        ".",
+        "*",
+        "+",
+        "?",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "|",
+        "^",
+        "$",
+        "\\",
+        "`",
+        "@",
+        "#",
+        " ",
+        "é",
+        "漢",
+        "😀",
+        "a",
+        "Z",
+        "9",
+        REDACTED_SENSITIVE,
+        crate::script::REDACTION_MARKER,
+    ]);
+    prop_oneof![
+        "[a-z0-9'\u{2019}\"$]{1,2}",
+        prop::collection::vec(piece, 1..24).prop_map(|pieces| pieces.concat()),
+    ]
+}
+
+fn s(text: &str) -> Value {
+    Value::str(text)
+}
+
+fn secret(text: &str) -> Value {
+    Value::Sensitive(Box::new(s(text)))
+}
+
+fn sym_map(pairs: Vec<(&str, Value)>) -> Map {
+    pairs.into_iter().map(|(k, v)| (Value::sym(k), v)).collect()
+}
+
+fn str_map(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Hash(pairs.into_iter().map(|(k, v)| (s(k), v)).collect())
+}
+
+/// The system's state: `current` in every Sensitive-typed place.
+fn system_state(current: &Value) -> Value {
+    str_map(vec![
+        ("VaultName", s("vault-one")),
+        ("Ensure", s("Present")),
+        ("Secret", current.clone()),
+        (
+            "Settings",
+            str_map(vec![("Label", s("label-text")), ("Token", current.clone())]),
+        ),
+        (
+            "Endpoints",
+            Value::Array(vec![str_map(vec![
+                ("cim_instance_type", s("MSFT_FixtureEndpoint")),
+                ("Address", s("address-text")),
+                ("ApiKey", current.clone()),
+            ])]),
+        ),
+        (
+            "Credential",
+            str_map(vec![
+                ("user", s("user-name")),
+                ("password", current.clone()),
+            ]),
+        ),
+        ("Note", s("note-text")),
+    ])
+}
+
+fn json(value: &Value) -> String {
+    fn to_json(value: &Value) -> serde_json::Value {
+        match value {
+            Value::Str(t) => serde_json::Value::String(t.clone()),
+            Value::Array(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
+            Value::Hash(map) => serde_json::Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.key_name().unwrap().to_owned(), to_json(v)))
+                    .collect(),
+            ),
+            other => panic!("not in these tests: {other:?}"),
+        }
+    }
+    to_json(value).to_string()
+}
+
+fn guarded(text: &str) -> bool {
+    text.chars().count() >= GUARDED_SECRET_CHARS
+}
+
+/// Every form of a secret that a script or a quoted excerpt of it holds,
+/// long enough to be told apart from ordinary text.
+fn forms_that_must_not_show(secret: &str) -> Vec<String> {
+    let escaped = escape_quotes(secret);
+    let mut forms = vec![secret.to_owned(), escaped.clone()];
+    for form in [secret, escaped.as_str()] {
+        if form.contains(['\n', '\r']) {
+            forms.extend(form.split(['\n', '\r']).map(str::to_owned));
+        }
+    }
+    forms.retain(|f| guarded(f));
+    forms
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn what_the_system_reports_for_sensitive_attributes_is_never_logged(current in any_secret()) {
+        let host = SecretHost::new();
+        host.answer(&json(&system_state(&s(&current))));
+        let query = sym_map(vec![("name", s("vault-one")), ("dsc_vaultname", s("vault-one"))]);
+        let munged = invoke_get_method(&host, &query).unwrap().unwrap();
+
+        // The raw data line is the result with each Sensitive-typed value
+        // replaced by the marker, whatever the secret (even one character).
+        let expected = system_state(&secret(&current));
+        let raw_lines: Vec<String> = host
+            .logged("debug")
+            .into_iter()
+            .filter(|l| l.starts_with("raw data received: "))
+            .collect();
+        let standard = format!("raw data received: {expected}");
+        let guarded_forms = forms_that_must_not_show(&current);
+        if guarded_forms.iter().any(|form| standard.contains(form)) {
+            // The secret spells out (part of) the marker: another one shows.
+            prop_assert_eq!(raw_lines.len(), 1);
+        } else {
+            prop_assert_eq!(raw_lines, vec![standard]);
+        }
+
+        // What goes back to Puppet holds it as Sensitive, in every place.
+        prop_assert_eq!(munged.get_named("dsc_secret"), Some(&secret(&current)));
+        let member = |attribute: &str, key: &str| {
+            let value = munged.get_named(attribute).unwrap();
+            let map = match value {
+                Value::Array(items) => items[0].as_map().unwrap().clone(),
+                other => other.as_map().unwrap().clone(),
+            };
+            map.get_named(key).cloned()
+        };
+        prop_assert_eq!(member("dsc_settings", "token"), Some(secret(&current)));
+        prop_assert_eq!(member("dsc_endpoints", "apikey"), Some(secret(&current)));
+        prop_assert_eq!(member("dsc_credential", "password"), Some(secret(&current)));
+        prop_assert_eq!(member("dsc_settings", "label"), Some(s("label-text")));
+
+        // No log line quotes it, in any form.
+        let shown = host.everything_shown();
+        prop_assert!(!shown.contains(&format!("{current:?}")), "{}", shown);
+        for form in forms_that_must_not_show(&current) {
+            prop_assert!(!shown.contains(&form), "{:?} shows in {}", form, shown);
+        }
+    }
+
+    #[test]
+    fn errors_that_quote_the_script_show_no_form_of_a_secret(password in any_secret()) {
+        let host = SecretHost::new();
+        let should = sym_map(vec![
+            ("name", s("v1")),
+            ("dsc_vaultname", s("v1")),
+            ("dsc_secret", secret(&password)),
+            (
+                "dsc_settings",
+                Value::Hash(Map(vec![(s("label"), s("l")), (s("token"), secret(&password))])),
+            ),
+            (
+                "dsc_credential",
+                Value::Hash(Map(vec![(s("user"), s("u")), (s("password"), secret(&password))])),
+            ),
+        ]);
+        // PowerShell's parse and runtime errors quote the offending script
+        // line after `+ `: answer with every line that holds a secret.
+        let probe = host.build_script(&host.typedef, &dsc_props(&should), DscMethod::Set)
+            .unwrap()
+            .unwrap();
+        let text = probe.text();
+        let quoted: Vec<String> = probe
+            .secret_spans()
+            .iter()
+            .flat_map(|span| {
+                let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+                let end = text[span.end..].find('\n').map_or(text.len(), |i| span.end + i);
+                text[start..end].split('\n').map(|line| format!("+ {line}"))
+            })
+            .collect();
+        let message = format!("At line:40 char:1\n{}\n+ ~~~~\nUnexpected token.", quoted.join("\n"));
+        let answer = serde_json::json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message});
+        host.answer(&answer.to_string());
+        invoke_set_method(&host, &s("v1"), &should).unwrap();
+
+        let errors = host.logged("err");
+        prop_assert_eq!(errors.len(), 1);
+        prop_assert!(errors[0].starts_with("[\"v1\"] At line:40 char:1\n+ "), "{}", errors[0]);
+        let shown = host.everything_shown();
+        for form in forms_that_must_not_show(&password) {
+            prop_assert!(!shown.contains(&form), "{:?} shows in {}", form, shown);
+        }
+        // The quoted literal (quotes included) never shows, however short.
+        let literal = format!("'{}'", escape_quotes(&password));
+        prop_assert!(!errors[0].contains(&literal), "{}", errors[0]);
+    }
+}
+
+#[test]
+fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
+    let host = SecretHost::new();
+    let password = "p'ss\u{2019}word\nsecond-line";
+    let should = sym_map(vec![
+        ("name", s("v1")),
+        ("dsc_vaultname", s("v1")),
+        ("dsc_secret", secret(password)),
+    ]);
+    let excerpt =
+        "At line:9 char:5\n+ ... secret = 'p''ss\u{2019}\u{2019}word\n+ second-line'; ensure ...";
+    let answer = serde_json::json!({"indesiredstate": false, "rebootrequired": false, "errormessage": excerpt});
+    host.answer(&answer.to_string());
+    invoke_set_method(&host, &s("v1"), &should).unwrap();
+    let errors = host.logged("err");
+    assert!(!errors[0].contains("p''ss"), "{}", errors[0]);
+    assert!(!errors[0].contains("second-line"), "{}", errors[0]);
+    assert!(errors[0].contains(REDACTED_SENSITIVE), "{}", errors[0]);
+}
+
+#[test]
+fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
+    let host = SecretHost::new();
+    let should = sym_map(vec![
+        ("name", s("v1")),
+        ("dsc_vaultname", s("v1")),
+        (
+            "dsc_options",
+            Value::Hash(Map(vec![(s("Key"), s("a")), (s("key"), s("b"))])),
+        ),
+    ]);
+    invoke_set_method(&host, &s("v1"), &should).unwrap();
+    assert_eq!(
+        host.logged("err"),
+        vec![
+            "[\"v1\"] dsc_options: unsupported value: the keys 'Key' and 'key' differ only in case; PowerShell compares hashtable keys without case, so it would refuse them"
+        ]
+    );
+    assert!(host.scripts.borrow().is_empty(), "nothing was sent");
+    assert!(host.with_state(|state| state.failed_sets.get(&should).is_some()));
+}

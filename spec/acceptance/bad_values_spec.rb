@@ -1,0 +1,128 @@
+# frozen_string_literal: true
+
+require_relative 'spec_helper_acceptance'
+
+# Values that cannot go to PowerShell: a Timespan, a Regexp, a Puppet type or
+# a SemVer inside a hash property, and hash keys that differ only in case.
+# Each must fail its own resource, with an error that names the resource and
+# the attribute path, while the good resources around it apply.
+#
+# Checks hold whether or not Puppet lists unchanged resources in its report
+# (Puppet 8 leaves them out): failed resources always have a status, and what
+# the good resources did is read from the simulator's call log and state.
+module AcceptanceBadValues
+  RSpec.describe 'puppet apply with a resource holding a value PowerShell cannot take' do
+    def self.vault(title, attributes = {})
+      Acceptance.resource('dsc_fixturevault', title, {
+        'dsc_vaultname' => title,
+        'dsc_ensure' => 'Present',
+        'dsc_note' => "note of #{title}",
+        'dsc_options' => { 'mode' => 'fast' },
+      }.merge(attributes))
+    end
+
+    def self.bad_options(puppet_source)
+      { 'dsc_options' => Acceptance::Raw.new(puppet_source) }
+    end
+
+    def ref(title)
+      "Dsc_fixturevault[#{title}]"
+    end
+
+    def vault_calls(run, title, method: nil)
+      run.calls_for('FixtureVault', { 'vaultname' => title }, method: method)
+    end
+
+    def stored_vault(machine, title)
+      Acceptance.stored_resource(machine.state, 'FixtureVault', 'vaultname' => title)
+    end
+
+    def error_lines(run)
+      run.output.lines.grep(/\AError:/)
+    end
+
+    # rubocop:disable RSpec/InstanceVariable
+    describe 'one Timespan among good resources' do
+      before(:all) do
+        @machine = Acceptance::Machine.new('bad-value')
+        manifest = [
+          self.class.vault('good-before'),
+          self.class.vault('bad-timespan', self.class.bad_options("{ 'mode' => 'fast', 'f' => Timespan(3600) }")),
+          self.class.vault('good-after'),
+        ].join("\n")
+        @run = @machine.apply(manifest)
+      end
+
+      after(:all) { @machine&.cleanup }
+
+      let(:run) { @run }
+
+      it('exits 6 (changes and failures): the catalog was not aborted') { expect(run.exitcode).to eq(6), run.to_s }
+
+      it 'fails the bad resource with an error naming it, the attribute path and the value' do
+        expect(run.failed?(ref('bad-timespan'))).to be(true)
+        errors = error_lines(run).join
+        expect(errors).to include('dsc_fixturevault[bad-timespan]: dsc_options.f: unsupported value'), run.to_s
+        expect(errors).to include('a value of class Puppet::Pops::Time::Timespan cannot be passed to PowerShell')
+      end
+
+      it 'fails no other resource' do
+        failed = (run.report['resource_statuses'] || {}).select { |_, status| status['failed'] == true }.keys
+        expect(failed).to eq([ref('bad-timespan')])
+      end
+
+      it 'applies the good resources around it' do
+        %w[good-before good-after].each do |title|
+          expect(vault_calls(run, title, method: 'Set').size).to eq(1), "#{title}: #{vault_calls(run, title).inspect}"
+          expect(Acceptance.fetch_ci(stored_vault(@machine, title), 'note')).to eq("note of #{title}")
+        end
+      end
+
+      it 'sends nothing for the bad resource beyond the Get of its current state' do
+        expect(vault_calls(run, 'bad-timespan').map { |call| call['method'] }).to eq(['Get'])
+        expect(stored_vault(@machine, 'bad-timespan')).to be_nil
+      end
+    end
+
+    describe 'a Regexp, a type, a SemVer and case-duplicate keys, each in its own resource' do
+      BAD = {
+        'bad-regexp' => ["{ 'pattern' => /ab+c/ }", 'dsc_options.pattern', 'Regexp'],
+        'bad-type' => ["{ 'kind' => String }", 'dsc_options.kind', 'Puppet::Pops::Types::PStringType'],
+        'bad-semver' => ["{ 'nested' => { 'version' => SemVer('1.2.3') } }", 'dsc_options.nested.version', 'SemanticPuppet::Version'],
+        'bad-case' => ["{ 'Key' => 'a', 'key' => 'b' }", 'dsc_options', "the keys 'Key' and 'key' differ only in case"],
+      }.freeze
+
+      before(:all) do
+        @machine = Acceptance::Machine.new('bad-values')
+        manifest = [self.class.vault('good-first')]
+        BAD.each { |title, (source, _, _)| manifest << self.class.vault(title, self.class.bad_options(source)) }
+        manifest << self.class.vault('good-last')
+        @run = @machine.apply(manifest.join("\n"))
+      end
+
+      after(:all) { @machine&.cleanup }
+
+      let(:run) { @run }
+
+      it('exits 6') { expect(run.exitcode).to eq(6), run.to_s }
+
+      BAD.each do |title, (_, path, detail)|
+        it "fails #{title} with an error naming it and #{path}" do
+          expect(run.failed?(ref(title))).to be(true), run.to_s
+          error = error_lines(run).find { |line| line.include?("dsc_fixturevault[#{title}]") }
+          expect(error).to include("#{path}: unsupported value").and(include(detail)), run.to_s
+          expect(vault_calls(run, title, method: 'Set')).to be_empty
+        end
+      end
+
+      it 'applies the good resources' do
+        %w[good-first good-last].each do |title|
+          expect(vault_calls(run, title, method: 'Set').size).to eq(1), "#{title}: #{vault_calls(run, title).inspect}"
+        end
+        failed = (run.report['resource_statuses'] || {}).select { |_, status| status['failed'] == true }.keys
+        expect(failed).to match_array(BAD.keys.map { |title| ref(title) })
+      end
+    end
+    # rubocop:enable RSpec/InstanceVariable
+  end
+end
