@@ -14,7 +14,8 @@ use pwshlib_core::lifecycle::{
     self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
 };
 use pwshlib_core::munge;
-use pwshlib_core::script::DscMethod;
+use pwshlib_core::script::{DscMethod, Script};
+use pwshlib_core::templates;
 use pwshlib_core::{Map, TypeDef, Value};
 
 use crate::convert::{
@@ -223,6 +224,19 @@ fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
     Ok(set)
 }
 
+/// The manager method that runs a script body after a prelude.
+const EXECUTE_WITH_PRELUDE: &str = "execute_with_prelude";
+
+fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
+    let Some(hash) = RHash::from_value(result) else {
+        return Ok(ExecuteOutput::default());
+    };
+    Ok(ExecuteOutput {
+        stdout: output_field(ruby, hash, "stdout")?,
+        errormessage: output_field(ruby, hash, "errormessage")?,
+    })
+}
+
 fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
     let value = hash
         .get(ruby.to_symbol(name))
@@ -307,13 +321,29 @@ impl ProviderHost for RubyHost<'_> {
     fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {
         let manager: RValue = self.provider.funcall("ps_manager", ())?;
         let result: RValue = manager.funcall("execute", (script, timeout_ms))?;
-        let Some(hash) = RHash::from_value(result) else {
-            return Ok(ExecuteOutput::default());
+        execute_output(self.ruby, result)
+    }
+
+    /// A manager that knows the DSC prelude (this library's `Pwsh::Manager`)
+    /// gets only the lines of this call; any other (a pwshlib 2.x manager,
+    /// a test double) gets the whole script through `execute`.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> BindingResult<ExecuteOutput> {
+        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let takes_prelude = script.has_prelude()
+            && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
+        let result: RValue = if takes_prelude {
+            manager.funcall(
+                EXECUTE_WITH_PRELUDE,
+                (templates::PRELUDE_NAME, script.body(), timeout_ms),
+            )?
+        } else {
+            manager.funcall("execute", (script.text(), timeout_ms))?
         };
-        Ok(ExecuteOutput {
-            stdout: output_field(self.ruby, hash, "stdout")?,
-            errormessage: output_field(self.ruby, hash, "errormessage")?,
-        })
+        execute_output(self.ruby, result)
     }
 
     /// Through Ruby, so that an overridden or stubbed `load_path` decides

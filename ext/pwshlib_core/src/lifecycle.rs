@@ -116,6 +116,15 @@ pub trait ProviderHost {
     ) -> Result<Option<Value>, Self::Error>;
     /// `ps_manager.execute(script, timeout_ms)`.
     fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Self::Error>;
+    /// Sends one invocation script. The binding lets a manager that holds
+    /// the prelude take only [`Script::body`]; by default the whole text.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecuteOutput, Self::Error> {
+        self.execute(script.text(), timeout_ms)
+    }
 
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
     /// Builds the script of one call. The outer error is the host's, the
@@ -812,7 +821,7 @@ impl Invocation<'_> {
             secrets,
         } = self;
         let started = Instant::now();
-        let output = host.execute(script.text(), timeout_ms);
+        let output = host.execute_script(script, timeout_ms);
         let elapsed = started.elapsed();
         host.debug(&format!(
             "Invoke-DscResource {} took {:.3} s",

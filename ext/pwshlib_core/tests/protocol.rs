@@ -58,13 +58,15 @@ fn any_message() -> impl Strategy<Value = Message> {
         any::<u64>(),
         proptest::option::of(any_text()),
         proptest::collection::vec((any_text(), any_text()), 0..4),
+        proptest::option::of((any_text(), proptest::option::of(any_text()))),
     )
-        .prop_map(|(code, timeout_ms, working_dir, env)| {
+        .prop_map(|(code, timeout_ms, working_dir, env, prelude)| {
             Message::Execute(ExecuteRequest {
                 code,
                 timeout_ms,
                 working_dir,
                 env,
+                prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
             })
         });
     let result = (
@@ -73,9 +75,11 @@ fn any_message() -> impl Strategy<Value = Message> {
         any_text(),
         proptest::option::of(any_text()),
         proptest::option::of(any_text()),
+        proptest::option::of(any_text()),
     )
-        .prop_map(|(exitcode, stdout, stderr, errormessage, native_stdout)| {
+        .prop_map(|(exitcode, stdout, stderr, errormessage, native_stdout, prelude)| {
             Message::Result(ExecuteResult {
+                prelude,
                 exitcode,
                 stdout,
                 stderr,
@@ -83,12 +87,14 @@ fn any_message() -> impl Strategy<Value = Message> {
                 native_stdout,
             })
         });
-    let hello =
-        (any::<u32>(), any::<u32>(), any_text()).prop_map(|(protocol, pid, host)| Message::Hello {
+    let hello = (any::<u32>(), any::<u32>(), any_text(), any::<u32>()).prop_map(
+        |(protocol, pid, host, prelude)| Message::Hello {
             protocol,
             pid,
             host,
-        });
+            prelude,
+        },
+    );
     prop_oneof![
         execute,
         result,
@@ -164,6 +170,7 @@ fn wire_format_matches_the_documentation() {
         timeout_ms: 300000,
         working_dir: Some("C:\\temp".into()),
         env: vec![("NAME".into(), "value".into())],
+        prelude: None,
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
@@ -182,7 +189,8 @@ fn wire_format_matches_the_documentation() {
         Message::Hello {
             protocol: 1,
             pid: 4242,
-            host: "pwsh 7.4.1".into()
+            host: "pwsh 7.4.1".into(),
+            prelude: 0
         }
     );
     let result = br#"{"type":"result","exitcode":0,"stdout":"hi\n","stderr":"","errormessage":null,"native_stdout":null}"#;
