@@ -333,8 +333,8 @@ impl ProviderHost for RubyHost<'_> {
         timeout_ms: Option<u64>,
     ) -> BindingResult<ExecuteOutput> {
         let manager: RValue = self.provider.funcall("ps_manager", ())?;
-        let takes_prelude = script.has_prelude()
-            && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
+        let takes_prelude =
+            script.has_prelude() && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
         let result: RValue = if takes_prelude {
             manager.funcall(
                 EXECUTE_WITH_PRELUDE,

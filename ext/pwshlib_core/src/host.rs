@@ -173,11 +173,8 @@ impl Host {
         // The handshake shares the pipe_timeout budget, with a floor so that
         // a host that connected at the last moment still gets to say hello.
         let hello_deadline = deadline.max(Instant::now() + Duration::from_secs(1));
-        let hello = protocol::read_message(&mut Deadlined::new(
-            &mut connection,
-            hello_deadline,
-            cancel,
-        ));
+        let hello =
+            protocol::read_message(&mut Deadlined::new(&mut connection, hello_deadline, cancel));
         let mut prelude_version = 0;
         let problem = match hello {
             Ok(Some(Message::Hello {
@@ -255,8 +252,8 @@ impl Host {
         let result = self.execute(&request, cancel)?;
         // Only the host's word counts: a prelude it could not define (or
         // has lost) is sent again with the next request.
-        self.installed_prelude = (result.prelude.as_deref() == Some(prelude.id))
-            .then(|| prelude.id.to_owned());
+        self.installed_prelude =
+            (result.prelude.as_deref() == Some(prelude.id)).then(|| prelude.id.to_owned());
         Ok(result)
     }
 

@@ -88,7 +88,9 @@ mod tests {
             let trimmed = line.trim();
             if depth == 0 {
                 assert!(
-                    trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("function "),
+                    trimmed.is_empty()
+                        || trimmed.starts_with('#')
+                        || trimmed.starts_with("function "),
                     "top-level statement in the prelude: {line}"
                 );
             }

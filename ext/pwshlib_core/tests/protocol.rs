@@ -77,16 +77,18 @@ fn any_message() -> impl Strategy<Value = Message> {
         proptest::option::of(any_text()),
         proptest::option::of(any_text()),
     )
-        .prop_map(|(exitcode, stdout, stderr, errormessage, native_stdout, prelude)| {
-            Message::Result(ExecuteResult {
-                prelude,
-                exitcode,
-                stdout,
-                stderr,
-                errormessage,
-                native_stdout,
-            })
-        });
+        .prop_map(
+            |(exitcode, stdout, stderr, errormessage, native_stdout, prelude)| {
+                Message::Result(ExecuteResult {
+                    prelude,
+                    exitcode,
+                    stdout,
+                    stderr,
+                    errormessage,
+                    native_stdout,
+                })
+            },
+        );
     let hello = (any::<u32>(), any::<u32>(), any_text(), any::<u32>()).prop_map(
         |(protocol, pid, host, prelude)| Message::Hello {
             protocol,

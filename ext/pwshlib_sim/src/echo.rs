@@ -269,8 +269,7 @@ impl<'a> Run<'a> {
                 let path = parameter("-Path")
                     .or(parameter("-LiteralPath"))
                     .or(arguments.first());
-                let Some(name) = path.and_then(|p| strip_prefix_ignore_case(p, "function:"))
-                else {
+                let Some(name) = path.and_then(|p| strip_prefix_ignore_case(p, "function:")) else {
                     return End::Unsupported(self.text(node).to_owned());
                 };
                 let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));

@@ -106,4 +106,3 @@ pub fn undefined_prelude_call(code: &str, tree: &Tree, defined: &[String]) -> Op
     }
     None
 }
-
