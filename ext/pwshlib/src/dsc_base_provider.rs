@@ -170,6 +170,9 @@ struct RubyHost<'r> {
     provider: Obj<DscBaseProvider>,
     context: RValue,
     typedef: Arc<TypeDef>,
+    /// Whether `context.debug` keeps messages; asked once per entry call,
+    /// when the first debug message is due.
+    debug_enabled: std::cell::Cell<Option<bool>>,
 }
 
 impl<'r> RubyHost<'r> {
@@ -195,6 +198,7 @@ impl<'r> RubyHost<'r> {
             provider,
             context,
             typedef,
+            debug_enabled: std::cell::Cell::new(None),
         })
     }
 
@@ -222,6 +226,31 @@ fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
         set.insert(text.to_string()?);
     }
     Ok(set)
+}
+
+/// `Some(true)` when `context` is a stock PuppetContext (its `send_log` is
+/// PuppetContext's own) and Puppet's log level is above debug; `None` when
+/// that cannot be told (then messages are built, as before).
+fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
+    let puppet: RModule = ruby.class_object().const_get("Puppet").ok()?;
+    let resource_api: RModule = puppet.const_get("ResourceApi").ok()?;
+    let stock: RValue = resource_api.const_get("PuppetContext").ok()?;
+    let send_log: RValue = context
+        .funcall("method", (ruby.to_symbol("send_log"),))
+        .ok()?;
+    let owner: RValue = send_log.funcall("owner", ()).ok()?;
+    if !owner.eql(stock).ok()? {
+        return Some(false);
+    }
+    let util: RModule = puppet.const_get("Util").ok()?;
+    let log: RValue = util.const_get("Log").ok()?;
+    let level: RValue = log.funcall("level", ()).ok()?;
+    let level: String = level
+        .funcall::<_, _, RString>("to_s", ())
+        .ok()?
+        .to_string()
+        .ok()?;
+    Some(level != "debug")
 }
 
 /// The manager method that runs a script body after a prelude.
@@ -403,6 +432,19 @@ impl ProviderHost for RubyHost<'_> {
 
     fn debug(&self, message: &str) -> BindingResult<()> {
         self.call_context("debug", None, message)
+    }
+
+    /// A stock `Puppet::ResourceApi::PuppetContext` hands debug messages to
+    /// Puppet's log, which drops them below its level; there is no point in
+    /// building them then. Any other context (one that records messages, a
+    /// subclass with its own `send_log`) gets them all.
+    fn debug_enabled(&self) -> bool {
+        if let Some(known) = self.debug_enabled.get() {
+            return known;
+        }
+        let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
+        self.debug_enabled.set(Some(enabled));
+        enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
         self.call_context("notice", title, message)

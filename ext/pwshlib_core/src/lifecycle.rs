@@ -98,6 +98,15 @@ impl LifecycleState {
     }
 }
 
+/// Builds and logs a debug message only when debug messages are kept.
+fn debug_lazy<H: ProviderHost>(host: &H, message: impl FnOnce() -> String) -> Result<(), H::Error> {
+    if host.debug_enabled() {
+        host.debug(&message())
+    } else {
+        Ok(())
+    }
+}
+
 pub trait ProviderHost {
     type Error: From<Error>;
 
@@ -160,6 +169,11 @@ pub trait ProviderHost {
     fn describe_error(&self, error: &Self::Error) -> String;
 
     fn debug(&self, message: &str) -> Result<(), Self::Error>;
+    /// False when debug messages would be dropped anyway, so that they are
+    /// not built (the script dump alone is the whole script per call).
+    fn debug_enabled(&self) -> bool {
+        true
+    }
     fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
     fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
     fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
@@ -205,7 +219,9 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
             out.push(resource);
             continue;
         }
-        host.debug(&format!("Canonicalizing {}", Value::Hash(resource.clone())))?;
+        debug_lazy(host, || {
+            format!("Canonicalizing {}", Value::Hash(resource.clone()))
+        })?;
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
             resource.clone()
         } else {
@@ -219,8 +235,10 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
         host.with_state(|s| s.canonicalized.insert(&resource, canonical.clone()));
         out.push(canonical);
     }
-    let shown: Vec<Value> = out.iter().cloned().map(Value::Hash).collect();
-    host.debug(&format!("Canonicalized Resources: {}", Value::Array(shown)))?;
+    debug_lazy(host, || {
+        let shown: Vec<Value> = out.iter().cloned().map(Value::Hash).collect();
+        format!("Canonicalized Resources: {}", Value::Array(shown))
+    })?;
     Ok(out)
 }
 
@@ -317,7 +335,9 @@ pub fn invoke_get_method<H: ProviderHost>(
     host: &H,
     name_hash: &Map,
 ) -> Result<Option<Map>, H::Error> {
-    host.debug(&format!("retrieving {}", Value::Hash(name_hash.clone())))?;
+    debug_lazy(host, || {
+        format!("retrieving {}", Value::Hash(name_hash.clone()))
+    })?;
     let typedef = host.typedef()?;
     let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
     let query_props: Map = name_hash
@@ -349,10 +369,9 @@ pub fn invoke_get_method<H: ProviderHost>(
         *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
     }
     host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
-    host.debug(&format!(
-        "Returned to Puppet as {}",
-        Value::Hash(munged.clone())
-    ))?;
+    debug_lazy(host, || {
+        format!("Returned to Puppet as {}", Value::Hash(munged.clone()))
+    })?;
     Ok(Some(munged))
 }
 
@@ -501,11 +520,13 @@ pub fn invoke_set_method<H: ProviderHost>(
     should: &Map,
 ) -> Result<Option<Value>, H::Error> {
     let title = title_of(name);
-    host.debug(&format!(
-        "Invoking Set Method for '{}' with {}",
-        title.clone().unwrap_or(Value::Nil),
-        Value::Hash(should.clone())
-    ))?;
+    debug_lazy(host, || {
+        format!(
+            "Invoking Set Method for '{}' with {}",
+            title.clone().unwrap_or(Value::Nil),
+            Value::Hash(should.clone())
+        )
+    })?;
     let name_hash = invocation_name_hash(name, should);
     host.with_state(|s| s.failed_sets.remove(&name_hash));
     let apply_props = dsc_props(should);
@@ -532,9 +553,9 @@ pub fn invoke_test_method<H: ProviderHost>(
     should: &Map,
 ) -> Result<Insync, H::Error> {
     let title = title_of(name).unwrap_or(Value::Nil);
-    host.debug(&format!(
-        "Relying on DSC Test method for validating if '{title}' is in the desired state"
-    ))?;
+    debug_lazy(host, || {
+        format!("Relying on DSC Test method for validating if '{title}' is in the desired state")
+    })?;
     let name_hash = invocation_name_hash(name, should);
     let test_props = dsc_props(should);
     let data = host.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
@@ -774,15 +795,17 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
             return Ok(None);
         }
     };
-    host.debug(&format!(
-        "Invoke-DscResource {} for {} ({} {}), properties: {}",
-        method.as_str(),
-        title.cloned().unwrap_or(Value::Nil),
-        typedef.friendly_name,
-        typedef.module_version.as_deref().unwrap_or("(no version)"),
-        Value::Hash(props.clone())
-    ))?;
-    host.debug(&format!("Script:\n{}", script.redacted()))?;
+    debug_lazy(host, || {
+        format!(
+            "Invoke-DscResource {} for {} ({} {}), properties: {}",
+            method.as_str(),
+            title.cloned().unwrap_or(Value::Nil),
+            typedef.friendly_name,
+            typedef.module_version.as_deref().unwrap_or("(no version)"),
+            Value::Hash(props.clone())
+        )
+    })?;
+    debug_lazy(host, || format!("Script:\n{}", script.redacted()))?;
     let invocation = Invocation {
         title,
         credential: credential.as_ref(),
@@ -823,11 +846,13 @@ impl Invocation<'_> {
         let started = Instant::now();
         let output = host.execute_script(script, timeout_ms);
         let elapsed = started.elapsed();
-        host.debug(&format!(
-            "Invoke-DscResource {} took {:.3} s",
-            method.as_str(),
-            elapsed.as_secs_f64()
-        ))?;
+        debug_lazy(host, || {
+            format!(
+                "Invoke-DscResource {} took {:.3} s",
+                method.as_str(),
+                elapsed.as_secs_f64()
+            )
+        })?;
         let output = match output {
             Ok(output) => output,
             Err(e) => {
@@ -878,10 +903,12 @@ impl Invocation<'_> {
                 return Ok(Outcome::Failed);
             }
         };
-        host.debug(&format!(
-            "raw data received: {}",
-            scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
-        ))?;
+        debug_lazy(host, || {
+            format!(
+                "raw data received: {}",
+                scrub(&mirror_sensitivity(&data, &Value::Nil).to_string(), secrets)
+            )
+        })?;
         let error = data
             .as_map()
             .and_then(|m| m.get_named("errormessage"))
