@@ -64,8 +64,9 @@ def call_summary(calls)
 end
 
 # From the debug output of one resource's Set call: the call, the generated
-# script without the helper functions shipped in every script (the
-# credential and CIM-instance variables and $InvokeParams), the time it took
+# script without the prelude (the helper functions, which the host holds) and
+# the header (the credential and CIM-instance variables and $InvokeParams, then
+# the call), the time it took
 # and the raw answer.
 def script_excerpt(output, ref)
   lines = output.lines
@@ -75,9 +76,9 @@ def script_excerpt(output, ref)
   script_at = (start...lines.size).find { |i| lines[i].include?("#{ref}:") && lines[i].include?('Script:') }
   body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
   body = lines[(script_at + 1)...body_end]
-  shown = body.grep(/\A\$(cred_|cim_|InvokeParams)/)
+  shown = body.grep(/\A(\$(cred_|cim_|InvokeParams)|Invoke-PwshlibDscResource )/)
   after = lines[body_end, 2].select { |l| l.include?(ref) }
-  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of helper functions and the result postscript left out …\n",
+  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of the prelude (helper functions the host holds) and header left out …\n",
    *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
 end
 

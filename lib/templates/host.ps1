@@ -22,6 +22,8 @@ param(
 
 $ErrorActionPreference = 'Stop'
 $script:ProtocolVersion = 1
+# The prelude mechanism this host offers in its hello (docs/protocol.md).
+$script:PreludeVersion = 1
 $script:MaxFrameLength = 268435456
 # Strict UTF-8: invalid bytes throw instead of becoming U+FFFD.
 $script:Utf8 = New-Object System.Text.UTF8Encoding -ArgumentList $false, $true
@@ -128,9 +130,79 @@ $script:Runspace = [RunspaceFactory]::CreateRunspace()
 $script:Runspace.Open()
 $script:HomeDirectory = (Get-Location).Path
 
-# Protocol step: run one execute request and build its result.
+# Preludes (docs/protocol.md): functions that requests naming a prelude get
+# defined without carrying them. They live in a runspace of their own, so a
+# plain request, which runs in $script:Runspace, never sees them. Its text is
+# run once, when a request carries it, in that runspace's global scope
+# (PowerShell.AddScript without useLocalScope runs in the runspace's current
+# scope, which is the global one); functions defined there survive every
+# ResetRunspaceState that follows: in Windows PowerShell 5.1 and pwsh 7 alike,
+# ResetRunspaceState (InitialSessionState.ResetRunspaceState) rebuilds the
+# global variable table, the location and the event, transaction and debug
+# managers, and leaves the function table alone. A new host process starts
+# with no prelude; the manager sends the text again.
+$script:PreludeRunspace = $null
+$script:PreludeId = $null
+
+# Protocol step: the runspace for a request that names a prelude, after
+# defining the prelude when the request carries its text.
+function Get-PreludeRunspace {
+    param($Prelude)
+    $id = [string]$Prelude.id
+    if ($null -ne $Prelude.code) {
+        if ($script:PreludeRunspace) {
+            $script:PreludeRunspace.Dispose()
+        }
+        $script:PreludeRunspace = $null
+        $script:PreludeId = $null
+        $runspace = [RunspaceFactory]::CreateRunspace()
+        $runspace.Open()
+        $definer = [PowerShell]::Create()
+        try {
+            $definer.Runspace = $runspace
+            $definer.AddScript([string]$Prelude.code) | Out-Null
+            $definer.Invoke() | Out-Null
+            if ($definer.Streams.Error.Count -gt 0) {
+                throw $definer.Streams.Error[0].ToString()
+            }
+        } catch {
+            $runspace.Dispose()
+            throw "The host could not define prelude '$id': $($_.Exception.Message)"
+        } finally {
+            $definer.Dispose()
+        }
+        $script:PreludeRunspace = $runspace
+        $script:PreludeId = $id
+    }
+    if ($script:PreludeId -ne $id) {
+        throw "The prelude '$id' is not defined in this host session; send its code first"
+    }
+    return $script:PreludeRunspace
+}
+
+# Protocol step: run one execute request and build its result; the result
+# names the prelude the code ran with, if any.
 function Invoke-Request {
     param($Request)
+    $runspace = $script:Runspace
+    $preludeId = $null
+    if ($null -ne $Request.prelude) {
+        try {
+            $runspace = Get-PreludeRunspace -Prelude $Request.prelude
+        } catch {
+            return New-Result -ExitCode 1 -Stderr '' -ErrorMessage $_.Exception.Message
+        }
+        $preludeId = [string]$Request.prelude.id
+    }
+    $result = Invoke-InRunspace -Request $Request -Runspace $runspace
+    if ($null -ne $preludeId) {
+        $result.prelude = $preludeId
+    }
+    return $result
+}
+
+function Invoke-InRunspace {
+    param($Request, $Runspace)
     $timeoutMs = [int][Math]::Min([double]$Request.timeout_ms, [double][int]::MaxValue)
     $workingDir = $Request.working_dir
     if ($workingDir -and -not (Test-Path -LiteralPath $workingDir -PathType Container)) {
@@ -157,14 +229,14 @@ function Invoke-Request {
     $savedDirectory = [Environment]::CurrentDirectory
     $ps = $null
     try {
-        $script:Runspace.ResetRunspaceState()
-        $script:Runspace.SessionStateProxy.Path.SetLocation($workingDir) | Out-Null
+        $Runspace.ResetRunspaceState()
+        $Runspace.SessionStateProxy.Path.SetLocation($workingDir) | Out-Null
         [Environment]::CurrentDirectory = $workingDir
         [Console]::SetOut($nativeOut)
         [Console]::SetError($nativeError)
 
         $ps = [PowerShell]::Create()
-        $ps.Runspace = $script:Runspace
+        $ps.Runspace = $Runspace
         $ps.AddScript([string]$Request.code) | Out-Null
         # Typed collections, not $null: PowerShell infers BeginInvoke's
         # generic arguments from the values it is given.
@@ -191,7 +263,7 @@ function Invoke-Request {
             $errorMessage = $failure.Message
             $exitCode = 1
         }
-        $lastExitCode = $script:Runspace.SessionStateProxy.GetVariable('LASTEXITCODE')
+        $lastExitCode = $Runspace.SessionStateProxy.GetVariable('LASTEXITCODE')
         if ($null -ne $lastExitCode -and $exitCode -eq 0) {
             $exitCode = [int]$lastExitCode
         }
@@ -267,6 +339,7 @@ try {
         protocol = $script:ProtocolVersion
         pid      = $PID
         host     = "pwsh $($PSVersionTable.PSVersion)"
+        prelude  = $script:PreludeVersion
     }
 
     # Protocol step: requests, strictly one at a time, until exit or EOF.
@@ -317,5 +390,8 @@ try {
         Remove-Item -LiteralPath $PipePath -Force -ErrorAction SilentlyContinue
     }
     $script:Runspace.Dispose()
+    if ($script:PreludeRunspace) {
+        $script:PreludeRunspace.Dispose()
+    }
 }
 exit 0

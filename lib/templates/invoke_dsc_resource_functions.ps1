@@ -1,5 +1,12 @@
-# Helper functions for the script pwshlib sends for each Invoke-DscResource
-# call. Written for pwshlib; embedded into the native library at build time.
+# The prelude of every script pwshlib sends for an Invoke-DscResource call:
+# the helper functions, and Invoke-PwshlibDscResource, which makes the one
+# DSC call and prints its outcome. Written for pwshlib; embedded into the
+# native library at build time.
+#
+# A host that offers preludes (docs/protocol.md) defines these functions once
+# per session, so each call carries only its own lines; otherwise, and in the
+# --debug dump, this text comes first in the script. It must therefore only
+# define functions: nothing here may run, print or set a variable.
 
 function New-PsCredential {
     # DSC wants a PSCredential; Puppet hands over a user name and a plain
@@ -151,4 +158,66 @@ function ConvertTo-PwshlibCanonicalResult {
         $Table[$Property.Name] = $Value
     }
     $Table
+}
+
+function Invoke-PwshlibDscResource {
+    # Runs the one DSC call that $InvokeParams describes and writes its
+    # outcome as a single line of compressed JSON, the only output the
+    # provider reads. $PSModulePathRestore is what
+    # Add-PwshlibVendoredModulePath returned (Class-based resources only);
+    # the finally block puts that machine-level value back, also when the
+    # call fails or is stopped.
+    param(
+        [Parameter(Mandatory = $true)]
+        [hashtable] $InvokeParams,
+
+        $PSModulePathRestore = $null
+    )
+    # The outcome of a Set, and of any failed Get or Set.
+    $Response = [ordered]@{
+        indesiredstate = $false
+        rebootrequired = $false
+        errormessage   = ''
+    }
+    try {
+        $PwshlibResult = Invoke-DscResource @InvokeParams
+        switch ($InvokeParams.Method) {
+            'Get' {
+                $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+            }
+            'Set' {
+                $Response.indesiredstate = $true
+                $Response.rebootrequired = [bool] $PwshlibResult.RebootRequired
+                $PwshlibOutput = $Response
+            }
+            'Test' {
+                $PwshlibOutput = [ordered]@{
+                    indesiredstate = [bool] $PwshlibResult.InDesiredState
+                    errormessage   = ''
+                }
+            }
+        }
+    }
+    catch {
+        # A failure must never come back with an empty message: the provider
+        # tells success from failure by it.
+        $PwshlibMessage = $_.Exception.Message
+        if ([string]::IsNullOrEmpty($PwshlibMessage)) {
+            $PwshlibMessage = "Invoke-DscResource failed: $_"
+        }
+        $Response.errormessage = $PwshlibMessage
+        if ($InvokeParams.Method -eq 'Test') {
+            $PwshlibOutput = [ordered]@{
+                indesiredstate = $false
+                errormessage   = $PwshlibMessage
+            }
+        }
+        else {
+            $PwshlibOutput = $Response
+        }
+    }
+    finally {
+        Restore-PwshlibVendoredModulePath -Previous $PSModulePathRestore
+    }
+    ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10
 }

@@ -84,23 +84,25 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       end
     end
 
-    it 'has the documented shape: header, helpers, parameters, then the call' do
+    it 'has the documented shape: the prelude (helpers), then header, parameters and the call' do
       script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'set'))
-      expect(script).to start_with("$script:ErrorActionPreference = 'Stop'\n")
-      positions = ['function New-PsCredential', '$Response = [ordered]@{', '$InvokeParams = @{', 'Invoke-DscResource @InvokeParams',
-                   'ConvertTo-Json -InputObject $PwshlibOutput -Compress'].map { |needle| script.index(needle) }
+      prelude = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1'))
+      expect(script).to start_with(prelude)
+      body = script.delete_prefix(prelude)
+      expect(body).to start_with("$script:ErrorActionPreference = 'Stop'\n")
+      expect(body).not_to include('function ')
+      positions = ['function New-PsCredential', 'Invoke-DscResource @InvokeParams', "$script:ErrorActionPreference = 'Stop'",
+                   '$InvokeParams = @{', 'Invoke-PwshlibDscResource -InvokeParams $InvokeParams'].map { |needle| script.index(needle) }
       expect(positions).to all(be_an(Integer))
       expect(positions).to eq(positions.sort)
       expect(script).not_to include('Add-PwshlibVendoredModulePath -Path')
       expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq('')
     end
 
-    it 'embeds the shipped templates verbatim' do
+    it 'embeds the shipped prelude verbatim' do
       script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'get'))
-      %w[functions preamble postscript].each do |part|
-        template = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', "invoke_dsc_resource_#{part}.ps1"))
-        expect(script).to include(template)
-      end
+      template = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1'))
+      expect(script).to include(template)
     end
   end
 
@@ -114,13 +116,15 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       )
     end
 
-    it 'adds the vendored path to PSModulePath before the call and restores it in the postscript' do
+    it 'adds the vendored path to PSModulePath before the call and has the call restore it' do
       script = provider.remove_secret_identifiers(provider.ps_script_content(resource))
       munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{class_vendored}'"
       expect(provider.munge_psmodulepath(resource)).to eq("#{munge}\n")
       expect(script.index(munge)).to be < script.index('$InvokeParams = @{')
-      expect(script.index('Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore'))
-        .to be > script.index('Invoke-DscResource @InvokeParams')
+      expect(script).to end_with(
+        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -PSModulePathRestore $PwshlibPSModulePathRestore\n",
+      )
+      expect(script).to include('Restore-PwshlibVendoredModulePath -Previous $PSModulePathRestore')
     end
   end
 

@@ -14,9 +14,10 @@ use pwshlib_core::lifecycle::{
     self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
 };
 use pwshlib_core::munge;
-use pwshlib_core::run::{self, RunMarker};
 use pwshlib_core::redact;
-use pwshlib_core::script::DscMethod;
+use pwshlib_core::run::{self, RunMarker};
+use pwshlib_core::script::{DscMethod, Script};
+use pwshlib_core::templates;
 use pwshlib_core::{Map, TypeDef, Value};
 
 use crate::convert::{
@@ -260,6 +261,9 @@ struct RubyHost<'r> {
     provider: Obj<DscBaseProvider>,
     context: RValue,
     typedef: Arc<TypeDef>,
+    /// Whether `context.debug` keeps messages; asked once per entry call,
+    /// when the first debug message is due.
+    debug_enabled: std::cell::Cell<Option<bool>>,
 }
 
 impl<'r> RubyHost<'r> {
@@ -285,6 +289,7 @@ impl<'r> RubyHost<'r> {
             provider,
             context,
             typedef,
+            debug_enabled: std::cell::Cell::new(None),
         })
     }
 
@@ -312,6 +317,44 @@ fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
         set.insert(text.to_string()?);
     }
     Ok(set)
+}
+
+/// `Some(true)` when `context` is a stock PuppetContext (its `send_log` is
+/// PuppetContext's own) and Puppet's log level is above debug; `None` when
+/// that cannot be told (then messages are built, as before).
+fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
+    let puppet: RModule = ruby.class_object().const_get("Puppet").ok()?;
+    let resource_api: RModule = puppet.const_get("ResourceApi").ok()?;
+    let stock: RValue = resource_api.const_get("PuppetContext").ok()?;
+    let send_log: RValue = context
+        .funcall("method", (ruby.to_symbol("send_log"),))
+        .ok()?;
+    let owner: RValue = send_log.funcall("owner", ()).ok()?;
+    if !owner.eql(stock).ok()? {
+        return Some(false);
+    }
+    let util: RModule = puppet.const_get("Util").ok()?;
+    let log: RValue = util.const_get("Log").ok()?;
+    let level: RValue = log.funcall("level", ()).ok()?;
+    let level: String = level
+        .funcall::<_, _, RString>("to_s", ())
+        .ok()?
+        .to_string()
+        .ok()?;
+    Some(level != "debug")
+}
+
+/// The manager method that runs a script body after a prelude.
+const EXECUTE_WITH_PRELUDE: &str = "execute_with_prelude";
+
+fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
+    let Some(hash) = RHash::from_value(result) else {
+        return Ok(ExecuteOutput::default());
+    };
+    Ok(ExecuteOutput {
+        stdout: output_field(ruby, hash, "stdout")?,
+        errormessage: output_field(ruby, hash, "errormessage")?,
+    })
 }
 
 fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
@@ -398,13 +441,29 @@ impl ProviderHost for RubyHost<'_> {
     fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {
         let manager: RValue = self.provider.funcall("ps_manager", ())?;
         let result: RValue = manager.funcall("execute", (script, timeout_ms))?;
-        let Some(hash) = RHash::from_value(result) else {
-            return Ok(ExecuteOutput::default());
+        execute_output(self.ruby, result)
+    }
+
+    /// A manager that knows the DSC prelude (this library's `Pwsh::Manager`)
+    /// gets only the lines of this call; any other (a pwshlib 2.x manager,
+    /// a test double) gets the whole script through `execute`.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> BindingResult<ExecuteOutput> {
+        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let takes_prelude =
+            script.has_prelude() && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
+        let result: RValue = if takes_prelude {
+            manager.funcall(
+                EXECUTE_WITH_PRELUDE,
+                (templates::PRELUDE_NAME, script.body(), timeout_ms),
+            )?
+        } else {
+            manager.funcall("execute", (script.text(), timeout_ms))?
         };
-        Ok(ExecuteOutput {
-            stdout: output_field(self.ruby, hash, "stdout")?,
-            errormessage: output_field(self.ruby, hash, "errormessage")?,
-        })
+        execute_output(self.ruby, result)
     }
 
     /// Through Ruby, so that an overridden or stubbed `load_path` decides
@@ -464,6 +523,19 @@ impl ProviderHost for RubyHost<'_> {
 
     fn debug(&self, message: &str) -> BindingResult<()> {
         self.call_context("debug", None, message)
+    }
+
+    /// A stock `Puppet::ResourceApi::PuppetContext` hands debug messages to
+    /// Puppet's log, which drops them below its level; there is no point in
+    /// building them then. Any other context (one that records messages, a
+    /// subclass with its own `send_log`) gets them all.
+    fn debug_enabled(&self) -> bool {
+        if let Some(known) = self.debug_enabled.get() {
+            return known;
+        }
+        let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
+        self.debug_enabled.set(Some(enabled));
+        enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
         self.call_context("notice", title, message)

@@ -18,8 +18,11 @@ use magnus::{
     RString, Ruby, Value,
 };
 use parking_lot::Mutex;
-use pwshlib_core::host::{Cancel, Host, HostFailure, SpawnOptions, SET_OVERRIDE_HINT};
+use pwshlib_core::host::{
+    Cancel, Host, HostFailure, Prelude, SpawnOptions, WireStats, SET_OVERRIDE_HINT,
+};
 use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult};
+use pwshlib_core::templates;
 
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::{without_gvl, Released};
@@ -86,14 +89,25 @@ struct Manager {
 
 /// Runs one request on the manager's host; every failure becomes an error
 /// result, and a host that can no longer be trusted is destroyed.
-fn run_request(shared: &Shared, request: &ExecuteRequest, cancel: &Cancel) -> ExecuteResult {
+/// With a prelude, the code runs after the prelude's functions are defined
+/// (once per host session where the host offers preludes).
+fn run_request(
+    shared: &Shared,
+    request: ExecuteRequest,
+    prelude: Option<Prelude<'_>>,
+    cancel: &Cancel,
+) -> ExecuteResult {
     let mut guard = shared.host.lock();
     let Some(host) = guard.as_mut() else {
         return ExecuteResult::failure(
             "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
         );
     };
-    match host.execute(request, cancel) {
+    let outcome = match prelude {
+        Some(prelude) => host.execute_with_prelude(prelude, request, cancel),
+        None => host.execute(&request, cancel),
+    };
+    match outcome {
         Ok(result) => result,
         Err(HostFailure(message)) => {
             if let Some(host) = guard.take() {
@@ -151,6 +165,8 @@ impl Manager {
         Ok(Manager { shared })
     }
 
+    /// `execute(code, timeout_ms = nil, working_dir = nil, env_vars = [])`:
+    /// the code runs alone, in a session without any prelude.
     fn execute(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
         let args =
             scan_args::<(RString,), (Option<Value>, Option<Value>, Option<Value>), (), (), (), ()>(
@@ -158,6 +174,53 @@ impl Manager {
             )?;
         let (code,) = args.required;
         let (timeout, working_dir, env_vars) = args.optional;
+        rb_self.run(ruby, code, timeout, working_dir, env_vars, None)
+    }
+
+    /// `execute_with_prelude(name, code, timeout_ms = nil, working_dir =
+    /// nil, env_vars = [])`: the code runs after the named prelude's
+    /// functions are defined. The only prelude is `'dsc'`, the helpers of
+    /// the DSC invocation scripts (`templates::PRELUDE`). A host that
+    /// offers preludes receives its text once per session; an older host
+    /// receives it in front of every call.
+    fn execute_with_prelude(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
+        let args = scan_args::<
+            (Value, RString),
+            (Option<Value>, Option<Value>, Option<Value>),
+            (),
+            (),
+            (),
+            (),
+        >(args)?;
+        let (name, code) = args.required;
+        let (timeout, working_dir, env_vars) = args.optional;
+        let name: RString = name.funcall("to_s", ())?;
+        if name.to_string()? != templates::PRELUDE_NAME {
+            return Err(BindingError::Ruby(Error::new(
+                ruby.exception_arg_error(),
+                format!(
+                    "unknown prelude {:?}; the only one is {:?}",
+                    owned_string(name),
+                    templates::PRELUDE_NAME
+                ),
+            )));
+        }
+        let prelude = Prelude {
+            id: templates::prelude_id(),
+            code: templates::PRELUDE,
+        };
+        rb_self.run(ruby, code, timeout, working_dir, env_vars, Some(prelude))
+    }
+
+    fn run(
+        &self,
+        ruby: &Ruby,
+        code: RString,
+        timeout: Option<Value>,
+        working_dir: Option<Value>,
+        env_vars: Option<Value>,
+        prelude: Option<Prelude<'static>>,
+    ) -> BindingResult<RHash> {
         let code = owned_string(code);
         let timeout_ms = optional_timeout(timeout)?;
         let working_dir = match working_dir.filter(|v| !v.is_nil()) {
@@ -172,10 +235,10 @@ impl Manager {
             None => Vec::new(),
         };
         let request = ExecuteRequest::new(code, timeout_ms, working_dir, &env_vars);
-        let shared = Arc::clone(&rb_self.shared);
+        let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let result = match without_gvl(
-            || run_request(&shared, &request, &cancel),
+            || run_request(&shared, request, prelude, &cancel),
             || cancel.unblock(),
         ) {
             Released::Done(result) => result,
@@ -194,6 +257,31 @@ impl Manager {
             shared.kill();
         }
         result_to_ruby(ruby, &result)
+    }
+
+    /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
+    /// prelude_version:, prelude:}` of the current host: what crossed the
+    /// connection (frames whole), the prelude mechanism the host offered and
+    /// the id of the prelude it holds (nil when none). Zeros and nils once
+    /// the host is gone.
+    fn wire_stats(ruby: &Ruby, rb_self: &Self) -> BindingResult<RHash> {
+        let (stats, version, installed) = match rb_self.shared.host.lock().as_ref() {
+            Some(host) => (
+                host.wire_stats(),
+                host.prelude_version(),
+                host.installed_prelude().map(str::to_owned),
+            ),
+            None => (WireStats::default(), 0, None),
+        };
+        let hash = ruby.hash_new();
+        hash.aset(ruby.to_symbol("requests"), stats.requests)?;
+        hash.aset(ruby.to_symbol("bytes_sent"), stats.bytes_sent)?;
+        hash.aset(ruby.to_symbol("bytes_received"), stats.bytes_received)?;
+        hash.aset(ruby.to_symbol("last_sent"), stats.last_sent)?;
+        hash.aset(ruby.to_symbol("last_received"), stats.last_received)?;
+        hash.aset(ruby.to_symbol("prelude_version"), version)?;
+        hash.aset(ruby.to_symbol("prelude"), installed)?;
+        Ok(hash)
     }
 
     fn is_alive(&self) -> bool {
@@ -334,6 +422,11 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_singleton_method("spawn", function!(Manager::spawn, 5))?;
     class.define_singleton_method("shutdown_all", function!(Manager::shutdown_all, 0))?;
     class.define_method("execute", method!(Manager::execute, -1))?;
+    class.define_method(
+        "execute_with_prelude",
+        method!(Manager::execute_with_prelude, -1),
+    )?;
+    class.define_method("wire_stats", method!(Manager::wire_stats, 0))?;
     class.define_method("alive?", method!(Manager::is_alive, 0))?;
     class.define_method("exit", method!(Manager::exit, 0))?;
     class.define_method("pid", method!(Manager::pid, 0))?;

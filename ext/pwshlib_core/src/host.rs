@@ -15,7 +15,7 @@ use std::io::{self, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::protocol::{self, ExecuteRequest, ExecuteResult, FrameError, Message};
+use crate::protocol::{self, ExecuteRequest, ExecuteResult, FrameError, Message, PreludeRef};
 
 #[cfg(unix)]
 #[path = "host/unix.rs"]
@@ -78,6 +78,33 @@ pub struct Host {
     owner_pid: u32,
     /// The id of the last request sent; each result must carry it back.
     last_request_id: u64,
+    /// The prelude mechanism the host offered in its hello (0: none).
+    prelude_version: u32,
+    /// The prelude this host session holds, by id: set when a result says
+    /// its code ran with it. A new host (after a crash, a kill or a restart)
+    /// starts with none, so it is sent the prelude again.
+    installed_prelude: Option<String>,
+    wire: WireStats,
+}
+
+/// A prelude a request may run with: functions a host defines once per
+/// session (docs/protocol.md, "Preludes").
+#[derive(Clone, Copy, Debug)]
+pub struct Prelude<'a> {
+    pub id: &'a str,
+    /// Only defines functions; ends with a newline.
+    pub code: &'a str,
+}
+
+/// What crossed the connection, frames included (length prefixes too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WireStats {
+    pub requests: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// The request and the reply of the latest call.
+    pub last_sent: u64,
+    pub last_received: u64,
 }
 
 impl Host {
@@ -148,13 +175,18 @@ impl Host {
         // The handshake shares the pipe_timeout budget, with a floor so that
         // a host that connected at the last moment still gets to say hello.
         let hello_deadline = deadline.max(Instant::now() + Duration::from_secs(1));
-        let hello = protocol::read_message(&mut Deadlined {
-            connection: &mut connection,
-            deadline: hello_deadline,
-            cancel,
-        });
+        let hello =
+            protocol::read_message(&mut Deadlined::new(&mut connection, hello_deadline, cancel));
+        let mut prelude_version = 0;
         let problem = match hello {
-            Ok(Some(Message::Hello { protocol: 1, .. })) => None,
+            Ok(Some(Message::Hello {
+                protocol: 1,
+                prelude,
+                ..
+            })) => {
+                prelude_version = prelude;
+                None
+            }
             Ok(Some(Message::Hello { protocol, .. })) => Some(format!(
                 "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
                 protocol::PROTOCOL_VERSION
@@ -180,7 +212,52 @@ impl Host {
             _guard: guard,
             owner_pid: std::process::id(),
             last_request_id: 0,
+            prelude_version,
+            installed_prelude: None,
+            wire: WireStats::default(),
         })
+    }
+
+    /// The prelude mechanism the host offered (0: none, an older host).
+    pub fn prelude_version(&self) -> u32 {
+        self.prelude_version
+    }
+
+    /// The id of the prelude this host session holds, if any.
+    pub fn installed_prelude(&self) -> Option<&str> {
+        self.installed_prelude.as_deref()
+    }
+
+    pub fn wire_stats(&self) -> WireStats {
+        self.wire
+    }
+
+    /// Runs `request.code` after `prelude`'s functions are defined. A host
+    /// that offers preludes gets the prelude's text once per session (with
+    /// the first such request) and afterwards only its id; an older host
+    /// gets the whole script, prelude first, as one plain request.
+    pub fn execute_with_prelude(
+        &mut self,
+        prelude: Prelude<'_>,
+        mut request: ExecuteRequest,
+        cancel: &Cancel,
+    ) -> Result<ExecuteResult, HostFailure> {
+        if self.prelude_version < protocol::PRELUDE_VERSION {
+            request.code.insert_str(0, prelude.code);
+            request.prelude = None;
+            return self.execute(&request, cancel);
+        }
+        let held = self.installed_prelude.as_deref() == Some(prelude.id);
+        request.prelude = Some(PreludeRef {
+            id: prelude.id.to_owned(),
+            code: (!held).then(|| prelude.code.to_owned()),
+        });
+        let result = self.execute(&request, cancel)?;
+        // Only the host's word counts: a prelude it could not define (or
+        // has lost) is sent again with the next request.
+        self.installed_prelude =
+            (result.prelude.as_deref() == Some(prelude.id)).then(|| prelude.id.to_owned());
+        Ok(result)
     }
 
     pub fn pid(&self) -> u32 {
@@ -226,13 +303,15 @@ impl Host {
             id,
             ..request.clone()
         });
-        let mut channel = Deadlined {
-            connection: &mut self.connection,
-            deadline,
-            cancel,
-        };
+        let mut channel = Deadlined::new(&mut self.connection, deadline, cancel);
         let outcome = protocol::write_message(&mut channel, &message)
             .and_then(|()| protocol::read_message(&mut channel));
+        let (sent, received) = (channel.sent, channel.received);
+        self.wire.requests += 1;
+        self.wire.bytes_sent += sent;
+        self.wire.bytes_received += received;
+        self.wire.last_sent = sent;
+        self.wire.last_received = received;
         Err(HostFailure(match outcome {
             Ok(Some(Message::Result(result))) if result.id == Some(id) => return Ok(result),
             _ if cancel.is_cancelled() => INTERRUPTED.to_string(),
@@ -296,11 +375,9 @@ impl Host {
         if self.is_foreign() {
             return;
         }
-        let mut channel = Deadlined {
-            connection: &mut self.connection,
-            deadline: Instant::now() + EXIT_GRACE,
-            cancel: &Cancel::default(),
-        };
+        let cancel = Cancel::default();
+        let mut channel =
+            Deadlined::new(&mut self.connection, Instant::now() + EXIT_GRACE, &cancel);
         let _ = protocol::write_message(&mut channel, &Message::Exit);
         self.connection.shutdown_write();
     }
@@ -381,17 +458,36 @@ struct Deadlined<'a> {
     connection: &'a mut Connection,
     deadline: Instant,
     cancel: &'a Cancel,
+    /// Bytes written and read through this channel.
+    sent: u64,
+    received: u64,
+}
+
+impl<'a> Deadlined<'a> {
+    fn new(connection: &'a mut Connection, deadline: Instant, cancel: &'a Cancel) -> Self {
+        Deadlined {
+            connection,
+            deadline,
+            cancel,
+            sent: 0,
+            received: 0,
+        }
+    }
 }
 
 impl Read for Deadlined<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.connection.read(buf, self.deadline, self.cancel)
+        let read = self.connection.read(buf, self.deadline, self.cancel)?;
+        self.received += read as u64;
+        Ok(read)
     }
 }
 
 impl Write for Deadlined<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.connection.write(buf, self.deadline, self.cancel)
+        let written = self.connection.write(buf, self.deadline, self.cancel)?;
+        self.sent += written as u64;
+        Ok(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {

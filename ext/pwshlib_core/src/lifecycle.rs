@@ -101,6 +101,15 @@ impl LifecycleState {
     }
 }
 
+/// Builds and logs a debug message only when debug messages are kept.
+fn debug_lazy<H: ProviderHost>(host: &H, message: impl FnOnce() -> String) -> Result<(), H::Error> {
+    if host.debug_enabled() {
+        host.debug(&message())
+    } else {
+        Ok(())
+    }
+}
+
 pub trait ProviderHost {
     type Error: From<Error>;
 
@@ -119,6 +128,15 @@ pub trait ProviderHost {
     ) -> Result<Option<Value>, Self::Error>;
     /// `ps_manager.execute(script, timeout_ms)`.
     fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Self::Error>;
+    /// Sends one invocation script. The binding lets a manager that holds
+    /// the prelude take only [`Script::body`]; by default the whole text.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecuteOutput, Self::Error> {
+        self.execute(script.text(), timeout_ms)
+    }
 
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
     /// Builds the script of one call. The outer error is the host's, the
@@ -154,6 +172,11 @@ pub trait ProviderHost {
     fn describe_error(&self, error: &Self::Error) -> String;
 
     fn debug(&self, message: &str) -> Result<(), Self::Error>;
+    /// False when debug messages would be dropped anyway, so that they are
+    /// not built (the script dump alone is the whole script per call).
+    fn debug_enabled(&self) -> bool {
+        true
+    }
     fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
     fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
     fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
@@ -209,10 +232,9 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
             out.push(resource);
             continue;
         }
-        host.debug(&format!(
-            "Canonicalizing {}",
-            shown_resource(&typedef, &resource)
-        ))?;
+        debug_lazy(host, || {
+            format!("Canonicalizing {}", shown_resource(&typedef, &resource))
+        })?;
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
             resource.clone()
         } else {
@@ -226,14 +248,16 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
         host.with_state(|s| s.canonicalized.insert(&resource, canonical.clone()));
         out.push(canonical);
     }
-    let shown_out: Vec<Value> = out
-        .iter()
-        .map(|m| Value::Hash(mark_attributes(&typedef, m)))
-        .collect();
-    host.debug(&format!(
-        "Canonicalized Resources: {}",
-        redact::shown(&Value::Array(shown_out))
-    ))?;
+    debug_lazy(host, || {
+        let shown_out: Vec<Value> = out
+            .iter()
+            .map(|m| Value::Hash(mark_attributes(&typedef, m)))
+            .collect();
+        format!(
+            "Canonicalized Resources: {}",
+            redact::shown(&Value::Array(shown_out))
+        )
+    })?;
     Ok(out)
 }
 
@@ -331,10 +355,9 @@ pub fn invoke_get_method<H: ProviderHost>(
     name_hash: &Map,
 ) -> Result<Option<Map>, H::Error> {
     let typedef = host.typedef()?;
-    host.debug(&format!(
-        "retrieving {}",
-        shown_resource(&typedef, name_hash)
-    ))?;
+    debug_lazy(host, || {
+        format!("retrieving {}", shown_resource(&typedef, name_hash))
+    })?;
     let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
     let query_props: Map = name_hash
         .iter()
@@ -373,10 +396,12 @@ pub fn invoke_get_method<H: ProviderHost>(
     // schema wants them: Puppet logs the current state it is given.
     let munged = mark_attributes(&typedef, &munged);
     host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
-    host.debug(&format!(
-        "Returned to Puppet as {}",
-        shown_resource(&typedef, &munged)
-    ))?;
+    debug_lazy(host, || {
+        format!(
+            "Returned to Puppet as {}",
+            shown_resource(&typedef, &munged)
+        )
+    })?;
     Ok(Some(munged))
 }
 
@@ -526,11 +551,13 @@ pub fn invoke_set_method<H: ProviderHost>(
 ) -> Result<Option<Value>, H::Error> {
     let title = title_of(name);
     let typedef = host.typedef()?;
-    host.debug(&format!(
-        "Invoking Set Method for '{}' with {}",
-        title_text(name),
-        shown_resource(&typedef, should)
-    ))?;
+    debug_lazy(host, || {
+        format!(
+            "Invoking Set Method for '{}' with {}",
+            title_text(name),
+            shown_resource(&typedef, should)
+        )
+    })?;
     let name_hash = invocation_name_hash(name, should);
     host.with_state(|s| s.failed_sets.remove(&name_hash));
     let apply_props = dsc_props(should);
@@ -556,10 +583,12 @@ pub fn invoke_test_method<H: ProviderHost>(
     name: &Value,
     should: &Map,
 ) -> Result<Insync, H::Error> {
-    host.debug(&format!(
-        "Relying on DSC Test method for validating if '{}' is in the desired state",
-        title_text(name)
-    ))?;
+    debug_lazy(host, || {
+        format!(
+            "Relying on DSC Test method for validating if '{}' is in the desired state",
+            title_text(name)
+        )
+    })?;
     let name_hash = invocation_name_hash(name, should);
     let test_props = dsc_props(should);
     let data = host.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
@@ -805,15 +834,17 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         }
     };
     redactor.add_script(&script);
-    host.debug(&format!(
-        "Invoke-DscResource {} for {} ({} {}), properties: {}",
-        method.as_str(),
-        title.cloned().unwrap_or(Value::Nil),
-        typedef.friendly_name,
-        typedef.module_version.as_deref().unwrap_or("(no version)"),
-        shown_resource(&typedef, props)
-    ))?;
-    host.debug(&format!("Script:\n{}", script.redacted()))?;
+    debug_lazy(host, || {
+        format!(
+            "Invoke-DscResource {} for {} ({} {}), properties: {}",
+            method.as_str(),
+            title.cloned().unwrap_or(Value::Nil),
+            typedef.friendly_name,
+            typedef.module_version.as_deref().unwrap_or("(no version)"),
+            shown_resource(&typedef, props)
+        )
+    })?;
+    debug_lazy(host, || format!("Script:\n{}", script.redacted()))?;
     let invocation = Invocation {
         title,
         credential: credential.as_ref(),
@@ -852,13 +883,15 @@ impl Invocation<'_> {
             redactor,
         } = self;
         let started = Instant::now();
-        let output = host.execute(script.text(), timeout_ms);
+        let output = host.execute_script(script, timeout_ms);
         let elapsed = started.elapsed();
-        host.debug(&format!(
-            "Invoke-DscResource {} took {:.3} s",
-            method.as_str(),
-            elapsed.as_secs_f64()
-        ))?;
+        debug_lazy(host, || {
+            format!(
+                "Invoke-DscResource {} took {:.3} s",
+                method.as_str(),
+                elapsed.as_secs_f64()
+            )
+        })?;
         let output = match output {
             Ok(output) => output,
             Err(e) => {
@@ -916,10 +949,9 @@ impl Invocation<'_> {
         let mut redactor = redactor.clone();
         redactor.add_value(&marked);
         let redactor = &redactor;
-        host.debug(&format!(
-            "raw data received: {}",
-            redactor.scrub(&marked.to_string())
-        ))?;
+        debug_lazy(host, || {
+            format!("raw data received: {}", redactor.scrub(&marked.to_string()))
+        })?;
         let error = data
             .as_map()
             .and_then(|m| m.get_named("errormessage"))

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol version this codec speaks (the `hello` frame's `protocol`).
 pub const PROTOCOL_VERSION: u32 = 1;
+/// The prelude mechanism this codec speaks (the `hello` frame's `prelude`;
+/// absent or 0 means the host has none, as hosts before it).
+pub const PRELUDE_VERSION: u32 = 1;
 /// The largest payload either side accepts: 256 MiB.
 pub const MAX_FRAME_LEN: usize = 256 * 1024 * 1024;
 /// `timeout_ms` when the caller gives none: 300 s.
@@ -48,6 +51,9 @@ pub enum Message {
         protocol: u32,
         pid: u32,
         host: String,
+        /// The prelude mechanism the host offers; 0 (or absent) for none.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        prelude: u32,
     },
     /// Manager → host: run code.
     Execute(ExecuteRequest),
@@ -72,6 +78,23 @@ pub struct ExecuteRequest {
     pub working_dir: Option<String>,
     #[serde(default)]
     pub env: Vec<(String, String)>,
+    /// Run the code in the session that holds this prelude (a host that
+    /// offers preludes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<PreludeRef>,
+}
+
+/// Which prelude a request runs with, and its text when the host does not
+/// hold it yet (the first such request of a host session).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreludeRef {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl ExecuteRequest {
@@ -97,6 +120,7 @@ impl ExecuteRequest {
             timeout_ms: effective_timeout_ms(timeout_ms),
             working_dir,
             env,
+            prelude: None,
         }
     }
 }
@@ -116,6 +140,10 @@ pub struct ExecuteResult {
     pub errormessage: Option<String>,
     #[serde(default)]
     pub native_stdout: Option<String>,
+    /// The id of the prelude the code ran with; absent when it ran without
+    /// one (a plain request, or a prelude the host could not define).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<String>,
 }
 
 impl ExecuteResult {
@@ -275,6 +303,28 @@ mod tests {
             ]
         );
         assert_eq!(request.timeout_ms, DEFAULT_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn prelude_fields_are_left_out_unless_used() {
+        let plain = encode(&Message::Execute(ExecuteRequest::new(
+            "x".into(),
+            None,
+            None,
+            &[] as &[&str],
+        )))
+        .unwrap();
+        assert!(!String::from_utf8_lossy(&plain).contains("prelude"));
+        let old_hello = br#"{"type":"hello","protocol":1,"pid":1,"host":"old"}"#;
+        match decode_payload(old_hello).unwrap() {
+            Message::Hello { prelude, .. } => assert_eq!(prelude, 0),
+            other => panic!("{other:?}"),
+        }
+        let result = br#"{"type":"result","exitcode":0,"prelude":"dsc-1"}"#;
+        match decode_payload(result).unwrap() {
+            Message::Result(result) => assert_eq!(result.prelude.as_deref(), Some("dsc-1")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -60,6 +60,14 @@ pub const GUARDED_SECRET_CHARS: usize = 4;
 pub const HEADER: &str =
     "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n";
 
+/// The last line of every script: the prelude's function makes the call
+/// and prints the outcome.
+pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokeParams";
+
+/// Appended to [`INVOKE_CALL`] for Class-based resources: what
+/// `Add-PwshlibVendoredModulePath` returned, restored after the call.
+pub const INVOKE_CALL_RESTORE: &str = " -PSModulePathRestore $PwshlibPSModulePathRestore";
+
 /// A finished script: the real text for PowerShell, the byte ranges of every
 /// secret literal in it, and the plain texts of those secrets.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,6 +75,9 @@ pub struct Script {
     text: String,
     secret_spans: Vec<Range<usize>>,
     secrets: Vec<String>,
+    /// How many leading bytes of `text` are the prelude
+    /// ([`templates::PRELUDE`]); zero when the script does not start with it.
+    prelude_len: usize,
 }
 
 impl Script {
@@ -76,12 +87,25 @@ impl Script {
             text,
             secret_spans,
             secrets,
+            prelude_len: 0,
         }
     }
 
-    /// The text PowerShell runs. Never log it.
+    /// The whole text PowerShell runs, prelude included. Never log it.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// True when the text starts with [`templates::PRELUDE`], so that a host
+    /// holding the prelude needs only [`Script::body`].
+    pub fn has_prelude(&self) -> bool {
+        self.prelude_len > 0
+    }
+
+    /// The lines of this call alone: the text after the prelude (all of it
+    /// when there is none). Every secret is in here.
+    pub fn body(&self) -> &str {
+        &self.text[self.prelude_len..]
     }
 
     /// Byte ranges of the secret literals in [`Script::text`], in order.
@@ -201,10 +225,22 @@ impl Script {
             }
             text.push_str(part);
         }
+        // A marked text that begins with this build's prelude (what
+        // `ps_script_content` returns) keeps the split.
+        let prelude_len = if text.starts_with(templates::PRELUDE)
+            && secret_spans
+                .first()
+                .is_none_or(|span| span.start >= templates::PRELUDE.len())
+        {
+            templates::PRELUDE.len()
+        } else {
+            0
+        };
         Script {
             text,
             secret_spans,
             secrets,
+            prelude_len,
         }
     }
 }
@@ -537,19 +573,24 @@ impl ScriptParts {
     /// Joins the sections with the header and templates into the script.
     pub fn into_script(self) -> Script {
         let mut out = TrackedText::new();
+        // The prelude ends with a newline (a test checks), so the body
+        // starts right after it.
+        out.push(templates::PRELUDE);
+        let prelude_len = out.text().len();
         out.push(HEADER);
-        for template in [templates::FUNCTIONS, templates::PREAMBLE] {
-            out.push(template);
-            ensure_newline(&mut out);
-        }
         out.push(&self.module_path);
         out.append(self.credentials);
         out.append(self.cim_instances);
         out.append(self.invoke_params);
         ensure_newline(&mut out);
-        out.push(templates::POSTSCRIPT);
-        ensure_newline(&mut out);
-        Script::from_tracked(out)
+        out.push(INVOKE_CALL);
+        if !self.module_path.is_empty() {
+            out.push(INVOKE_CALL_RESTORE);
+        }
+        out.push("\n");
+        let mut script = Script::from_tracked(out);
+        script.prelude_len = prelude_len;
+        script
     }
 }
 

@@ -1,25 +1,53 @@
 //! The PowerShell we ship, as real `.ps1` files under `lib/templates/`,
 //! embedded at build time so that no call reads them from disk.
 
-/// `New-PsCredential`, the PSModulePath helpers and the Get-result
-/// canonicalization (`ConvertTo-PwshlibCanonicalResult`).
+use std::sync::OnceLock;
+
+/// The DSC prelude: `New-PsCredential`, the PSModulePath helpers, the
+/// Get-result canonicalization and `Invoke-PwshlibDscResource` (the one DSC
+/// call and its JSON outcome). It only defines functions, so a host can
+/// define it once per session (docs/protocol.md, "Preludes").
 pub const FUNCTIONS: &str =
     include_str!("../../../lib/templates/invoke_dsc_resource_functions.ps1");
 
-/// `$Response` (the Set/Test/failure outcome) and the PSModulePath restore slot.
-pub const PREAMBLE: &str = include_str!("../../../lib/templates/invoke_dsc_resource_preamble.ps1");
+/// The prelude every invocation script relies on (the functions template).
+pub const PRELUDE: &str = FUNCTIONS;
 
-/// `Invoke-DscResource @InvokeParams` in try/catch/finally, then one line of
-/// compressed JSON.
-pub const POSTSCRIPT: &str =
-    include_str!("../../../lib/templates/invoke_dsc_resource_postscript.ps1");
+/// The name callers give `Pwsh::Manager#execute_with_prelude` for [`PRELUDE`].
+pub const PRELUDE_NAME: &str = "dsc";
+
+/// Names this build's prelude on the wire: its name and a hash of its text,
+/// so that a host never runs a body against another build's functions.
+pub fn prelude_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| format!("{PRELUDE_NAME}-{:016x}", fnv1a_64(PRELUDE.as_bytes())))
+}
+
+/// The functions the prelude defines, in order (`function Name {` lines).
+pub fn prelude_function_names() -> &'static [String] {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES.get_or_init(|| defined_functions(PRELUDE))
+}
+
+/// The names of the top-level `function Name` definitions in `text`.
+pub fn defined_functions(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("function "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|name| name.trim_end_matches('{').to_owned())
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// FNV-1a, 64 bits: stable across builds and platforms (std's hasher is not).
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
 
 /// Every template with its file name, for the parse checks.
-pub const ALL: [(&str, &str); 3] = [
-    ("invoke_dsc_resource_functions.ps1", FUNCTIONS),
-    ("invoke_dsc_resource_preamble.ps1", PREAMBLE),
-    ("invoke_dsc_resource_postscript.ps1", POSTSCRIPT),
-];
+pub const ALL: [(&str, &str); 1] = [("invoke_dsc_resource_functions.ps1", FUNCTIONS)];
 
 #[cfg(test)]
 mod tests {
@@ -34,9 +62,47 @@ mod tests {
     }
 
     #[test]
-    fn the_postscript_makes_the_one_call_and_emits_json() {
-        assert!(POSTSCRIPT.contains("Invoke-DscResource @InvokeParams"));
-        assert!(POSTSCRIPT.contains("ConvertTo-Json -InputObject $PwshlibOutput -Compress"));
-        assert!(FUNCTIONS.contains("function New-PsCredential"));
+    fn the_prelude_defines_the_call_and_the_helpers() {
+        assert!(PRELUDE.contains("Invoke-DscResource @InvokeParams"));
+        assert!(PRELUDE.contains("ConvertTo-Json -InputObject $PwshlibOutput -Compress"));
+        assert_eq!(
+            prelude_function_names(),
+            [
+                "New-PsCredential",
+                "Add-PwshlibVendoredModulePath",
+                "Restore-PwshlibVendoredModulePath",
+                "ConvertTo-PwshlibCanonicalValue",
+                "ConvertTo-PwshlibCanonicalResult",
+                "Invoke-PwshlibDscResource"
+            ]
+        );
+    }
+
+    /// Defined once per session, the prelude must do nothing but define
+    /// functions: every top-level line is a comment, blank, or inside a
+    /// function.
+    #[test]
+    fn the_prelude_only_defines_functions() {
+        let mut depth = 0i32;
+        for line in PRELUDE.lines() {
+            let trimmed = line.trim();
+            if depth == 0 {
+                assert!(
+                    trimmed.is_empty()
+                        || trimmed.starts_with('#')
+                        || trimmed.starts_with("function "),
+                    "top-level statement in the prelude: {line}"
+                );
+            }
+            depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+        }
+        assert_eq!(depth, 0);
+    }
+
+    #[test]
+    fn the_prelude_id_names_this_text() {
+        assert!(prelude_id().starts_with("dsc-"));
+        assert_eq!(prelude_id().len(), "dsc-".len() + 16);
+        assert_ne!(fnv1a_64(b"a"), fnv1a_64(b"b"));
     }
 }

@@ -59,14 +59,16 @@ fn any_message() -> impl Strategy<Value = Message> {
         any::<u64>(),
         proptest::option::of(any_text()),
         proptest::collection::vec((any_text(), any_text()), 0..4),
+        proptest::option::of((any_text(), proptest::option::of(any_text()))),
     )
-        .prop_map(|(id, code, timeout_ms, working_dir, env)| {
+        .prop_map(|(id, code, timeout_ms, working_dir, env, prelude)| {
             Message::Execute(ExecuteRequest {
                 id,
                 code,
                 timeout_ms,
                 working_dir,
                 env,
+                prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
             })
         });
     let result = (
@@ -76,11 +78,13 @@ fn any_message() -> impl Strategy<Value = Message> {
         any_text(),
         proptest::option::of(any_text()),
         proptest::option::of(any_text()),
+        proptest::option::of(any_text()),
     )
         .prop_map(
-            |(id, exitcode, stdout, stderr, errormessage, native_stdout)| {
+            |(id, exitcode, stdout, stderr, errormessage, native_stdout, prelude)| {
                 Message::Result(ExecuteResult {
                     id,
+                    prelude,
                     exitcode,
                     stdout,
                     stderr,
@@ -89,12 +93,14 @@ fn any_message() -> impl Strategy<Value = Message> {
                 })
             },
         );
-    let hello =
-        (any::<u32>(), any::<u32>(), any_text()).prop_map(|(protocol, pid, host)| Message::Hello {
+    let hello = (any::<u32>(), any::<u32>(), any_text(), any::<u32>()).prop_map(
+        |(protocol, pid, host, prelude)| Message::Hello {
             protocol,
             pid,
             host,
-        });
+            prelude,
+        },
+    );
     prop_oneof![
         execute,
         result,
@@ -171,6 +177,7 @@ fn wire_format_matches_the_documentation() {
         timeout_ms: 300000,
         working_dir: Some("C:\\temp".into()),
         env: vec![("NAME".into(), "value".into())],
+        prelude: None,
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
@@ -189,7 +196,8 @@ fn wire_format_matches_the_documentation() {
         Message::Hello {
             protocol: 1,
             pid: 4242,
-            host: "pwsh 7.4.1".into()
+            host: "pwsh 7.4.1".into(),
+            prelude: 0
         }
     );
     let result = br#"{"type":"result","id":7,"exitcode":0,"stdout":"hi\n","stderr":"","errormessage":null,"native_stdout":null}"#;

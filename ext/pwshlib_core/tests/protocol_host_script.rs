@@ -61,6 +61,25 @@ fn the_host_script_serves_protocol_version_one() {
     assert!(host.contains("-PipePath") || host.contains("$PipePath"));
 }
 
+/// The host offers the prelude mechanism this library speaks, keeps the
+/// prelude's functions away from plain requests (a runspace of their own),
+/// and names the prelude in the results of requests that ran with it.
+#[test]
+fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
+    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
+    assert!(host.contains(&format!(
+        "$script:PreludeVersion = {}",
+        pwshlib_core::protocol::PRELUDE_VERSION
+    )));
+    assert!(host.contains("prelude  = $script:PreludeVersion"));
+    assert!(host.contains("$runspace = $script:Runspace"));
+    assert!(host.contains("$runspace = Get-PreludeRunspace -Prelude $Request.prelude"));
+    assert!(host.contains("$result.prelude = $preludeId"));
+    // Every request resets the runspace it runs in, not always the plain one.
+    assert!(host.contains("$Runspace.ResetRunspaceState()"));
+    assert!(!host.contains("$script:Runspace.ResetRunspaceState()"));
+}
+
 #[test]
 fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
     let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use pwshlib_core::protocol::{encode, ExecuteRequest, Message, PreludeRef};
 use pwshlib_core::pslint::parse_errors;
 use pwshlib_core::script::{
     build_script, script_for, DscMethod, InvocableResource, Script, REDACTION_MARKER,
@@ -77,22 +78,50 @@ fn the_script_has_the_documented_shape() {
     let (def, should) = ensurable();
     let script = build(&def, &should, DscMethod::Set);
     let text = script.text();
-    assert!(text.starts_with(
+    // The whole script: the prelude (helper functions), then this call's lines.
+    assert!(script.has_prelude());
+    assert!(text.starts_with(templates::PRELUDE));
+    assert_eq!(&text[templates::PRELUDE.len()..], script.body());
+    let body = script.body();
+    assert!(body.starts_with(
         "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n"
     ));
     let at = |needle: &str| {
-        text.find(needle)
+        body.find(needle)
             .unwrap_or_else(|| panic!("{needle} missing"))
     };
-    assert!(at("function New-PsCredential") < at("$Response = [ordered]@{"));
-    assert!(at("$Response = [ordered]@{") < at("$InvokeParams = @{"));
-    assert!(at("$InvokeParams = @{") < at("Invoke-DscResource @InvokeParams"));
-    assert!(text.contains(templates::FUNCTIONS));
-    assert!(text.contains(templates::PREAMBLE));
-    assert!(text.ends_with(templates::POSTSCRIPT));
+    assert!(at("$InvokeParams = @{") < at("Invoke-PwshlibDscResource -InvokeParams $InvokeParams"));
+    assert!(body.ends_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"));
+    // The body defines nothing: every function comes from the prelude.
+    assert!(templates::defined_functions(body).is_empty());
+    assert!(!body.contains("function "));
     // MOF resources leave PSModulePath alone.
     assert!(!text.contains("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath"));
     assert_eq!(script.redacted(), text, "no secrets, nothing to redact");
+}
+
+/// What crosses the pipe per call once the host holds the prelude: only the
+/// body, in an execute frame that names the prelude by id. Deterministic (the
+/// test's variable names are fixed), so exact.
+#[test]
+fn the_body_of_a_get_and_of_a_set_is_small() {
+    let (def, should) = ensurable();
+    let get = build(&def, &should, DscMethod::Get);
+    let set = build(&def, &should, DscMethod::Set);
+    assert_eq!(get.body().len(), 418, "{}", get.body());
+    assert_eq!(set.body().len(), 481, "{}", set.body());
+    assert_eq!(get.text().len(), templates::PRELUDE.len() + 418);
+    assert!(templates::PRELUDE.len() > 7000);
+    let frame = |script: &Script| {
+        let mut request = ExecuteRequest::new(script.body().to_owned(), None, None, &[] as &[&str]);
+        request.prelude = Some(PreludeRef {
+            id: templates::prelude_id().to_owned(),
+            code: None,
+        });
+        encode(&Message::Execute(request)).unwrap().len()
+    };
+    assert_eq!(frame(&get), 543);
+    assert_eq!(frame(&set), 606);
 }
 
 #[test]
@@ -113,9 +142,9 @@ fn class_based_resources_name_the_module_and_munge_psmodulepath() {
         format!("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '{VENDORED}'")
     );
     assert!(text.find(munge).unwrap() < text.find("$InvokeParams = @{").unwrap());
-    assert!(
-        text.contains("Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore")
-    );
+    assert!(script.body().ends_with(
+        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -PSModulePathRestore $PwshlibPSModulePathRestore\n"
+    ));
     assert_parses(&script);
 }
 

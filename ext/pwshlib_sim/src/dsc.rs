@@ -67,6 +67,12 @@ pub fn handle_with_env(
     timeout_ms: u64,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
+    // Reading a script evaluates its literals; a script that never names
+    // $InvokeParams cannot be an invocation, and big echo-mode scripts
+    // (megabytes of text) would otherwise be evaluated for nothing.
+    if !contains_ignore_ascii_case(code, INVOKE_PARAMS) {
+        return None;
+    }
     let invocation = match read_invocation(code) {
         Ok(None) => return None,
         Ok(Some(invocation)) => invocation,
@@ -75,6 +81,13 @@ pub fn handle_with_env(
         Err(message) => return Some(script_error(message)),
     };
     Some(run(&invocation, timeout_ms, env))
+}
+
+fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 fn script_error(message: String) -> Outcome {

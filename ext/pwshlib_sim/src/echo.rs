@@ -16,8 +16,9 @@ use crate::outcome::Outcome;
 /// The comment that makes the host hang, ignoring the timeout.
 pub const HANG_DIRECTIVE: &str = "#pwshlib-sim:hang";
 
-/// Interprets `code` (already parsed into `tree`).
-pub fn handle(code: &str, tree: &Tree) -> Outcome {
+/// Interprets `code` (already parsed into `tree`); `functions` are those
+/// defined for it (a prelude's).
+pub fn handle(code: &str, tree: &Tree, functions: &[String]) -> Outcome {
     if code.trim().is_empty() {
         return Outcome::Reply {
             stdout: None,
@@ -32,6 +33,7 @@ pub fn handle(code: &str, tree: &Tree) -> Outcome {
         stderr: Vec::new(),
         variables: HashMap::new(),
         slept_ms: 0,
+        functions,
     };
     let end = run.statements(tree.root_node());
     run.finish(end)
@@ -53,6 +55,8 @@ struct Run<'a> {
     stderr: Vec<String>,
     variables: HashMap<String, String>,
     slept_ms: u64,
+    /// The functions defined for this script (its prelude's).
+    functions: &'a [String],
 }
 
 impl<'a> Run<'a> {
@@ -259,6 +263,20 @@ impl<'a> Run<'a> {
                     Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
                 }
             }
+            // Whether a function is defined: how a test sees which prelude
+            // functions a call gets.
+            "test-path" => {
+                let path = parameter("-Path")
+                    .or(parameter("-LiteralPath"))
+                    .or(arguments.first());
+                let Some(name) = path.and_then(|p| strip_prefix_ignore_case(p, "function:")) else {
+                    return End::Unsupported(self.text(node).to_owned());
+                };
+                let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));
+                self.stdout
+                    .push(if defined { "True" } else { "False" }.to_owned());
+                End::Completed
+            }
             "stop-process" => {
                 let own_pid = std::process::id().to_string();
                 if parameter("-Id").or(arguments.first()) == Some(&own_pid) {
@@ -451,6 +469,12 @@ fn string_literal(text: &str) -> Option<String> {
     Some(inner.replace("''", "'"))
 }
 
+fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
 fn current_dir() -> String {
     std::env::current_dir()
         .map(|dir| dir.display().to_string())
@@ -490,7 +514,7 @@ mod tests {
 
     fn run(code: &str) -> Outcome {
         let tree = crate::parse(code).expect("parses");
-        handle(code, &tree)
+        handle(code, &tree, &[])
     }
 
     fn reply(stdout: Option<&str>, stderr: &str, exitcode: i32, error: Option<&str>) -> Outcome {

@@ -4,5 +4,7 @@
 pub mod dsc;
 pub mod faults;
 pub mod outcome;
+pub mod prelude;
 pub mod psvalue;
 pub mod state;
+pub mod syntax;

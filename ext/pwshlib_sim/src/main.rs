@@ -13,6 +13,8 @@
 mod echo;
 mod endpoint;
 
+use pwshlib_sim::prelude::{self, Session};
+use pwshlib_sim::syntax::parse;
 use pwshlib_sim::{dsc, outcome};
 
 use std::io::{Read, Write};
@@ -114,22 +116,37 @@ fn serve(args: &Args) -> i32 {
     code
 }
 
+/// Set (to anything) to play a host from before preludes: its hello offers
+/// none and it ignores a request's `prelude` field, as an older host.ps1
+/// would (README.md).
+const OLD_HOST_ENV: &str = "PWSHLIB_SIM_NO_PRELUDE";
+
 /// Hello, then requests until exit or EOF.
 fn converse(mut stream: impl Read + Write) -> i32 {
+    let offers_preludes = std::env::var_os(OLD_HOST_ENV).is_none();
     let hello = Message::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         pid: std::process::id(),
         host: format!("pwshlib-sim {}", env!("CARGO_PKG_VERSION")),
+        prelude: if offers_preludes {
+            protocol::PRELUDE_VERSION
+        } else {
+            0
+        },
     };
     if protocol::write_message(&mut stream, &hello).is_err() {
         return 1;
     }
+    let mut session = Session::default();
     loop {
         let reply = match protocol::read_message(&mut stream) {
             Ok(None) | Ok(Some(Message::Exit)) => return 0,
-            Ok(Some(Message::Execute(request))) => {
+            Ok(Some(Message::Execute(mut request))) => {
+                if !offers_preludes {
+                    request.prelude = None;
+                }
                 let id = request.id;
-                let (result, answer_twice) = execute(request);
+                let (result, answer_twice) = execute(request, &mut session);
                 let reply = Message::Result(ExecuteResult {
                     id: Some(id),
                     ..result
@@ -167,8 +184,24 @@ const DOUBLE_REPLY_ENV: &str = "PWSHLIB_SIM_DOUBLE_REPLY";
 /// Runs one request with its working directory and environment applied for
 /// this call only, as the real host does. Also says whether the
 /// double-reply fault applies to it.
-fn execute(request: ExecuteRequest) -> (ExecuteResult, bool) {
+/// A request that names a prelude runs after its functions are defined
+/// (`prelude.rs`); the result then names it too.
+fn execute(request: ExecuteRequest, session: &mut Session) -> (ExecuteResult, bool) {
     let deadline = Instant::now() + Duration::from_millis(request.timeout_ms);
+    let admitted = match session.admit(&request) {
+        Ok(admitted) => admitted,
+        Err(message) => return (ExecuteResult::failure(message), false),
+    };
+    let (mut result, answer_twice) = run_code(&request, &admitted.functions, deadline);
+    result.prelude = admitted.prelude;
+    (result, answer_twice)
+}
+
+fn run_code(
+    request: &ExecuteRequest,
+    functions: &[String],
+    deadline: Instant,
+) -> (ExecuteResult, bool) {
     if let Some(dir) = &request.working_dir {
         if !Path::new(dir).is_dir() {
             return (
@@ -181,9 +214,12 @@ fn execute(request: ExecuteRequest) -> (ExecuteResult, bool) {
         Ok(tree) => tree,
         Err(e) => return (ExecuteResult::failure(e), false),
     };
-    let saved = CallScope::enter(&request);
+    if let Some(message) = prelude::undefined_prelude_call(&request.code, &tree, functions) {
+        return (ExecuteResult::failure(message), false);
+    }
+    let saved = CallScope::enter(request);
     let outcome = dsc::handle(&request.code, request.timeout_ms)
-        .unwrap_or_else(|| echo::handle(&request.code, &tree));
+        .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
     let result = carry_out(outcome, deadline, request.timeout_ms);
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));
@@ -205,6 +241,7 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
             stderr,
             errormessage,
             native_stdout: None,
+            prelude: None,
         },
         Outcome::Sleep { millis, then } => {
             let wake = Instant::now() + Duration::from_millis(millis);
@@ -223,55 +260,6 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
         // goes with the process).
         Outcome::Crash => std::process::exit(137),
     }
-}
-
-/// Parses with the real PowerShell grammar; a script with any ERROR or
-/// MISSING node is refused with a message saying where.
-fn parse(code: &str) -> Result<tree_sitter::Tree, String> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_powershell::LANGUAGE.into())
-        .map_err(|e| format!("pwshlib-sim: cannot load the PowerShell grammar: {e}"))?;
-    // tree-sitter reads NUL as the end of input, PowerShell reads it as a
-    // character: parse a copy with each NUL as a space (same byte offsets).
-    let for_parser: std::borrow::Cow<'_, str> = if code.contains('\0') {
-        code.replace('\0', " ").into()
-    } else {
-        code.into()
-    };
-    let tree = parser
-        .parse(for_parser.as_bytes(), None)
-        .ok_or("pwshlib-sim: the PowerShell parser gave up")?;
-    if code.trim().is_empty() {
-        // The grammar refuses an empty program; PowerShell runs it (no output).
-        return Ok(tree);
-    }
-    if let Some(bad) = first_error(tree.root_node()) {
-        let at = bad.start_position();
-        return Err(format!(
-            "pwshlib-sim: the script does not parse as PowerShell ({} at line {}, column {})",
-            if bad.is_missing() {
-                "missing token"
-            } else {
-                "syntax error"
-            },
-            at.row + 1,
-            at.column + 1
-        ));
-    }
-    Ok(tree)
-}
-
-fn first_error(node: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
-    if !node.has_error() {
-        return None;
-    }
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    let mut cursor = node.walk();
-    let children: Vec<_> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error).or(Some(node))
 }
 
 /// The per-call environment and working directory; restored on drop.

@@ -315,3 +315,53 @@ fn a_cancel_while_connecting_ends_the_start_at_once() {
         started.elapsed()
     );
 }
+
+/// The prelude crosses once per host session; a new host gets it again, and
+/// a host asked to run with a prelude it does not hold refuses.
+#[test]
+fn the_prelude_is_sent_once_per_host_session() {
+    use pwshlib_core::host::Prelude;
+    use pwshlib_core::protocol::PreludeRef;
+    use pwshlib_core::templates;
+    let prelude = Prelude {
+        id: templates::prelude_id(),
+        code: templates::PRELUDE,
+    };
+    let probe = "Test-Path 'function:Invoke-PwshlibDscResource'";
+    for _session in 0..2 {
+        let mut host = start();
+        assert_eq!(host.prelude_version(), 1);
+        assert_eq!(host.installed_prelude(), None);
+        let first = host
+            .execute_with_prelude(prelude, request(probe, 10_000), &Cancel::default())
+            .unwrap();
+        assert_eq!(first.stdout.as_deref(), Some("True\n"));
+        assert_eq!(first.prelude.as_deref(), Some(prelude.id));
+        assert!(host.wire_stats().last_sent > templates::PRELUDE.len() as u64);
+        let second = host
+            .execute_with_prelude(prelude, request(probe, 10_000), &Cancel::default())
+            .unwrap();
+        assert_eq!(second.stdout.as_deref(), Some("True\n"));
+        assert!(host.wire_stats().last_sent < 200, "{:?}", host.wire_stats());
+        // Plain requests never see the prelude's functions.
+        assert_eq!(run(&mut host, probe).stdout.as_deref(), Some("False\n"));
+        host.destroy();
+    }
+    let mut host = start();
+    let mut by_id_only = request(probe, 10_000);
+    by_id_only.prelude = Some(PreludeRef {
+        id: prelude.id.to_owned(),
+        code: None,
+    });
+    let refused = host.execute(&by_id_only, &Cancel::default()).unwrap();
+    assert!(
+        refused
+            .errormessage
+            .as_deref()
+            .is_some_and(|m| m.contains("is not defined in this host session")),
+        "{refused:?}"
+    );
+    assert_eq!(refused.stdout, None);
+    assert_eq!(refused.prelude, None);
+    host.destroy();
+}

@@ -12,26 +12,15 @@ use serde_json::{json, Value as Json};
 /// credentials, nested CIM instances, `$InvokeParams`.
 const KITCHEN_SINK_SET_GENERATED: &str = include_str!("fixtures/kitchen_sink_set_generated.ps1");
 
-/// The whole script, joined as `Script::into_script` joins it: the header
-/// and the shipped templates (as this build embeds them) around the
-/// generated lines.
+/// The whole script, joined as `Script::into_script` joins it: the prelude
+/// (as this build embeds it), the header, the generated lines, the call.
 fn kitchen_sink_set() -> String {
-    use pwshlib_core::{script::HEADER, templates};
-    let line = |text: &str| {
-        if text.ends_with('\n') {
-            text.to_string()
-        } else {
-            format!("{text}\n")
-        }
-    };
-    [
-        HEADER.to_string(),
-        line(templates::FUNCTIONS),
-        line(templates::PREAMBLE),
-        KITCHEN_SINK_SET_GENERATED.to_string(),
-        line(templates::POSTSCRIPT),
-    ]
-    .concat()
+    use pwshlib_core::script::{HEADER, INVOKE_CALL, INVOKE_CALL_RESTORE};
+    use pwshlib_core::templates;
+    format!(
+        "{}{HEADER}{KITCHEN_SINK_SET_GENERATED}{INVOKE_CALL}{INVOKE_CALL_RESTORE}\n",
+        templates::PRELUDE
+    )
 }
 
 fn run(code: &str, state: &std::path::Path) -> Json {
@@ -157,18 +146,15 @@ fn the_kitchen_sink_script_sets_and_gets() {
 fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     let templates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
     let read = |name: &str| std::fs::read_to_string(templates.join(name)).ok();
-    let (Some(functions), Some(preamble), Some(postscript)) = (
-        read("invoke_dsc_resource_functions.ps1"),
-        read("invoke_dsc_resource_preamble.ps1"),
-        read("invoke_dsc_resource_postscript.ps1"),
-    ) else {
+    let Some(functions) = read("invoke_dsc_resource_functions.ps1") else {
         eprintln!("the invocation templates are not in this tree yet; covered by the fixture");
         return;
     };
     let code = format!(
-        "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n{functions}\n{preamble}\n\
+        "{functions}$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n\
          $cred_1 = New-PsCredential -User 'bob' -Password 'pw'\n\
-         $InvokeParams = @{{Name = 'FixtureFile'; Method = 'Get'; Property = @{{destinationpath = 'C:\\a'; psdscrunascredential = $cred_1}}; ModuleName = 'PwshlibFixtureDsc'}}\n{postscript}"
+         $InvokeParams = @{{Name = 'FixtureFile'; Method = 'Get'; Property = @{{destinationpath = 'C:\\a'; psdscrunascredential = $cred_1}}; ModuleName = 'PwshlibFixtureDsc'}}\n\
+         Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"
     );
     let dir = tempfile::tempdir().unwrap();
     let got = run(&code, &dir.path().join("state.json"));

@@ -30,7 +30,9 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
             protocol: 1,
             pid,
             host,
+            prelude,
         }) => {
+            assert_eq!(prelude, protocol::PRELUDE_VERSION);
             assert_eq!(pid, child.id());
             assert!(host.starts_with("pwshlib-sim "), "{host}");
         }

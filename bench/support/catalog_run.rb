@@ -1,0 +1,109 @@
+# frozen_string_literal: true
+
+# One measurement of bench/catalog_bench.rb, in a process of its own (so that
+# its peak RSS is its own): applies an in-sync catalog of N resources through
+# real Puppet 7 and the Resource API, after a small warm-up catalog (Puppet
+# loads much of itself on first use), and prints one JSON line.
+#
+#   ruby bench/support/catalog_run.rb <pwshlib|noop> <N>
+#
+# pwshlib: dsc_fixturefile resources through DscBaseProvider, with an
+# in-process fake manager (so the host's cost is out) that answers each Get
+# from a hash of ready JSON, as a host holding the prelude would.
+# noop: the same attributes as type dsc_benchnoop, whose provider
+# (support/lib/…/dsc_benchnoop.rb) does no work.
+require 'json'
+require 'tmpdir'
+
+root = File.expand_path('../..', __dir__)
+fixture_lib = File.join(root, 'spec', 'fixtures', 'modules', 'dscfixtures', 'lib')
+# PWSHLIB_BENCH_LIB: another checkout's lib/ (built), to compare builds.
+pwshlib_lib = ENV.fetch('PWSHLIB_BENCH_LIB', File.join(root, 'lib'))
+[pwshlib_lib, fixture_lib, File.join(__dir__, 'lib')].each { |dir| $LOAD_PATH.unshift(dir) }
+
+kind, count = ARGV[0], Integer(ARGV[1])
+WARM_UP = 20
+scratch = Dir.mktmpdir('pwshlib-bench')
+require 'puppet'
+require 'puppet/resource_api'
+Puppet.initialize_settings(%w[confdir vardir codedir logdir rundir publicdir].flat_map { |s| ["--#{s}", scratch] })
+Puppet[:report] = false
+Puppet::Util::Log.level = :warning
+require 'puppet/provider/dsc_base_provider/dsc_base_provider'
+
+# The manager the provider talks to: no process, no pipe.
+class BenchManager
+  attr_reader :calls
+
+  def initialize(answers)
+    @answers = answers
+    @calls = 0
+  end
+
+  def execute_with_prelude(_prelude, code, timeout_ms = nil)
+    execute(code, timeout_ms)
+  end
+
+  # What a build from before the prelude calls (with the whole script).
+  def execute(code, _timeout_ms = nil)
+    @calls += 1
+    path = code[/destinationpath = '([^']*)'/, 1]
+    { exitcode: 0, stdout: @answers.fetch(path), stderr: '', errormessage: nil, native_stdout: nil }
+  end
+end
+
+path_of = ->(i) { "C:\\bench\\file#{i}.txt" }
+# The warm-up resources come first, under their own names: the measured
+# catalog finds nothing cached.
+titles = (1..(WARM_UP + count)).map { |i| "file#{i}" }
+fixture = Puppet::Type.type(:dsc_fixturefile)
+type_name = if kind == 'noop'
+              definition = fixture.type_definition.definition.dup
+              definition[:name] = 'dsc_benchnoop'
+              definition[:features] = %w[simple_get_filter canonicalize]
+              Puppet::ResourceApi.register_type(definition)
+              titles.each_with_index do |title, i|
+                Puppet::Provider::DscBenchnoop::DscBenchnoop::STATE[title] =
+                  { name: title, dsc_destinationpath: path_of.call(i + 1), dsc_ensure: 'Present', dsc_contents: 'hello' }
+              end
+              :dsc_benchnoop
+            else
+              answers = (1..(WARM_UP + count)).to_h do |i|
+                [path_of.call(i), JSON.generate('DestinationPath' => path_of.call(i), 'Ensure' => 'Present', 'Contents' => 'hello',
+                                                'Type' => 'File', 'Attributes' => nil, 'Checksum' => nil)]
+              end
+              manager = BenchManager.new(answers)
+              Puppet::ResourceApi.load_provider('dsc_fixturefile')
+              Puppet::Provider::DscFixturefile::DscFixturefile.define_method(:ps_manager) { manager }
+              :dsc_fixturefile
+            end
+
+def catalog_of(type_name, titles, path_of, offset)
+  catalog = Puppet::Resource::Catalog.new('bench', Puppet::Node::Environment.remote(:production))
+  titles.each_with_index do |title, i|
+    catalog.add_resource(Puppet::Type.type(type_name).new(title: title, dsc_destinationpath: path_of.call(offset + i + 1),
+                                                          dsc_ensure: 'Present', dsc_contents: 'hello'))
+  end
+  catalog
+end
+
+def apply_in_sync(catalog)
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  transaction = catalog.apply
+  elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  changed = transaction.report.resource_statuses.values.count(&:changed)
+  raise "#{changed} resources changed: the catalog must be in sync" unless changed.zero?
+
+  elapsed
+end
+
+apply_in_sync(catalog_of(type_name, titles.first(WARM_UP), path_of, 0))
+catalog = catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP)
+GC.start
+elapsed = apply_in_sync(catalog)
+if kind != 'noop' && manager.calls != WARM_UP + count
+  raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}"
+end
+peak_kib = File.read('/proc/self/status')[/VmHWM:\s+(\d+)/, 1].to_i
+FileUtils.rm_rf(scratch)
+puts JSON.generate(kind: kind, n: count, seconds: elapsed, peak_rss_kib: peak_kib)

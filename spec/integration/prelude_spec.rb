@@ -1,0 +1,154 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+require 'json'
+require 'tmpdir'
+
+# The host prelude (docs/protocol.md, "Preludes") through the real
+# Pwsh::Manager and pwshlib-sim: the DSC helpers cross the pipe once per host
+# session, each call carries only its own lines, plain callers never see the
+# helpers, and a new host is given them again.
+RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
+  let(:context) { recording_context(:dsc_fixturefile) }
+  let(:provider) { provider_class_for(:dsc_fixturefile).new }
+  let(:path) { 'C:\\Temp\\Chain.txt' }
+  let(:manifest) do
+    { name: 'chain', dsc_destinationpath: path, dsc_ensure: 'Present', dsc_contents: "it's here", validation_mode: 'property' }
+  end
+  let(:prelude) { File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1')) }
+  let(:module_path) do
+    File.join(PWSHLIB_ROOT, 'spec/fixtures/modules/dscfixtures/lib/puppet_x/pwshlibfixturedsc/dsc_resources',
+              'PwshlibFixtureDsc/PwshlibFixtureDsc.psd1')
+  end
+
+  around do |example|
+    Dir.mktmpdir('pwshlib-prelude') do |dir|
+      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_NO_PRELUDE')
+      ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => File.join(dir, 'state.json'))
+      begin
+        example.run
+      ensure
+        Pwsh::Manager.shutdown_all
+        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_NO_PRELUDE].each { |k| ENV[k] = saved[k] }
+      end
+    end
+  end
+
+  # Each call the provider makes, with the bytes of its request frame.
+  def record_calls(manager)
+    sent = []
+    allow(manager).to receive(:execute_with_prelude).and_wrap_original do |original, *args|
+      result = original.call(*args)
+      sent << { body: args[1], bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
+      result
+    end
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    sent
+  end
+
+  # The request frame for a body run with the prelude held: a 4-byte length,
+  # then the JSON the manager writes (serde's field order).
+  def frame_bytes(body, id, prelude_code: nil)
+    prelude = { id: id }
+    prelude[:code] = prelude_code if prelude_code
+    4 + JSON.generate(type: 'execute', code: body, timeout_ms: 300_000, working_dir: nil, env: [], prelude: prelude).bytesize
+  end
+
+  def body_for(method, properties)
+    "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n" \
+      "$InvokeParams = @{Name = 'FixtureFile'; Method = '#{method}'; Property = @{#{properties}}; " \
+      "ModuleName = @{ModuleName = '#{module_path}'; RequiredVersion = '1.2.0'}}\n" \
+      "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"
+  end
+
+  it 'sends the prelude with the first call only; an in-sync Get and a Set carry their own lines alone' do
+    sent = record_calls(provider.ps_manager)
+    expect(drive(provider, context, manifest)).to be(true) # Get, then Set
+    second_run = provider_class_for(:dsc_fixturefile).new
+    allow(second_run).to receive(:ps_manager).and_return(provider.ps_manager)
+    expect(drive(second_run, recording_context(:dsc_fixturefile), manifest)).to be(false) # one in-sync Get
+
+    get = body_for('Get', "destinationpath = 'C:\\Temp\\Chain.txt'")
+    set = body_for('Set', "destinationpath = 'C:\\Temp\\Chain.txt'; ensure = 'Present'; contents = 'it''s here'")
+    expect(sent.map { |call| call[:body] }).to eq([get, set, get])
+    id = sent.first[:prelude]
+    expect(id).to match(/\Adsc-\h{16}\z/)
+    # The first request of the session defines the prelude; the rest name it.
+    expect(sent.map { |call| call[:bytes] }).to eq([frame_bytes(get, id, prelude_code: prelude), frame_bytes(set, id), frame_bytes(get, id)])
+    in_sync_get, set_call = sent[2][:bytes], sent[1][:bytes]
+    # Exact, apart from the checkout's path to the vendored module.
+    expect(in_sync_get - module_path.bytesize).to eq(435)
+    expect(set_call - module_path.bytesize).to eq(480)
+    expect(in_sync_get).to be <= 1024
+    expect(sent.first[:bytes]).to be > prelude.bytesize
+  end
+
+  it 'shows the complete script, prelude included, in the debug log' do
+    record_calls(provider.ps_manager)
+    drive(provider, context, manifest)
+    scripts = context.logged(:debug).filter_map { |m| m[/Script:\n.*/m] }
+    expect(scripts.size).to eq(2)
+    expect(scripts).to all(start_with("Script:\n#{prelude}$script:ErrorActionPreference = 'Stop'\n"))
+    expect(scripts).to all(end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"))
+  end
+
+  it 'gives a restarted host the prelude again' do
+    manager = provider.ps_manager
+    sent = record_calls(manager)
+    provider.get(context, [{ name: 'chain', dsc_destinationpath: path }])
+    first_pid = manager.pid
+    expect(manager.execute('Stop-Process -Id $PID')[:errormessage]).to match(/died|closed/)
+    expect(manager).not_to be_alive
+
+    restarted = provider_class_for(:dsc_fixturefile).new
+    fresh = restarted.ps_manager
+    expect(fresh.pid).not_to eq(first_pid)
+    sent_again = []
+    allow(fresh).to receive(:execute_with_prelude).and_wrap_original do |original, *args|
+      result = original.call(*args)
+      sent_again << fresh.wire_stats.merge(stdout: result[:stdout], errormessage: result[:errormessage])
+      result
+    end
+    allow(restarted).to receive(:ps_manager).and_return(fresh)
+    expect(restarted.get(context, [{ name: 'chain', dsc_destinationpath: path }]).first).to include(dsc_ensure: 'Absent')
+    expect(sent_again.size).to eq(1)
+    expect(sent_again.first[:errormessage]).to be_nil
+    expect(sent_again.first[:last_sent]).to be > prelude.bytesize
+    expect(sent_again.first[:prelude]).to eq(sent.first[:prelude])
+  end
+
+  it 'keeps the prelude functions from a plain Pwsh::Manager#execute' do
+    manager = provider.ps_manager
+    provider.get(context, [{ name: 'chain', dsc_destinationpath: path }])
+    expect(manager.wire_stats[:prelude]).to match(/\Adsc-/)
+    %w[New-PsCredential Invoke-PwshlibDscResource ConvertTo-PwshlibCanonicalResult].each do |function|
+      expect(manager.execute("Test-Path 'function:#{function}'")[:stdout]).to eq("False\n")
+      expect(manager.execute_with_prelude('dsc', "Test-Path 'function:#{function}'")[:stdout]).to eq("True\n")
+    end
+    # A plain request cannot call them either.
+    plain = manager.execute("$c = New-PsCredential -User 'u' -Password 'p'")
+    expect(plain[:errormessage]).to include("The term 'New-PsCredential' is not recognized")
+  end
+
+  it 'refuses an unknown prelude name' do
+    expect { provider.ps_manager.execute_with_prelude('other', 'Write-Output 1') }.to raise_error(ArgumentError, /unknown prelude/)
+  end
+
+  it 'sends the whole script to a host that offers no prelude (an older host)' do
+    ENV['PWSHLIB_SIM_NO_PRELUDE'] = '1'
+    manager = provider.ps_manager
+    sent = record_calls(manager)
+    expect(drive(provider, context, manifest)).to be(true)
+    expect(manager.wire_stats).to include(prelude_version: 0, prelude: nil)
+    expect(sent.map { |call| call[:bytes] }).to all(be > prelude.bytesize)
+  end
+
+  it 'sends the whole script through #execute to a manager without execute_with_prelude (pwshlib 2.x)' do
+    fake = FakePwshManager.new({ 'destinationpath' => path, 'ensure' => 'Absent' })
+    allow(provider).to receive(:ps_manager).and_return(fake)
+    provider.get(context, [{ name: 'chain', dsc_destinationpath: path }])
+    expect(fake.calls.size).to eq(1)
+    expect(fake.calls.first.script).to start_with(prelude)
+    expect(fake.calls.first.script).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n")
+  end
+end

@@ -1,0 +1,43 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+
+# Debug messages (the whole script among them) are built only when they are
+# kept: a stock PuppetContext below Puppet's debug level drops them.
+RSpec.describe 'DscBaseProvider debug messages' do
+  let(:provider) { provider_class_for(:dsc_fixturefile).new }
+  let(:manager) { FakePwshManager.new({ 'DestinationPath' => 'c:\\x', 'Ensure' => 'Present' }) }
+  let(:query) { { name: 'x', dsc_destinationpath: 'c:\\x' } }
+
+  before { allow(provider).to receive(:ps_manager).and_return(manager) }
+
+  around do |example|
+    saved = Puppet::Util::Log.level
+    example.run
+  ensure
+    Puppet::Util::Log.level = saved
+  end
+
+  it 'are not built for a stock PuppetContext when Puppet does not log debug' do
+    Puppet::Util::Log.level = :notice
+    context = Puppet::ResourceApi::PuppetContext.new(type_definition_for(:dsc_fixturefile))
+    expect(context).not_to receive(:debug)
+    expect(provider.invoke_get_method(context, query)).to include(dsc_ensure: 'Present')
+  end
+
+  it 'are built, whole script included, when Puppet logs debug' do
+    Puppet::Util::Log.level = :debug
+    context = Puppet::ResourceApi::PuppetContext.new(type_definition_for(:dsc_fixturefile))
+    logged = []
+    allow(context).to receive(:debug) { |message| logged << message }
+    provider.invoke_get_method(context, query)
+    expect(logged.grep(/\AScript:\n# The prelude/).size).to eq(1)
+  end
+
+  it 'are built for any other context, whatever the level' do
+    Puppet::Util::Log.level = :err
+    context = recording_context(:dsc_fixturefile)
+    provider.invoke_get_method(context, query)
+    expect(context.logged(:debug).grep(/Script:\n/).size).to eq(1)
+  end
+end
