@@ -47,11 +47,13 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   end
 
   # The request frame for a body run with the prelude held: a 4-byte length,
-  # then the JSON the manager writes (serde's field order).
-  def frame_bytes(body, id, prelude_code: nil)
+  # then the JSON the manager writes (serde's field order). A host numbers
+  # its requests from 1, and each example starts a fresh host.
+  def frame_bytes(body, id, request:, prelude_code: nil)
     prelude = { id: id }
     prelude[:code] = prelude_code if prelude_code
-    4 + JSON.generate(type: 'execute', code: body, timeout_ms: 300_000, working_dir: nil, env: [], prelude: prelude).bytesize
+    4 + JSON.generate(type: 'execute', id: request, code: body, timeout_ms: 300_000, working_dir: nil, env: [],
+                      prelude: prelude).bytesize
   end
 
   def body_for(method, properties)
@@ -74,11 +76,13 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     id = sent.first[:prelude]
     expect(id).to match(/\Adsc-\h{16}\z/)
     # The first request of the session defines the prelude; the rest name it.
-    expect(sent.map { |call| call[:bytes] }).to eq([frame_bytes(get, id, prelude_code: prelude), frame_bytes(set, id), frame_bytes(get, id)])
+    expect(sent.map { |call| call[:bytes] }).to eq([frame_bytes(get, id, request: 1, prelude_code: prelude),
+                                                         frame_bytes(set, id, request: 2), frame_bytes(get, id, request: 3)])
     in_sync_get, set_call = sent[2][:bytes], sent[1][:bytes]
-    # Exact, apart from the checkout's path to the vendored module.
-    expect(in_sync_get - module_path.bytesize).to eq(435)
-    expect(set_call - module_path.bytesize).to eq(480)
+    # Exact, apart from the checkout's path to the vendored module (request
+    # ids below 10 take 7 bytes: `"id":3,`).
+    expect(in_sync_get - module_path.bytesize).to eq(442)
+    expect(set_call - module_path.bytesize).to eq(487)
     expect(in_sync_get).to be <= 1024
     expect(sent.first[:bytes]).to be > prelude.bytesize
   end

@@ -24,13 +24,17 @@ RSpec.describe 'the pwshlib gem' do
       expect(listing).not_to match(/\.so$/)
 
       home = File.join(dir, 'home')
-      env = { 'CARGO_NET_OFFLINE' => 'true' }
+      # A private TMPDIR: extconf builds under it, and the check below sees
+      # only this install's build folder, not those of concurrent runs.
+      build_tmp = File.join(dir, 'tmp')
+      Dir.mkdir(build_tmp)
+      env = { 'CARGO_NET_OFFLINE' => 'true', 'TMPDIR' => build_tmp }
       out, status = Open3.capture2e(env, 'gem', 'install', '--local', '--no-document', '--install-dir', home, gem_file)
       expect(status).to be_success, out
 
       installed = Dir[File.join(home, 'gems', 'pwshlib-*')].first
       expect(Dir[File.join(installed, '**', 'target')]).to be_empty
-      expect(Dir.glob(File.join(Dir.tmpdir, 'pwshlib-gem-build-*'))).to be_empty
+      expect(Dir.glob(File.join(build_tmp, 'pwshlib-gem-build-*'))).to be_empty
 
       gem_path = ([home] + Gem.path).join(File::PATH_SEPARATOR)
       code = 'gem "pwshlib"; require "puppet/provider/dsc_base_provider/dsc_base_provider"; ' \
