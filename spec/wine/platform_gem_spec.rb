@@ -32,7 +32,7 @@ RSpec.describe 'the Windows platform gem' do
     Dir.mktmpdir('pwshlib-platform-gem') do |dir|
       home = File.join(dir, 'home')
       ruby = File.join(windows_prefix, 'bin', 'ruby.exe')
-      out, status = Open3.capture2e('wine', ruby, File.join(windows_prefix, 'bin', 'gem'), 'install', '--local', '--no-document',
+      out, status = Open3.capture2e('wine', ruby, '-rrubygems/gem_runner', '-e', 'Gem::GemRunner.new.run(ARGV)', 'install', '--local', '--no-document',
                                     '--install-dir', home, gem_file, chdir: dir)
       expect(status).to be_success, out
       code = 'gem "pwshlib"; require "pwsh"; print RUBY_PLATFORM, "|", $LOADED_FEATURES.grep(/pwshlib\.so\z/).first, "|", ' \
