@@ -19,5 +19,21 @@ Gem::Specification.new do |spec|
         'README.md', 'metadata.json', 'docs/*.md'].reject { |f| f.start_with?('target/') || f.include?('/target/') }
   end
   spec.require_paths = ['lib']
-  spec.extensions = ['ext/pwshlib/extconf.rb']
+
+  # A platform gem (`rake gem:windows`), as rake-compiler's cross gems: it
+  # carries the library prebuilt for one Ruby ABI and platform where
+  # lib/pwshlib.rb looks first, and builds nothing at install time, so Windows
+  # needs no compiler.
+  platform = ENV.fetch('PWSHLIB_GEM_PLATFORM', nil)
+  if platform
+    abi = ENV.fetch('PWSHLIB_GEM_RUBY_ABI')
+    library = "lib/pwshlib/#{abi}/#{platform}/pwshlib.so"
+    raise "#{library} is missing: run `rake gem:windows`" unless File.file?(File.join(__dir__, library))
+
+    spec.platform = Gem::Platform.new(platform)
+    spec.required_ruby_version = "~> #{abi}.0"
+    spec.files = spec.files.grep_v(%r{\Aext/}) + [library]
+  else
+    spec.extensions = ['ext/pwshlib/extconf.rb']
+  end
 end

@@ -3,20 +3,34 @@
 # Loads pwshlib's native library (Rust, through magnus).
 #
 # Order of preference:
-# 1. a prebuilt library for the running Ruby: lib/pwshlib/<major.minor>/pwshlib.so
-#    (what a Puppet module ships through pluginsync);
-# 2. a source build: lib/pwshlib/pwshlib.so (`rake compile`, or `gem install`);
-# 3. `pwshlib/pwshlib` anywhere on the load path (a gem's extension dir).
+# 1. a prebuilt library for the running Ruby and platform:
+#    lib/pwshlib/<major.minor>/<RUBY_PLATFORM>/pwshlib.so. One module tree
+#    carries a library per Ruby and platform (Linux and Windows side by side),
+#    because pluginsync sends the same module to every agent;
+# 2. a prebuilt library for the running Ruby, of no named platform:
+#    lib/pwshlib/<major.minor>/pwshlib.so (the layout before platforms);
+# 3. a source build: lib/pwshlib/pwshlib.so (`rake compile`, or `gem install`);
+# 4. `pwshlib/pwshlib` anywhere on the load path (a gem's extension dir).
 module Pwshlib
   # Raised when no native library matches this Ruby.
   class NativeLibraryMissing < ::LoadError; end
 
   RUBY_ABI = RUBY_VERSION[/\A\d+\.\d+/]
   ROOT = File.expand_path('..', __dir__)
+  NATIVE_DIR = File.join(__dir__, 'pwshlib')
 
   def self.native_candidates
-    base = File.join(__dir__, 'pwshlib')
-    [File.join(base, RUBY_ABI, 'pwshlib.so'), File.join(base, 'pwshlib.so')]
+    [File.join(NATIVE_DIR, RUBY_ABI, RUBY_PLATFORM, 'pwshlib.so'),
+     File.join(NATIVE_DIR, RUBY_ABI, 'pwshlib.so'),
+     File.join(NATIVE_DIR, 'pwshlib.so')]
+  end
+
+  # The prebuilt libraries this module carries, as "<abi>/<platform>" (or
+  # "<abi>" for one of no named platform), for the error below.
+  def self.carried_libraries
+    Dir.glob(File.join(NATIVE_DIR, '*', '{*/,}pwshlib.so')).map do |path|
+      File.dirname(path).delete_prefix("#{NATIVE_DIR}/")
+    end.sort
   end
 
   def self.load_native!
@@ -32,9 +46,11 @@ module Pwshlib
   end
 
   def self.missing_library_message(cause)
+    carried = carried_libraries
     <<~MSG.strip
       pwshlib: no native library could be loaded for Ruby #{RUBY_VERSION} (ABI #{RUBY_ABI}) on #{RUBY_PLATFORM}.
       Looked for: #{native_candidates.join(', ')}, then 'pwshlib/pwshlib' on the load path (#{cause.message}).
+      This module carries prebuilt libraries for: #{carried.empty? ? 'none' : carried.join(', ')} (Ruby ABI/platform).
       To build it from source, run `rake compile` in #{ROOT} (needs cargo and ruby-dev),
       or install the gem (`gem install pwshlib`), which builds it for this Ruby.
     MSG

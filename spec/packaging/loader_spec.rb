@@ -24,20 +24,45 @@ RSpec.describe 'lib/pwshlib.rb, the native library loader' do
     end
   end
 
-  it 'says which Ruby and platform it looked for, and what to run, when no library exists' do
+  it 'names the Ruby ABI and platform it looked for, the ones the module carries, and what to run, when none matches' do
+    other_platform = RUBY_PLATFORM == 'x64-mingw32' ? 'x86_64-linux' : 'x64-mingw32'
+    FileUtils.mkdir_p(File.join(@lib, 'pwshlib', abi, other_platform))
+    FileUtils.touch(File.join(@lib, 'pwshlib', abi, other_platform, 'pwshlib.so'))
+    FileUtils.mkdir_p(File.join(@lib, 'pwshlib', '2.9'))
+    FileUtils.touch(File.join(@lib, 'pwshlib', '2.9', 'pwshlib.so'))
     _out, err, status = run_ruby(@lib, 'require "pwshlib"')
     expect(status).not_to be_success
     expect(err).to include('Pwshlib::NativeLibraryMissing')
-    expect(err).to include("Ruby #{RUBY_VERSION}")
-    expect(err).to include(RUBY_PLATFORM)
-    expect(err).to include('rake compile')
+    expect(err).to include("Ruby #{RUBY_VERSION} (ABI #{abi}) on #{RUBY_PLATFORM}")
+    expect(err).to include(File.join(@lib, 'pwshlib', abi, RUBY_PLATFORM, 'pwshlib.so'))
     expect(err).to include(File.join(@lib, 'pwshlib', abi, 'pwshlib.so'))
+    expect(err).to include("carries prebuilt libraries for: 2.9, #{abi}/#{other_platform} (Ruby ABI/platform)")
+    expect(err).to include('rake compile')
   end
 
-  it 'prefers the prebuilt library for the running Ruby over a source build' do
+  it 'says the module carries none when it has no prebuilt library' do
+    _out, err, status = run_ruby(@lib, 'require "pwshlib"')
+    expect(status).not_to be_success
+    expect(err).to include('carries prebuilt libraries for: none')
+  end
+
+  it 'loads the library for its own Ruby ABI and platform from a tree that also carries another platform\'s' do
+    FileUtils.mkdir_p(File.join(@lib, 'pwshlib', abi, RUBY_PLATFORM))
+    FileUtils.cp(built_library, File.join(@lib, 'pwshlib', abi, RUBY_PLATFORM, 'pwshlib.so'))
+    # Not a loadable library: were it tried, the require would fail.
+    FileUtils.mkdir_p(File.join(@lib, 'pwshlib', abi, 'x64-mingw32-not-this-one'))
+    FileUtils.touch(File.join(@lib, 'pwshlib', abi, 'x64-mingw32-not-this-one', 'pwshlib.so'))
+    FileUtils.touch(File.join(@lib, 'pwshlib', abi, 'pwshlib.so'))
+    FileUtils.touch(File.join(@lib, 'pwshlib', 'pwshlib.so'))
+    out, err, status = run_ruby(@lib, 'require "pwshlib"; puts $LOADED_FEATURES.grep(/pwshlib\.so\z/)')
+    expect(status).to be_success, err
+    expect(out.strip).to eq(File.join(@lib, 'pwshlib', abi, RUBY_PLATFORM, 'pwshlib.so'))
+  end
+
+  it 'prefers the prebuilt library for the running Ruby (no platform directory) over a source build' do
     FileUtils.mkdir_p(File.join(@lib, 'pwshlib', abi))
     FileUtils.cp(built_library, File.join(@lib, 'pwshlib', abi, 'pwshlib.so'))
-    FileUtils.cp(built_library, File.join(@lib, 'pwshlib', 'pwshlib.so'))
+    FileUtils.touch(File.join(@lib, 'pwshlib', 'pwshlib.so'))
     out, err, status = run_ruby(@lib, 'require "pwshlib"; puts $LOADED_FEATURES.grep(/pwshlib\.so\z/)')
     expect(status).to be_success, err
     expect(out.strip).to eq(File.join(@lib, 'pwshlib', abi, 'pwshlib.so'))

@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+# Set-up for the suites the Windows Ruby runs under wine (script/windows-check):
+# our lib/ on the load path, the Windows library loaded from the module tree
+# (lib/pwshlib/<abi>/<RUBY_PLATFORM>/), pwshlib-sim.exe over named pipes.
+# No Puppet here: these suites need only lib/pwsh.rb.
+PWSHLIB_ROOT = File.expand_path('../..', __dir__)
+PWSHLIB_SIM = ENV.fetch('PWSHLIB_SIM') { File.join(PWSHLIB_ROOT, 'target', 'x86_64-pc-windows-gnu', 'release', 'pwshlib-sim.exe') }
+
+lib = File.join(PWSHLIB_ROOT, 'lib')
+$LOAD_PATH.unshift(lib) unless $LOAD_PATH.include?(lib)
+require 'pwsh'
+
+# The closing line script/windows-check shows: this suite, the Windows
+# platform it ran on, its counts.
+class WindowsClosingLine
+  RSpec::Core::Formatters.register self, :dump_summary
+
+  def initialize(output)
+    @output = output
+  end
+
+  def dump_summary(summary)
+    suite = ENV.fetch('PWSHLIB_WINDOWS_SUITE', 'windows')
+    @output.puts "#{suite} on #{RUBY_PLATFORM} (Ruby #{RUBY_VERSION}, under wine): " \
+                 "#{summary.example_count} examples, #{summary.failure_count} failed, #{summary.pending_count} pending"
+  end
+end
+
+RSpec.configure do |config|
+  config.expect_with(:rspec) { |c| c.syntax = :expect }
+  config.order = :defined
+  config.add_formatter('progress') if config.formatters.empty?
+  config.add_formatter(WindowsClosingLine)
+end
