@@ -298,6 +298,23 @@ RSpec.describe Pwsh::Manager do
     ensure
       trap('USR1', previous || 'DEFAULT')
     end
+
+    it 'keeps a woken call and a call waiting for the same host apart' do
+      pid = manager.pid
+      first = Thread.new { manager.execute("Start-Sleep -Milliseconds 800\nWrite-Output 'first'") }
+      sleep 0.2
+      second = Thread.new { manager.execute("Write-Output 'second'") }
+      sleep 0.1
+      # Thread#wakeup runs the unblocking function and raises nothing.
+      5.times do
+        first.wakeup
+        sleep 0.05
+      end
+      expect(first.value).to include(exitcode: 0, stdout: "first\n", errormessage: nil)
+      expect(second.value).to include(exitcode: 0, stdout: "second\n", errormessage: nil)
+      expect(manager).to be_alive
+      expect(manager.pid).to eq(pid)
+    end
   end
 
   describe 'Ctrl-C' do

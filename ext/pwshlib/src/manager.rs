@@ -146,15 +146,13 @@ impl Request<'_> {
         ExecuteResult::failure(message)
     }
 
-    /// Destroys the host, through the held lock if this call has it.
+    /// Destroys the host if this call has it. A call that never got the
+    /// lock sent nothing, and the host may be serving another thread's call
+    /// (which holds the lock through its wake-ups, needing the GVL to let
+    /// go: waiting for the lock here, with the GVL, could deadlock).
     fn kill(&mut self) {
-        match &mut self.held {
-            Some(guard) => {
-                if let Some(host) = guard.take() {
-                    host.destroy();
-                }
-            }
-            None => self.shared.kill(),
+        if let Some(host) = self.held.as_mut().and_then(|guard| guard.take()) {
+            host.destroy();
         }
     }
 }
@@ -379,7 +377,9 @@ impl Manager {
             Released::Done(()) => Ok(()),
             Released::Panicked(message) => Err(internal(message)),
             Released::Raised(error, _) => {
-                shared.kill();
+                // Without the GVL: the lock may be held by a call waiting
+                // for the GVL to come back from a wake-up.
+                let _ = without_gvl(|| shared.kill(), || {});
                 Err(error.into())
             }
         }
