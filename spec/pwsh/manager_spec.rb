@@ -258,6 +258,65 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
+  # Ruby wakes a call waiting without the GVL for every signal it handles,
+  # not only for interrupts: such a wake must not cost the call or the host.
+  describe 'signals that Ruby handles without raising' do
+    it 'let a call go on when a child process exits during it (SIGCHLD)' do
+      # In a Ruby of its own: with Puppet loaded (as here) Ruby 3.1 happens
+      # not to pass SIGCHLD on to the waiting thread, a bare Ruby does.
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
+        require 'pwsh'
+        m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+        pid = m.pid
+        child = Process.spawn('sleep', '0.3')
+        result = m.execute("Start-Sleep -Seconds 1\\nWrite-Output 'done'")
+        Process.wait(child)
+        p [result[:exitcode], result[:stdout], result[:errormessage], m.alive?, m.pid == pid]
+        p m.execute("Write-Output 'next'")[:stdout]
+      RUBY
+      output = IO.popen([RbConfig.ruby, '-e', script], &:read)
+      expect(output).to eq(%([0, "done\\n", nil, true, true]\n"next\\n"\n))
+    end
+
+    it 'let a call go on through a trap handler, which runs during the call' do
+      pid = manager.pid
+      trapped_at = nil
+      previous = trap('USR1') { trapped_at = Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+      signaller = Thread.new do
+        sleep 0.3
+        Process.kill('USR1', Process.pid)
+      end
+      result = manager.execute("Start-Sleep -Seconds 1\nWrite-Output 'done'")
+      finished_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      signaller.join
+      expect(result).to include(exitcode: 0, stdout: "done\n", errormessage: nil)
+      expect(trapped_at).not_to be_nil
+      expect(finished_at - trapped_at).to be > 0.3
+      expect(manager).to be_alive
+      expect(manager.pid).to eq(pid)
+    ensure
+      trap('USR1', previous || 'DEFAULT')
+    end
+
+    it 'keeps a woken call and a call waiting for the same host apart' do
+      pid = manager.pid
+      first = Thread.new { manager.execute("Start-Sleep -Milliseconds 800\nWrite-Output 'first'") }
+      sleep 0.2
+      second = Thread.new { manager.execute("Write-Output 'second'") }
+      sleep 0.1
+      # Thread#wakeup runs the unblocking function and raises nothing.
+      5.times do
+        first.wakeup
+        sleep 0.05
+      end
+      expect(first.value).to include(exitcode: 0, stdout: "first\n", errormessage: nil)
+      expect(second.value).to include(exitcode: 0, stdout: "second\n", errormessage: nil)
+      expect(manager).to be_alive
+      expect(manager.pid).to eq(pid)
+    end
+  end
+
   describe 'Ctrl-C' do
     it 'ends a call promptly, with the host reaped' do
       script = <<~RUBY

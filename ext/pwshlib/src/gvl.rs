@@ -1,9 +1,12 @@
 //! Running blocking Rust code without Ruby's global VM lock.
 //!
 //! [`without_gvl`] runs a closure through `rb_nogvl`, so other Ruby threads
-//! run while we wait on the host. An interrupt (Ctrl-C, `Thread#raise`,
-//! `Timeout.timeout`) calls the unblocking closure, from another thread or
-//! from a signal handler: we pass `RB_NOGVL_UBF_ASYNC_SAFE`, because without
+//! run while we wait on the host. Ruby calls the unblocking closure, from
+//! another thread or from a signal handler, for an interrupt (Ctrl-C,
+//! `Thread#raise`, `Timeout.timeout`) but also for any signal it handles (a
+//! SIGCHLD from any child, a `trap`), so it must only wake the wait: when
+//! nothing raises, the caller waits again (`Released::Done`). We pass
+//! `RB_NOGVL_UBF_ASYNC_SAFE`, because without
 //! it Ruby starts a helper thread for every call made from the main thread
 //! (that cost ~0.2-1 ms per execute here). The unblocking closure must
 //! therefore be async-signal-safe (atomics and plain syscalls only, no

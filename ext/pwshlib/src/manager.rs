@@ -4,8 +4,11 @@
 //!
 //! All state is owned Rust data (the host process and connection, names);
 //! no Ruby value is kept. Every wait on the host (connecting, a request, the
-//! exit handshake) runs without the GVL; an interrupt cancels the wait,
-//! which leaves the manager cleanly dead (host killed and reaped). The Ruby
+//! exit handshake) runs without the GVL. Ruby's unblocking function only
+//! wakes a wait: Ruby calls it for every signal it handles (a SIGCHLD from
+//! any child, a trap), so the GVL is taken back, and if Ruby raises (an
+//! interrupt) the manager is left cleanly dead (host killed and reaped);
+//! otherwise the same call goes on waiting. The Ruby
 //! side (lib/pwsh.rb) caches instances per key and registers the at_exit
 //! hook that calls `shutdown_all`.
 
@@ -17,9 +20,10 @@ use magnus::{
     function, method, prelude::*, scan_args::scan_args, value::ReprValue, Error, RArray, RHash,
     RString, Ruby, Value,
 };
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use pwshlib_core::host::{
-    Cancel, Host, HostFailure, Prelude, SpawnOptions, WireStats, SET_OVERRIDE_HINT,
+    Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
+    SET_OVERRIDE_HINT,
 };
 use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult};
 use pwshlib_core::templates;
@@ -87,33 +91,68 @@ struct Manager {
     shared: Arc<Shared>,
 }
 
-/// Runs one request on the manager's host; every failure becomes an error
-/// result, and a host that can no longer be trusted is destroyed.
-/// With a prelude, the code runs after the prelude's functions are defined
-/// (once per host session where the host offers preludes).
-fn run_request(
-    shared: &Shared,
-    request: ExecuteRequest,
-    prelude: Option<Prelude<'_>>,
-    cancel: &Cancel,
-) -> ExecuteResult {
-    let mut guard = shared.host.lock();
-    let Some(host) = guard.as_mut() else {
-        return ExecuteResult::failure(
-            "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
-        );
-    };
-    let outcome = match prelude {
-        Some(prelude) => host.execute_with_prelude(prelude, request, cancel),
-        None => host.execute(&request, cancel),
-    };
-    match outcome {
-        Ok(result) => result,
-        Err(HostFailure(message)) => {
-            if let Some(host) = guard.take() {
-                host.destroy();
+/// One request through its wake-ups: the host's lock (held from the first
+/// wait to the last, so that no other thread's call can come between a
+/// request and its reply), the call in flight, and the request until sent.
+struct Request<'a> {
+    shared: &'a Shared,
+    held: Option<MutexGuard<'a, Option<Host>>>,
+    call: Option<Call>,
+    request: Option<ExecuteRequest>,
+    prelude: Option<Prelude<'a>>,
+}
+
+impl Request<'_> {
+    /// Waits (without the GVL) until the call is over or woken: `None` when
+    /// woken, with the call still in flight. Every failure becomes an error
+    /// result, and a host that can no longer be trusted is destroyed. With a
+    /// prelude, the code runs after the prelude's functions are defined
+    /// (once per host session where the host offers preludes).
+    fn wait(&mut self, cancel: &Cancel) -> Option<ExecuteResult> {
+        let shared = self.shared;
+        let guard = self.held.get_or_insert_with(|| shared.host.lock());
+        let Some(host) = guard.as_mut() else {
+            return Some(ExecuteResult::failure(
+                "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
+            ));
+        };
+        let call = match &mut self.call {
+            Some(call) => call,
+            None => {
+                let Some(request) = self.request.take() else {
+                    return Some(ExecuteResult::failure(
+                        "internal error: a request was started twice",
+                    ));
+                };
+                let started = match self.prelude {
+                    Some(prelude) => host.start_call_with_prelude(prelude, request),
+                    None => host.start_call(&request),
+                };
+                match started {
+                    Ok(call) => self.call.insert(call),
+                    Err(HostFailure(message)) => return Some(self.fail(message)),
+                }
             }
-            ExecuteResult::failure(message)
+        };
+        match host.wait_call(call, cancel) {
+            Waited::Woken => None,
+            Waited::Finished(Ok(result)) => Some(result),
+            Waited::Finished(Err(HostFailure(message))) => Some(self.fail(message)),
+        }
+    }
+
+    fn fail(&mut self, message: String) -> ExecuteResult {
+        self.kill();
+        ExecuteResult::failure(message)
+    }
+
+    /// Destroys the host if this call has it. A call that never got the
+    /// lock sent nothing, and the host may be serving another thread's call
+    /// (which holds the lock through its wake-ups, needing the GVL to let
+    /// go: waiting for the lock here, with the GVL, could deadlock).
+    fn kill(&mut self) {
+        if let Some(host) = self.held.as_mut().and_then(|guard| guard.take()) {
+            host.destroy();
         }
     }
 }
@@ -142,14 +181,33 @@ impl Manager {
             pipe_timeout,
         })?;
         let cancel = Cancel::default();
-        let spawned = match without_gvl(|| Host::spawn(&options, &cancel), || cancel.unblock()) {
-            Released::Done(result) => result,
-            Released::Panicked(message) => return Err(internal(message)),
-            Released::Raised(error, result) => {
-                if let Some(Ok(host)) = result {
-                    host.destroy();
+        // As for a request (see `run`): a wake that Ruby does not turn into
+        // an exception resumes the start where it was.
+        let mut spawning: Option<Spawning> = None;
+        let spawned = loop {
+            cancel.rearm();
+            let step = without_gvl(
+                || match spawning.take() {
+                    Some(spawning) => spawning.wait(&cancel),
+                    None => match Host::start_spawn(&options) {
+                        Ok(spawning) => spawning.wait(&cancel),
+                        Err(failure) => Spawned::Done(Err(failure)),
+                    },
+                },
+                // Async-signal-safe: an atomic store (and SetEvent on Windows).
+                || cancel.unblock(),
+            );
+            match step {
+                Released::Done(Spawned::Done(result)) => break result,
+                Released::Done(Spawned::Woken(pending)) => spawning = Some(pending),
+                Released::Panicked(message) => return Err(internal(message)),
+                // A pending start is killed as it drops.
+                Released::Raised(error, result) => {
+                    if let Some(Spawned::Done(Ok(host))) = result {
+                        host.destroy();
+                    }
+                    return Err(error.into());
                 }
-                return Err(error.into());
             }
         };
         let host = spawned.map_err(|HostFailure(message)| pwshlib_core::Error::Host(message))?;
@@ -237,25 +295,39 @@ impl Manager {
         let request = ExecuteRequest::new(code, timeout_ms, working_dir, &env_vars);
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
-        let result = match without_gvl(
-            || run_request(&shared, request, prelude, &cancel),
-            || cancel.unblock(),
-        ) {
-            Released::Done(result) => result,
-            Released::Panicked(message) => {
-                shared.kill();
-                return Err(internal(message));
-            }
-            Released::Raised(error, _) => {
-                // Interrupted: whatever the host was doing, it is no longer
-                // in step with us. Leave the manager cleanly dead.
-                shared.kill();
-                return Err(error.into());
+        let mut pending = Request {
+            shared: &shared,
+            held: None,
+            call: None,
+            request: Some(request),
+            prelude,
+        };
+        let result = loop {
+            // Cleared with the GVL held, before Ruby installs the unblocking
+            // function: a wake from now on reaches the wait.
+            cancel.rearm();
+            match without_gvl(
+                || pending.wait(&cancel),
+                // Async-signal-safe: an atomic store (and SetEvent on Windows).
+                || cancel.unblock(),
+            ) {
+                Released::Done(Some(result)) => break result,
+                // Woken for a signal that Ruby handled without raising (a
+                // SIGCHLD, a trap): the same call waits on, the lock held.
+                Released::Done(None) => {}
+                Released::Panicked(message) => {
+                    pending.kill();
+                    return Err(internal(message));
+                }
+                Released::Raised(error, _) => {
+                    // Interrupted: whatever the host was doing, it is no longer
+                    // in step with us. Leave the manager cleanly dead.
+                    pending.kill();
+                    return Err(error.into());
+                }
             }
         };
-        if cancel.is_cancelled() {
-            shared.kill();
-        }
+        drop(pending);
         result_to_ruby(ruby, &result)
     }
 
@@ -265,13 +337,23 @@ impl Manager {
     /// the id of the prelude it holds (nil when none). Zeros and nils once
     /// the host is gone.
     fn wire_stats(ruby: &Ruby, rb_self: &Self) -> BindingResult<RHash> {
-        let (stats, version, installed) = match rb_self.shared.host.lock().as_ref() {
-            Some(host) => (
-                host.wire_stats(),
-                host.prelude_version(),
-                host.installed_prelude().map(str::to_owned),
-            ),
-            None => (WireStats::default(), 0, None),
+        // The lock is taken without the GVL: a call that holds it through a
+        // wake-up needs the GVL back before it can let go.
+        let shared = &rb_self.shared;
+        let (stats, version, installed) = match without_gvl(
+            || match shared.host.lock().as_ref() {
+                Some(host) => (
+                    host.wire_stats(),
+                    host.prelude_version(),
+                    host.installed_prelude().map(str::to_owned),
+                ),
+                None => (WireStats::default(), 0, None),
+            },
+            || {},
+        ) {
+            Released::Done(stats) => stats,
+            Released::Panicked(message) => return Err(internal(message)),
+            Released::Raised(error, _) => return Err(error.into()),
         };
         let hash = ruby.hash_new();
         hash.aset(ruby.to_symbol("requests"), stats.requests)?;
@@ -295,7 +377,9 @@ impl Manager {
             Released::Done(()) => Ok(()),
             Released::Panicked(message) => Err(internal(message)),
             Released::Raised(error, _) => {
-                shared.kill();
+                // Without the GVL: the lock may be held by a call waiting
+                // for the GVL to come back from a wake-up.
+                let _ = without_gvl(|| shared.kill(), || {});
                 Err(error.into())
             }
         }

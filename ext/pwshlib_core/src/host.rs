@@ -4,9 +4,13 @@
 //!
 //! The endpoint is a Unix socket on Unix (`transport/unix.rs`) and a named
 //! pipe on Windows (`transport/windows.rs`); this file is the same on both.
-//! Nothing here blocks without a deadline, and every wait can be cut short
+//! Nothing here blocks without a deadline, and every wait can be woken
 //! through a [`Cancel`], whose [`Cancel::unblock`] is safe to call from
-//! another thread or a signal handler (Ruby's unblocking function).
+//! another thread or a signal handler (Ruby's unblocking function). A wake
+//! only ends the wait: the connection stays intact and the call (or the
+//! start) can be resumed where it stopped, because Ruby wakes us for every
+//! signal it handles (a SIGCHLD from any child, a trap), not only for
+//! interrupts. Whether to resume or give up is the caller's decision.
 //!
 //! Nothing here knows Ruby: the binding (`ext/pwshlib/src/manager.rs`) holds
 //! the GVL plumbing, the registry of managers and the conversions.
@@ -110,7 +114,19 @@ pub struct WireStats {
 impl Host {
     /// Starts the host (no shell: an argument vector) and connects, retrying
     /// until `pipe_timeout`; on any failure the process is killed and reaped.
+    /// A wake through `cancel` ends the start as interrupted.
     pub fn spawn(options: &SpawnOptions, cancel: &Cancel) -> Result<Host, HostFailure> {
+        match Host::start_spawn(options)?.wait(cancel) {
+            Spawned::Done(result) => result,
+            Spawned::Woken(mut spawning) => Err(spawning
+                .starting
+                .fail("interrupted while starting the PowerShell host")),
+        }
+    }
+
+    /// Starts the host process; [`Spawning::wait`] then connects and waits
+    /// for its hello.
+    pub fn start_spawn(options: &SpawnOptions) -> Result<Spawning, HostFailure> {
         let endpoint = transport::new_endpoint_name();
         let mut command = Command::new(&options.program);
         command
@@ -136,85 +152,18 @@ impl Host {
             ))
         })?;
         let guard = ProcessGuard::new(&child);
-        let mut starting = Starting {
-            child: Some(child),
-            endpoint: endpoint.clone(),
-        };
-        let deadline = Instant::now() + options.pipe_timeout;
-        let connection = loop {
-            if cancel.is_cancelled() {
-                return Err(starting.fail("interrupted while starting the PowerShell host"));
-            }
-            match Connection::connect(&endpoint) {
-                Ok(connection) => break connection,
-                Err(_) if Instant::now() < deadline => {
-                    if let Some(status) = starting.exit_status() {
-                        return Err(starting.fail(format!(
-                            "The PowerShell host {:?} exited ({status}) before opening its {} {endpoint}",
-                            options.program,
-                            transport::ENDPOINT_KIND
-                        )));
-                    }
-                    cancel.pause(CONNECT_RETRY);
-                }
-                Err(e) => {
-                    let pid = starting.pid();
-                    return Err(starting.fail(format!(
-                        "Failure waiting for the PowerShell host (pid {pid}, {:?}) to open its {} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
-                        options.program,
-                        transport::ENDPOINT_KIND,
-                        options.pipe_timeout.as_secs_f64()
-                    )));
-                }
-            }
-        };
-        let mut connection = connection;
-        if !cancel.watch(&connection) {
-            return Err(starting.fail("interrupted while starting the PowerShell host"));
-        }
-        // The handshake shares the pipe_timeout budget, with a floor so that
-        // a host that connected at the last moment still gets to say hello.
-        let hello_deadline = deadline.max(Instant::now() + Duration::from_secs(1));
-        let hello =
-            protocol::read_message(&mut Deadlined::new(&mut connection, hello_deadline, cancel));
-        let mut prelude_version = 0;
-        let problem = match hello {
-            Ok(Some(Message::Hello {
-                protocol: 1,
-                prelude,
-                ..
-            })) => {
-                prelude_version = prelude;
-                None
-            }
-            Ok(Some(Message::Hello { protocol, .. })) => Some(format!(
-                "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
-                protocol::PROTOCOL_VERSION
-            )),
-            _ if cancel.is_cancelled() => {
-                Some("interrupted while starting the PowerShell host".to_string())
-            }
-            Ok(other) => Some(format!(
-                "The PowerShell host did not greet with hello: {other:?}"
-            )),
-            Err(e) => Some(format!("The PowerShell host handshake failed: {e}")),
-        };
-        if let Some(problem) = problem {
-            return Err(starting.fail(problem));
-        }
-        Ok(Host {
-            child: starting
-                .child
-                .take()
-                .expect("the child is kept until success"),
-            connection,
-            endpoint,
-            _guard: guard,
-            owner_pid: std::process::id(),
-            last_request_id: 0,
-            prelude_version,
-            installed_prelude: None,
-            wire: WireStats::default(),
+        Ok(Spawning {
+            starting: Starting {
+                child: Some(child),
+                endpoint,
+            },
+            guard,
+            program: options.program.clone(),
+            pipe_timeout: options.pipe_timeout,
+            deadline: Instant::now() + options.pipe_timeout,
+            connection: None,
+            hello_deadline: None,
+            hello: Vec::new(),
         })
     }
 
@@ -232,32 +181,41 @@ impl Host {
         self.wire
     }
 
-    /// Runs `request.code` after `prelude`'s functions are defined. A host
-    /// that offers preludes gets the prelude's text once per session (with
-    /// the first such request) and afterwards only its id; an older host
-    /// gets the whole script, prelude first, as one plain request.
+    /// Runs `request.code` after `prelude`'s functions are defined; as
+    /// [`Host::start_call_with_prelude`] then [`Host::wait_call`], a wake
+    /// ending the call as interrupted.
     pub fn execute_with_prelude(
         &mut self,
         prelude: Prelude<'_>,
-        mut request: ExecuteRequest,
+        request: ExecuteRequest,
         cancel: &Cancel,
     ) -> Result<ExecuteResult, HostFailure> {
+        let call = self.start_call_with_prelude(prelude, request)?;
+        self.finish_call(call, cancel)
+    }
+
+    /// Prepares a request whose code runs after `prelude`'s functions are
+    /// defined. A host that offers preludes gets the prelude's text once per
+    /// session (with the first such request) and afterwards only its id; an
+    /// older host gets the whole script, prelude first, as one plain request.
+    pub fn start_call_with_prelude(
+        &mut self,
+        prelude: Prelude<'_>,
+        mut request: ExecuteRequest,
+    ) -> Result<Call, HostFailure> {
         if self.prelude_version < protocol::PRELUDE_VERSION {
             request.code.insert_str(0, prelude.code);
             request.prelude = None;
-            return self.execute(&request, cancel);
+            return self.start_call(&request);
         }
         let held = self.installed_prelude.as_deref() == Some(prelude.id);
         request.prelude = Some(PreludeRef {
             id: prelude.id.to_owned(),
             code: (!held).then(|| prelude.code.to_owned()),
         });
-        let result = self.execute(&request, cancel)?;
-        // Only the host's word counts: a prelude it could not define (or
-        // has lost) is sent again with the next request.
-        self.installed_prelude =
-            (result.prelude.as_deref() == Some(prelude.id)).then(|| prelude.id.to_owned());
-        Ok(result)
+        let mut call = self.start_call(&request)?;
+        call.prelude_id = Some(prelude.id.to_owned());
+        Ok(call)
     }
 
     pub fn pid(&self) -> u32 {
@@ -279,42 +237,86 @@ impl Host {
         self.is_foreign() || !matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Sends one request and waits for its result, at most timeout + grace.
-    /// `Err` means the host can no longer be trusted (it died, hung, broke
-    /// the protocol, or the wait was cancelled): the caller must destroy it
-    /// and report the message as the call's error.
+    /// Sends one request and waits for its result, at most timeout + grace;
+    /// as [`Host::start_call`] then [`Host::wait_call`], a wake ending the
+    /// call as interrupted. `Err` means the host can no longer be trusted:
+    /// the caller must destroy it and report the message as the call's error.
     pub fn execute(
         &mut self,
         request: &ExecuteRequest,
         cancel: &Cancel,
     ) -> Result<ExecuteResult, HostFailure> {
+        let call = self.start_call(request)?;
+        self.finish_call(call, cancel)
+    }
+
+    fn finish_call(
+        &mut self,
+        mut call: Call,
+        cancel: &Cancel,
+    ) -> Result<ExecuteResult, HostFailure> {
+        match self.wait_call(&mut call, cancel) {
+            Waited::Finished(result) => result,
+            Waited::Woken => Err(HostFailure(INTERRUPTED.into())),
+        }
+    }
+
+    /// Gives the request its id and frames it; nothing is sent yet. Its
+    /// deadline (timeout + grace) starts now. `Err`: as for `execute`.
+    pub fn start_call(&mut self, request: &ExecuteRequest) -> Result<Call, HostFailure> {
         if self.is_foreign() {
             return Err(HostFailure(
                 "This manager's PowerShell host belongs to the parent process (the manager was inherited through fork); call Pwsh::Manager.instance for a new one".into(),
             ));
         }
-        if !cancel.watch(&self.connection) {
-            return Err(HostFailure(INTERRUPTED.into()));
-        }
         let deadline = Instant::now() + Duration::from_millis(request.timeout_ms) + READ_GRACE;
         self.last_request_id += 1;
         let id = self.last_request_id;
-        let message = Message::Execute(ExecuteRequest {
+        let frame = protocol::encode(&Message::Execute(ExecuteRequest {
             id,
             ..request.clone()
-        });
-        let mut channel = Deadlined::new(&mut self.connection, deadline, cancel);
-        let outcome = protocol::write_message(&mut channel, &message)
-            .and_then(|()| protocol::read_message(&mut channel));
-        let (sent, received) = (channel.sent, channel.received);
+        }))
+        .map_err(|e| {
+            HostFailure(format!(
+                "The request could not be sent to the PowerShell host ({e})"
+            ))
+        })?;
+        Ok(Call {
+            id,
+            timeout_ms: request.timeout_ms,
+            deadline,
+            frame,
+            written: 0,
+            reply: Vec::new(),
+            prelude_id: None,
+        })
+    }
+
+    /// Sends what the host does not have yet of `call`'s request and waits
+    /// for its reply until the call's deadline, or until woken.
+    pub fn wait_call(&mut self, call: &mut Call, cancel: &Cancel) -> Waited {
+        let outcome = exchange(&mut self.connection, call, cancel);
+        if matches!(outcome, Err(FrameError::Io(_))) && cancel.is_woken() {
+            // Whatever the i/o error was, it recurs when resumed if real.
+            return Waited::Woken;
+        }
+        let (sent, received) = (call.written as u64, call.reply.len() as u64);
         self.wire.requests += 1;
         self.wire.bytes_sent += sent;
         self.wire.bytes_received += received;
         self.wire.last_sent = sent;
         self.wire.last_received = received;
-        Err(HostFailure(match outcome {
-            Ok(Some(Message::Result(result))) if result.id == Some(id) => return Ok(result),
-            _ if cancel.is_cancelled() => INTERRUPTED.to_string(),
+        let id = call.id;
+        let failure = match outcome {
+            Ok(Some(Message::Result(result))) if result.id == Some(id) => {
+                if let Some(prelude_id) = call.prelude_id.take() {
+                    // Only the host's word counts: a prelude it could not
+                    // define (or has lost) is sent again with the next request.
+                    self.installed_prelude =
+                        (result.prelude.as_deref() == Some(prelude_id.as_str())).then_some(prelude_id);
+                }
+                return Waited::Finished(Ok(result));
+            }
             // A reply left over from an earlier request (a host that answered
             // twice), or one that answers nothing we asked: from here on no
             // reply can be trusted to be this request's, so the host goes.
@@ -334,13 +336,14 @@ impl Host {
             Ok(None) => self.dead_host_message(),
             Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::TimedOut => format!(
                 "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {} ms grace); it was killed",
-                request.timeout_ms + READ_GRACE.as_millis() as u64,
-                request.timeout_ms,
+                call.timeout_ms + READ_GRACE.as_millis() as u64,
+                call.timeout_ms,
                 READ_GRACE.as_millis()
             ),
             Err(FrameError::Io(_)) => self.dead_host_message(),
             Err(e) => format!("The PowerShell host sent a malformed reply ({e}); it was killed"),
-        }))
+        };
+        Waited::Finished(Err(HostFailure(failure)))
     }
 
     fn dead_host_message(&mut self) -> String {
@@ -413,6 +416,142 @@ impl Host {
     }
 }
 
+/// A host being started: the process runs; the connection and the hello
+/// may still be outstanding. A wait woken through its [`Cancel`] hands it
+/// back to be resumed; dropping it kills the process.
+pub struct Spawning {
+    starting: Starting,
+    guard: ProcessGuard,
+    program: String,
+    pipe_timeout: Duration,
+    deadline: Instant,
+    connection: Option<Connection>,
+    /// Set once connected: the handshake's own deadline.
+    hello_deadline: Option<Instant>,
+    /// The bytes of the hello received so far (replayed when resumed).
+    hello: Vec<u8>,
+}
+
+/// How a [`Spawning::wait`] ended.
+pub enum Spawned {
+    Done(Result<Host, HostFailure>),
+    Woken(Spawning),
+}
+
+impl Spawning {
+    /// Connects (retrying until pipe_timeout) and reads the hello.
+    pub fn wait(mut self, cancel: &Cancel) -> Spawned {
+        let endpoint = self.starting.endpoint.clone();
+        let mut connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => loop {
+                if cancel.is_woken() {
+                    return Spawned::Woken(self);
+                }
+                match Connection::connect(&endpoint) {
+                    Ok(connection) => break connection,
+                    Err(_) if Instant::now() < self.deadline => {
+                        if let Some(status) = self.starting.exit_status() {
+                            return Spawned::Done(Err(self.starting.fail(format!(
+                                "The PowerShell host {:?} exited ({status}) before opening its {} {endpoint}",
+                                self.program,
+                                transport::ENDPOINT_KIND
+                            ))));
+                        }
+                        cancel.pause(CONNECT_RETRY);
+                    }
+                    Err(e) => {
+                        let pid = self.starting.pid();
+                        return Spawned::Done(Err(self.starting.fail(format!(
+                            "Failure waiting for the PowerShell host (pid {pid}, {:?}) to open its {} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
+                            self.program,
+                            transport::ENDPOINT_KIND,
+                            self.pipe_timeout.as_secs_f64()
+                        ))));
+                    }
+                }
+            },
+        };
+        // The handshake shares the pipe_timeout budget, with a floor so that
+        // a host that connected at the last moment still gets to say hello.
+        let hello_deadline = *self
+            .hello_deadline
+            .get_or_insert_with(|| self.deadline.max(Instant::now() + Duration::from_secs(1)));
+        let hello = protocol::read_message(&mut Replay::new(
+            &mut self.hello,
+            Deadlined::new(&mut connection, hello_deadline, cancel),
+        ));
+        if matches!(hello, Err(FrameError::Io(_))) && cancel.is_woken() {
+            self.connection = Some(connection);
+            return Spawned::Woken(self);
+        }
+        let mut prelude_version = 0;
+        let problem = match hello {
+            Ok(Some(Message::Hello {
+                protocol: 1,
+                prelude,
+                ..
+            })) => {
+                prelude_version = prelude;
+                None
+            }
+            Ok(Some(Message::Hello { protocol, .. })) => Some(format!(
+                "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
+                protocol::PROTOCOL_VERSION
+            )),
+            Ok(other) => Some(format!(
+                "The PowerShell host did not greet with hello: {other:?}"
+            )),
+            Err(e) => Some(format!("The PowerShell host handshake failed: {e}")),
+        };
+        if let Some(problem) = problem {
+            return Spawned::Done(Err(self.starting.fail(problem)));
+        }
+        Spawned::Done(Ok(Host {
+            child: self
+                .starting
+                .child
+                .take()
+                .expect("the child is kept until success"),
+            connection,
+            endpoint,
+            _guard: self.guard,
+            owner_pid: std::process::id(),
+            last_request_id: 0,
+            prelude_version,
+            installed_prelude: None,
+            wire: WireStats::default(),
+        }))
+    }
+}
+
+/// A request on its way: sent (perhaps only in part) and waiting for its
+/// reply. A wait woken through its [`Cancel`] leaves everything here, so
+/// that [`Host::wait_call`] can go on where it stopped.
+pub struct Call {
+    id: u64,
+    timeout_ms: u64,
+    deadline: Instant,
+    /// The whole request frame, and how much of it the host has.
+    frame: Vec<u8>,
+    written: usize,
+    /// Every byte of the reply received so far (replayed when resumed).
+    reply: Vec<u8>,
+    /// The prelude the request carried, if any: the result says whether the
+    /// host now holds it.
+    prelude_id: Option<String>,
+}
+
+/// How a [`Host::wait_call`] ended.
+pub enum Waited {
+    /// The call is over. `Err`: the host can no longer be trusted; the
+    /// caller must destroy it and report the message as the call's error.
+    Finished(Result<ExecuteResult, HostFailure>),
+    /// Woken through the [`Cancel`] before the reply was whole: the call is
+    /// still in flight; wait on it again or destroy the host.
+    Woken,
+}
+
 const INTERRUPTED: &str = "The call was interrupted; the PowerShell host was killed";
 
 /// Told with every failure to find or start PowerShell.
@@ -453,14 +592,11 @@ impl Drop for Starting {
 }
 
 /// A connection with one overall deadline for every read and write, cut
-/// short by the call's [`Cancel`].
+/// short when the call's [`Cancel`] wakes it.
 struct Deadlined<'a> {
     connection: &'a mut Connection,
     deadline: Instant,
     cancel: &'a Cancel,
-    /// Bytes written and read through this channel.
-    sent: u64,
-    received: u64,
 }
 
 impl<'a> Deadlined<'a> {
@@ -469,25 +605,19 @@ impl<'a> Deadlined<'a> {
             connection,
             deadline,
             cancel,
-            sent: 0,
-            received: 0,
         }
     }
 }
 
 impl Read for Deadlined<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.connection.read(buf, self.deadline, self.cancel)?;
-        self.received += read as u64;
-        Ok(read)
+        self.connection.read(buf, self.deadline, self.cancel)
     }
 }
 
 impl Write for Deadlined<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let written = self.connection.write(buf, self.deadline, self.cancel)?;
-        self.sent += written as u64;
-        Ok(written)
+        self.connection.write(buf, self.deadline, self.cancel)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -505,8 +635,63 @@ fn remaining(deadline: Instant) -> io::Result<Duration> {
     }
 }
 
-/// The error a cancelled wait gives. Not `ErrorKind::Interrupted`: std's
-/// `read_exact` retries those, which would spin on a cancelled call.
-fn cancelled_error() -> io::Error {
-    io::Error::other("the wait for the PowerShell host was cancelled")
+/// The error a woken wait gives. Not `ErrorKind::Interrupted`: std's
+/// `read_exact` retries those, which would spin on a woken call.
+fn woken_error() -> io::Error {
+    io::Error::other("the wait for the PowerShell host was woken")
+}
+
+/// Writes the rest of `call`'s request, then reads its reply: the bytes
+/// already received are replayed first, so a resumed wait parses the reply
+/// from its start (wake-ups are rare; parsing again is cheap).
+fn exchange(
+    connection: &mut Connection,
+    call: &mut Call,
+    cancel: &Cancel,
+) -> Result<Option<Message>, FrameError> {
+    let mut channel = Deadlined::new(connection, call.deadline, cancel);
+    while call.written < call.frame.len() {
+        let written = channel
+            .write(&call.frame[call.written..])
+            .map_err(FrameError::Io)?;
+        if written == 0 {
+            return Err(FrameError::Io(io::ErrorKind::WriteZero.into()));
+        }
+        call.written += written;
+    }
+    protocol::read_message(&mut Replay::new(&mut call.reply, channel))
+}
+
+/// Reads `recorded` first, then the live channel, recording what that
+/// gives: a frame parser run over it again after a wake sees the same bytes.
+struct Replay<'a, R> {
+    recorded: &'a mut Vec<u8>,
+    replayed: usize,
+    live: R,
+}
+
+impl<'a, R: Read> Replay<'a, R> {
+    fn new(recorded: &'a mut Vec<u8>, live: R) -> Self {
+        Replay {
+            recorded,
+            replayed: 0,
+            live,
+        }
+    }
+}
+
+impl<R: Read> Read for Replay<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let old = &self.recorded[self.replayed..];
+        if !old.is_empty() {
+            let count = old.len().min(buf.len());
+            buf[..count].copy_from_slice(&old[..count]);
+            self.replayed += count;
+            return Ok(count);
+        }
+        let count = self.live.read(buf)?;
+        self.recorded.extend_from_slice(&buf[..count]);
+        self.replayed += count;
+        Ok(count)
+    }
 }

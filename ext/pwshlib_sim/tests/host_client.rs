@@ -3,10 +3,11 @@
 //! when these tests are built for Windows (`script/windows-check` runs them
 //! under wine).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pwshlib_core::host::{Cancel, Host, HostFailure, SpawnOptions, READ_GRACE};
+use pwshlib_core::host::{Cancel, Host, HostFailure, SpawnOptions, Spawned, Waited, READ_GRACE};
 use pwshlib_core::protocol::ExecuteRequest;
 
 const SIM: &str = env!("CARGO_BIN_EXE_pwshlib-sim");
@@ -363,5 +364,97 @@ fn the_prelude_is_sent_once_per_host_session() {
     );
     assert_eq!(refused.stdout, None);
     assert_eq!(refused.prelude, None);
+    host.destroy();
+}
+
+/// Ruby wakes a wait for every signal it handles (a SIGCHLD from any child
+/// process, a trap), not only for interrupts: a wake must leave the call in
+/// flight on an intact connection, and the resumed wait gets its result.
+#[test]
+fn a_woken_call_resumed_gets_its_own_result_from_the_same_host() {
+    let mut host = start();
+    let pid = host.pid();
+    let (cancel, waker) = cancel_after(Duration::from_millis(200));
+    let mut call = host
+        .start_call(&request(
+            "Start-Sleep -Milliseconds 700\nWrite-Output 'done'",
+            10_000,
+        ))
+        .unwrap();
+    assert!(matches!(host.wait_call(&mut call, &cancel), Waited::Woken));
+    waker.join().unwrap();
+    cancel.rearm();
+    let result = match host.wait_call(&mut call, &cancel) {
+        Waited::Finished(result) => result.expect("the host answers"),
+        Waited::Woken => panic!("woken again without a wake"),
+    };
+    assert_eq!(result.stdout.as_deref(), Some("done\n"));
+    assert_eq!(result.exitcode, 0);
+    assert!(!host.has_exited());
+    assert_eq!(host.pid(), pid);
+    assert_eq!(
+        run(&mut host, "Write-Output 'next'").stdout.as_deref(),
+        Some("next\n")
+    );
+    host.destroy();
+}
+
+/// Wakes in the middle of sending a large request and of receiving its
+/// large reply: the parts already sent and received are not lost.
+#[test]
+fn wakes_every_millisecond_through_a_five_megabyte_call_lose_no_byte() {
+    let mut host = start();
+    let body: String = "x'@\u{0}é".repeat(5 * 1024 * 1024 / 6);
+    let code = format!("Write-Output '{}'", body.replace('\'', "''"));
+    let cancel = Arc::new(Cancel::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let waker = {
+        let (cancel, stop) = (Arc::clone(&cancel), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                cancel.unblock();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let mut call = host.start_call(&request(&code, 120_000)).unwrap();
+    let mut wakes = 0;
+    let result = loop {
+        cancel.rearm();
+        match host.wait_call(&mut call, &cancel) {
+            Waited::Finished(result) => break result.expect("the host answers"),
+            Waited::Woken => wakes += 1,
+        }
+    };
+    stop.store(true, Ordering::SeqCst);
+    waker.join().unwrap();
+    assert!(wakes > 1, "{wakes} wakes");
+    assert_eq!(result.stdout, Some(format!("{body}\n")));
+    let stats = host.wire_stats();
+    assert!(
+        stats.last_sent > 5_000_000 && stats.last_received > 5_000_000,
+        "{stats:?}"
+    );
+    host.destroy();
+}
+
+#[test]
+fn a_woken_start_resumed_gives_a_working_host() {
+    let cancel = Cancel::default();
+    cancel.unblock();
+    let spawning = Host::start_spawn(&options()).unwrap();
+    let spawning = match spawning.wait(&cancel) {
+        Spawned::Woken(spawning) => spawning,
+        Spawned::Done(_) => panic!("a woken start went on"),
+    };
+    cancel.rearm();
+    let mut host = match spawning.wait(&cancel) {
+        Spawned::Done(host) => host.expect("the simulator starts"),
+        Spawned::Woken(_) => panic!("woken again without a wake"),
+    };
+    assert_eq!(
+        run(&mut host, "Write-Output 'up'").stdout.as_deref(),
+        Some("up\n")
+    );
     host.destroy();
 }

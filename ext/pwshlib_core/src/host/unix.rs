@@ -1,18 +1,24 @@
 //! The host transport on Unix: a Unix socket in the temporary directory.
 //!
-//! Deadlines are socket timeouts recomputed before every read and write.
-//! Cancelling shuts the socket down (shutdown(2) is async-signal-safe), so a
-//! blocked read or write returns at once.
+//! Deadlines are socket timeouts recomputed before every read and write. A
+//! read or write waits in slices of at most [`WAKE_SLICE`], checking the
+//! call's [`Cancel`] between slices: a wake only sets a flag (an atomic
+//! store is async-signal-safe) and must leave the connection intact, since
+//! Ruby wakes us for every signal it handles, and the call goes on after
+//! most of them.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{cancelled_error, remaining};
+use super::{remaining, woken_error};
+
+/// The longest a read or write blocks before it checks for a wake: the
+/// delay between an interrupt and the wait ending.
+const WAKE_SLICE: Duration = Duration::from_millis(50);
 
 /// How messages name the endpoint.
 pub const ENDPOINT_KIND: &str = "socket";
@@ -68,19 +74,31 @@ impl Connection {
         deadline: Instant,
         cancel: &Cancel,
     ) -> io::Result<usize> {
-        if cancel.is_cancelled() {
-            return Err(cancelled_error());
+        loop {
+            if cancel.is_woken() {
+                return Err(woken_error());
+            }
+            self.stream
+                .set_read_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
+            match self.stream.read(buf) {
+                Err(e) if is_slice_over(&e) => continue,
+                other => return other,
+            }
         }
-        self.stream.set_read_timeout(Some(remaining(deadline)?))?;
-        self.stream.read(buf).map_err(timed_out)
     }
 
     pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
-        if cancel.is_cancelled() {
-            return Err(cancelled_error());
+        loop {
+            if cancel.is_woken() {
+                return Err(woken_error());
+            }
+            self.stream
+                .set_write_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
+            match self.stream.write(buf) {
+                Err(e) if is_slice_over(&e) => continue,
+                other => return other,
+            }
         }
-        self.stream.set_write_timeout(Some(remaining(deadline)?))?;
-        self.stream.write(buf).map_err(timed_out)
     }
 
     pub fn shutdown(&self) {
@@ -93,42 +111,37 @@ impl Connection {
     }
 }
 
-fn timed_out(error: io::Error) -> io::Error {
-    match error.kind() {
-        io::ErrorKind::WouldBlock => io::ErrorKind::TimedOut.into(),
-        _ => error,
-    }
+/// A socket timeout (or a signal: EINTR) ended the slice; the deadline and
+/// the wake flag decide what comes next.
+fn is_slice_over(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Interrupt plumbing for one blocking call. [`Cancel::unblock`] may run in
-/// a signal handler, so it only does an atomic store, a lock-free
-/// `OnceLock::get` and the shutdown(2) syscall.
+/// a signal handler, so it only does an atomic store; waits see it within
+/// [`WAKE_SLICE`].
 #[derive(Default)]
 pub struct Cancel {
-    cancelled: AtomicBool,
-    stream: OnceLock<UnixStream>,
+    woken: AtomicBool,
 }
 
 impl Cancel {
+    /// Wakes the wait; the connection is left as it is.
     pub fn unblock(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        if let Some(stream) = self.stream.get() {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
+        self.woken.store(true, Ordering::SeqCst);
     }
 
-    /// Publishes (a duplicate of) the socket for `unblock`; false if the
-    /// call was already cancelled. Set before the flag is checked, so either
-    /// this sees the flag or `unblock` sees the socket.
-    pub fn watch(&self, connection: &Connection) -> bool {
-        if let Ok(clone) = connection.stream.try_clone() {
-            let _ = self.stream.set(clone);
-        }
-        !self.is_cancelled()
+    /// Clears a wake, before the next wait (with Ruby's GVL held, before the
+    /// unblocking function is installed, so no wake is lost).
+    pub fn rearm(&self) {
+        self.woken.store(false, Ordering::SeqCst);
     }
 
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
+    pub fn is_woken(&self) -> bool {
+        self.woken.load(Ordering::SeqCst)
     }
 
     /// Sleeps between connection attempts (short: the flag is checked after).

@@ -2,10 +2,11 @@
 //!
 //! The pipe is opened for overlapped I/O so that every read and write can
 //! wait on two things at once: its own completion event and the call's
-//! cancel event, with the time left before the deadline as the wait's
+//! wake event, with the time left before the deadline as the wait's
 //! timeout. A wait that ends early cancels the operation with `CancelIoEx`
 //! and waits for it to finish, so the kernel never writes into a buffer or
-//! an OVERLAPPED that has gone.
+//! an OVERLAPPED that has gone; bytes that did move are returned, so a
+//! woken call can be resumed on the intact pipe.
 //!
 //! The host runs in a job object that kills it when the job's last handle
 //! closes: when the manager destroys it, and also when Ruby dies without
@@ -37,12 +38,12 @@ use windows_sys::Win32::System::JobObjects::{
     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK,
 };
 use windows_sys::Win32::System::Threading::{
-    CreateEventW, SetEvent, WaitForMultipleObjects, WaitForSingleObject, CREATE_NEW_PROCESS_GROUP,
-    CREATE_NO_WINDOW,
+    CreateEventW, ResetEvent, SetEvent, WaitForMultipleObjects, WaitForSingleObject,
+    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW,
 };
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 
-use super::{cancelled_error, remaining};
+use super::{remaining, woken_error};
 
 /// How messages name the endpoint.
 pub const ENDPOINT_KIND: &str = "named pipe";
@@ -196,7 +197,7 @@ impl Connection {
         })
     }
 
-    /// Starts one operation, then waits for it, the cancel event or the
+    /// Starts one operation, then waits for it, the wake event or the
     /// deadline; a wait that ends early cancels the operation and waits for
     /// the cancellation to land before returning.
     fn overlapped(
@@ -205,8 +206,8 @@ impl Connection {
         cancel: &Cancel,
         start: impl FnOnce(HANDLE, *mut OVERLAPPED) -> i32,
     ) -> io::Result<usize> {
-        if cancel.is_cancelled() {
-            return Err(cancelled_error());
+        if cancel.is_woken() {
+            return Err(woken_error());
         }
         let left = remaining(deadline)?;
         let pipe = raw(&self.pipe);
@@ -236,7 +237,7 @@ impl Connection {
                 Err(io::Error::last_os_error())
             };
         }
-        // Timed out, cancelled, or the wait itself failed: take the
+        // Timed out, woken, or the wait itself failed: take the
         // operation back before `overlapped` and the buffer go out of scope.
         // SAFETY: cancels only this operation on our own handle, then waits
         // (bWait = TRUE) until the kernel is done with it.
@@ -244,15 +245,16 @@ impl Connection {
             CancelIoEx(pipe, &overlapped);
             GetOverlappedResult(pipe, &overlapped, &mut transferred, 1) != 0
         };
-        if finished {
-            // It completed after all; the next call sees the cancel or the
-            // deadline again.
+        if finished && transferred > 0 {
+            // It completed after all: these bytes are the call's (0 would
+            // read as the end of the stream). The next call sees the wake or
+            // the deadline again.
             return Ok(transferred as usize);
         }
         if woke == WAIT_TIMEOUT {
             Err(io::ErrorKind::TimedOut.into())
         } else {
-            Err(cancelled_error())
+            Err(woken_error())
         }
     }
 
@@ -287,9 +289,9 @@ fn millis(duration: Duration) -> u32 {
 
 /// Interrupt plumbing for one blocking call: [`Cancel::unblock`] sets a flag
 /// and an event that every wait of the call also waits on. Ruby calls it
-/// from another thread.
+/// from another thread. A wake leaves the pipe intact.
 pub struct Cancel {
-    cancelled: AtomicBool,
+    woken: AtomicBool,
     /// None only if the system refused an event; waits then end at their
     /// deadline rather than at once.
     event: Option<OwnedHandle>,
@@ -298,15 +300,16 @@ pub struct Cancel {
 impl Default for Cancel {
     fn default() -> Self {
         Cancel {
-            cancelled: AtomicBool::new(false),
+            woken: AtomicBool::new(false),
             event: new_event().ok(),
         }
     }
 }
 
 impl Cancel {
+    /// Wakes the wait; the pipe is left as it is.
     pub fn unblock(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
+        self.woken.store(true, Ordering::SeqCst);
         if let Some(event) = &self.event {
             // SAFETY: a valid event handle we own.
             unsafe {
@@ -315,16 +318,23 @@ impl Cancel {
         }
     }
 
-    /// The event already covers every wait; false if the call was cancelled.
-    pub fn watch(&self, _connection: &Connection) -> bool {
-        !self.is_cancelled()
+    /// Clears a wake, before the next wait (with Ruby's GVL held, before the
+    /// unblocking function is installed, so no wake is lost).
+    pub fn rearm(&self) {
+        if let Some(event) = &self.event {
+            // SAFETY: a valid event handle we own.
+            unsafe {
+                ResetEvent(raw(event));
+            }
+        }
+        self.woken.store(false, Ordering::SeqCst);
     }
 
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
+    pub fn is_woken(&self) -> bool {
+        self.woken.load(Ordering::SeqCst)
     }
 
-    /// Waits between connection attempts; a cancel ends the pause at once.
+    /// Waits between connection attempts; a wake ends the pause at once.
     pub fn pause(&self, duration: Duration) {
         match &self.event {
             // SAFETY: a valid event handle we own.
