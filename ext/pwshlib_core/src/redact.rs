@@ -403,22 +403,23 @@ impl Redactor {
         if secret.is_empty() {
             return;
         }
+        let escaped = escape_quotes(secret);
         if secret.chars().count() < GUARDED_SECRET_CHARS {
             // One to three characters occur in any text: blanking them out
-            // everywhere would wreck every message and hide nothing. Only
-            // their quoted forms are replaced, the way a value is quoted in
-            // a script, a JSON text or a log.
-            for form in [
-                format!("'{}'", escape_quotes(secret)),
-                format!("\"{secret}\""),
-            ] {
+            // everywhere would wreck every message and hide nothing. Their
+            // quoted forms are replaced, the way a value is quoted in a
+            // script, a JSON text or a log.
+            for form in [format!("'{escaped}'"), format!("\"{secret}\"")] {
                 self.add_form(&form);
             }
-            return;
         }
-        let escaped = escape_quotes(secret);
+        // Each form by its own length, not the secret's: doubling quotes
+        // makes a short secret (a smart quote, CR, LF) a form long enough
+        // to be guarded, which a script excerpt can show whole.
         for form in [secret.to_owned(), escaped] {
-            self.add_form(&form);
+            if form.chars().count() >= GUARDED_SECRET_CHARS {
+                self.add_form(&form);
+            }
             self.add_lines(&form);
         }
     }
