@@ -241,14 +241,18 @@ impl Connection {
         // operation back before `overlapped` and the buffer go out of scope.
         // SAFETY: cancels only this operation on our own handle, then waits
         // (bWait = TRUE) until the kernel is done with it.
-        let finished = unsafe {
+        unsafe {
             CancelIoEx(pipe, &overlapped);
-            GetOverlappedResult(pipe, &overlapped, &mut transferred, 1) != 0
-        };
-        if finished && transferred > 0 {
-            // It completed after all: these bytes are the call's (0 would
-            // read as the end of the stream). The next call sees the wake or
-            // the deadline again.
+            GetOverlappedResult(pipe, &overlapped, &mut transferred, 1);
+        }
+        // Whatever moved before the cancellation landed counts, also when
+        // the operation ended as cancelled (GetOverlappedResult then returns
+        // FALSE with ERROR_OPERATION_ABORTED, but still stores the bytes
+        // transferred, the OVERLAPPED's InternalHigh): a partly written
+        // request must not be written again, and partly read bytes are the
+        // reply's. 0 would read as the end of the stream, so it is not
+        // returned. The next call sees the wake or the deadline again.
+        if transferred > 0 {
             return Ok(transferred as usize);
         }
         if woke == WAIT_TIMEOUT {
