@@ -402,6 +402,10 @@ fn a_woken_call_resumed_gets_its_own_result_from_the_same_host() {
 /// Wakes in the middle of sending a large request and of receiving its
 /// large reply: the parts already sent and received are not lost.
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "on Windows a write is not woken (host/windows.rs), and under wine a cancelled overlapped read takes longer than the 1 ms between wakes, so the call makes no progress; a_woken_call_resumed_gets_its_own_result_from_the_same_host covers the Windows resume"
+)]
 fn wakes_every_millisecond_through_a_five_megabyte_call_lose_no_byte() {
     let mut host = start();
     let body: String = "x'@\u{0}é".repeat(5 * 1024 * 1024 / 6);

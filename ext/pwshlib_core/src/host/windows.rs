@@ -175,7 +175,7 @@ impl Connection {
     ) -> io::Result<usize> {
         let length = buf.len().min(u32::MAX as usize) as u32;
         let buffer = buf.as_mut_ptr();
-        match self.overlapped(deadline, cancel, |pipe, overlapped| {
+        match self.overlapped(deadline, cancel, Wakeable::Yes, |pipe, overlapped| {
             // SAFETY: `buffer` is valid for `length` bytes and, like the
             // OVERLAPPED, stays put until `overlapped` has seen the
             // operation finish.
@@ -190,7 +190,13 @@ impl Connection {
     pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
         let length = buf.len().min(u32::MAX as usize) as u32;
         let buffer = buf.as_ptr();
-        self.overlapped(deadline, cancel, |pipe, overlapped| {
+        // A write is not cut short by a wake, only by the deadline: a
+        // cancelled WriteFile on a pipe may have moved more than it reports
+        // (seen under wine), and a resumed call that writes those bytes
+        // again corrupts the stream. The wake is seen before the next write
+        // starts. The host reads each request as it comes, so a write waits
+        // only while the pipe's buffer drains.
+        self.overlapped(deadline, cancel, Wakeable::No, |pipe, overlapped| {
             // SAFETY: as for ReadFile: the buffer and the OVERLAPPED outlive
             // the operation.
             unsafe { WriteFile(pipe, buffer, length, std::ptr::null_mut(), overlapped) }
@@ -204,6 +210,7 @@ impl Connection {
         &mut self,
         deadline: Instant,
         cancel: &Cancel,
+        wakeable: Wakeable,
         start: impl FnOnce(HANDLE, *mut OVERLAPPED) -> i32,
     ) -> io::Result<usize> {
         if cancel.is_woken() {
@@ -223,7 +230,11 @@ impl Connection {
             }
         }
         let handles = [raw(&self.completion), cancel.event_handle()];
-        let count = if handles[1].is_null() { 1 } else { 2 };
+        let count = if handles[1].is_null() || wakeable == Wakeable::No {
+            1
+        } else {
+            2
+        };
         // SAFETY: `handles` holds `count` valid handles for the call.
         let woke = unsafe { WaitForMultipleObjects(count, handles.as_ptr(), 0, millis(left)) };
         let mut transferred = 0u32;
@@ -273,6 +284,13 @@ impl Connection {
     /// A pipe has no half-close: the host leaves on the exit message, and
     /// sees the end of the stream when the handle closes.
     pub fn shutdown_write(&self) {}
+}
+
+/// Whether a wake (Ruby's unblocking function) ends a pending operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wakeable {
+    Yes,
+    No,
 }
 
 fn is_disconnected(error: &io::Error) -> bool {
