@@ -72,12 +72,13 @@ fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
         pwshlib_core::protocol::PRELUDE_VERSION
     )));
     assert!(host.contains("prelude  = $script:PreludeVersion"));
-    assert!(host.contains("$runspace = $script:Runspace"));
-    assert!(host.contains("$runspace = Get-PreludeRunspace -Prelude $Request.prelude"));
+    assert!(host.contains("$session = $script:Session"));
+    assert!(host.contains("$session = Get-PreludeSession -Prelude $Request.prelude"));
     assert!(host.contains("$result.prelude = $preludeId"));
     // Every request resets the runspace it runs in, not always the plain one.
-    assert!(host.contains("$Runspace.ResetRunspaceState()"));
-    assert!(!host.contains("$script:Runspace.ResetRunspaceState()"));
+    assert!(host.contains("$runspace = $Session.Runspace"));
+    assert!(host.contains("$runspace.ResetRunspaceState()"));
+    assert!(!host.contains("$script:Session.Runspace.ResetRunspaceState()"));
 }
 
 #[test]
