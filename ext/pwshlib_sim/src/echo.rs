@@ -29,7 +29,7 @@ pub fn handle(code: &str, tree: &Tree, functions: &[String]) -> Outcome {
     }
     let mut run = Run {
         code,
-        stdout: Vec::new(),
+        stdout: String::new(),
         stderr: Vec::new(),
         variables: HashMap::new(),
         slept_ms: 0,
@@ -51,7 +51,10 @@ enum End {
 
 struct Run<'a> {
     code: &'a str,
-    stdout: Vec<String>,
+    /// Everything shown, in order: pipeline output, host writes
+    /// (Write-Host, Write-Information, `WARNING: ` lines) and
+    /// `[Console]::Out`, as host.ps1 gathers them for a plain request.
+    stdout: String,
     stderr: Vec<String>,
     variables: HashMap<String, String>,
     slept_ms: u64,
@@ -146,12 +149,26 @@ impl<'a> Run<'a> {
                 None => End::Unsupported(text.to_owned()),
             };
         }
+        // host.ps1 points [Console]::Out at the host's buffer during a
+        // call: the line is stdout, in order with the rest.
+        if compact
+            .to_ascii_lowercase()
+            .starts_with("[console]::out.writeline(")
+        {
+            return match self.call_argument(node) {
+                Some(line) => {
+                    self.out_line(line);
+                    End::Completed
+                }
+                None => End::Unsupported(text.to_owned()),
+            };
+        }
         if self.is_null(node) {
             return End::Completed; // $null outputs nothing
         }
         match self.value(node) {
             Some(value) => {
-                self.stdout.push(value);
+                self.out_line(value);
                 End::Completed
             }
             None => End::Unsupported(text.to_owned()),
@@ -176,6 +193,31 @@ impl<'a> Run<'a> {
         };
         let operator = node.named_child(1).map(|op| self.text(op)).unwrap_or("");
         let target_text = self.text(target).trim();
+        // `$env:NAME = 'v'` changes the process environment, as in
+        // PowerShell: it outlives the call unless the host restores its
+        // start-up environment before the next one (host.ps1 does, and so
+        // does the simulator: main.rs).
+        if let Some(env_name) = strip_prefix_ignore_case(target_text, "$env:")
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        {
+            let value = if value.kind() == "pipeline" {
+                single_named_child(value).and_then(|v| self.value(v))
+            } else {
+                self.value(value)
+            };
+            return match (operator, value) {
+                ("=", Some(value)) => {
+                    // An empty value removes the variable, as .NET does.
+                    if value.is_empty() {
+                        std::env::remove_var(env_name);
+                    } else {
+                        std::env::set_var(env_name, value);
+                    }
+                    End::Completed
+                }
+                _ => End::Unsupported(self.text(node).to_owned()),
+            };
+        }
         let name = target_text
             .strip_prefix('$')
             .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'));
@@ -215,16 +257,51 @@ impl<'a> Run<'a> {
         };
         match name.as_str() {
             "write-output" | "echo" | "write" => {
-                self.stdout.extend(arguments.iter().cloned());
+                for argument in arguments {
+                    self.out_line(argument);
+                }
                 End::Completed
             }
+            // The host writes of host.ps1's PwshlibPSHost: shown in order
+            // with the pipeline output (Write-Verbose and Write-Debug are
+            // not shown at their default preference, SilentlyContinue).
+            "write-host" => {
+                let text = parameter("-Object")
+                    .cloned()
+                    .unwrap_or_else(|| arguments.join(" "));
+                let no_newline = parameters
+                    .iter()
+                    .any(|(p, _)| p.eq_ignore_ascii_case("-NoNewline"));
+                self.stdout.push_str(&text);
+                if !no_newline {
+                    self.stdout.push('\n');
+                }
+                End::Completed
+            }
+            "write-information" => {
+                match parameter("-MessageData").or(arguments.first()).cloned() {
+                    Some(text) => {
+                        self.out_line(text);
+                        End::Completed
+                    }
+                    None => End::Unsupported(self.text(node).to_owned()),
+                }
+            }
+            "write-warning" => match parameter("-Message").or(arguments.first()).cloned() {
+                Some(text) => {
+                    self.out_line(format!("WARNING: {text}"));
+                    End::Completed
+                }
+                None => End::Unsupported(self.text(node).to_owned()),
+            },
+            "write-verbose" | "write-debug" => End::Completed,
             "write-error" => {
                 let message = parameter("-Message").or(arguments.first());
                 self.stderr.push(message.cloned().unwrap_or_default());
                 End::Completed
             }
             "get-location" | "pwd" if parameters.is_empty() && arguments.is_empty() => {
-                self.stdout.push(current_dir());
+                self.out_line(current_dir());
                 End::Completed
             }
             "start-sleep" | "sleep" => {
@@ -257,7 +334,7 @@ impl<'a> Run<'a> {
                     .spawn()
                 {
                     Ok(child) => {
-                        self.stdout.push(child.id().to_string());
+                        self.out_line(child.id().to_string());
                         End::Completed
                     }
                     Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
@@ -273,8 +350,7 @@ impl<'a> Run<'a> {
                     return End::Unsupported(self.text(node).to_owned());
                 };
                 let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));
-                self.stdout
-                    .push(if defined { "True" } else { "False" }.to_owned());
+                self.out_line(if defined { "True" } else { "False" });
                 End::Completed
             }
             "stop-process" => {
@@ -410,10 +486,16 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// One line of stdout.
+    fn out_line(&mut self, line: impl AsRef<str>) {
+        self.stdout.push_str(line.as_ref());
+        self.stdout.push('\n');
+    }
+
     fn finish(self, end: End) -> Outcome {
         let joined =
             |lines: &[String]| -> String { lines.iter().map(|line| format!("{line}\n")).collect() };
-        let stdout = (!self.stdout.is_empty()).then(|| joined(&self.stdout));
+        let stdout = (!self.stdout.is_empty()).then(|| self.stdout.clone());
         let stderr = joined(&self.stderr);
         let reply = |exitcode: i32, errormessage: Option<String>| Outcome::Reply {
             stdout: stdout.clone(),
@@ -550,6 +632,41 @@ mod tests {
             reply(Some("x\n"), "bad\nworse\n", 3, None)
         );
         assert_eq!(run("throw 'boom'"), reply(None, "", 1, Some("boom")));
+    }
+
+    /// As host.ps1 gathers a plain request's output (issue 10, item 3):
+    /// host writes and [Console]::Out in order with Write-Output.
+    #[test]
+    fn host_writes_and_the_console_are_stdout_in_order() {
+        assert_eq!(
+            run("Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'"),
+            reply(Some("bar\nfoo\nWARNING: baz\n"), "", 0, None)
+        );
+        assert_eq!(
+            run("Write-Host 'a' -NoNewline\nWrite-Host 'b'\nWrite-Information -MessageData 'c'\nWrite-Verbose 'hidden'\nWrite-Debug 'hidden'\nWrite-Warning -Message 'w'\n'd'"),
+            reply(Some("ab\nc\nWARNING: w\nd\n"), "", 0, None)
+        );
+    }
+
+    /// Item 2: `exit N` at the top level is the exit code, whatever was
+    /// written before it.
+    #[test]
+    fn exit_gives_its_code() {
+        assert_eq!(run("Write-Host 'x'\nexit 7"), reply(Some("x\n"), "", 7, None));
+        assert_eq!(run("exit 0"), reply(None, "", 0, None));
+    }
+
+    /// `$env:NAME = value` sets the process environment (the host restores
+    /// its start-up environment before the next call: main.rs).
+    #[test]
+    fn env_assignment_sets_the_process_environment() {
+        assert_eq!(
+            run("$env:PWSHLIB_SIM_ECHO_SET = 'v1'; $env:PWSHLIB_SIM_ECHO_SET"),
+            reply(Some("v1\n"), "", 0, None)
+        );
+        assert_eq!(std::env::var("PWSHLIB_SIM_ECHO_SET").as_deref(), Ok("v1"));
+        assert_eq!(run("$env:PWSHLIB_SIM_ECHO_SET = ''"), reply(None, "", 0, None));
+        assert!(std::env::var_os("PWSHLIB_SIM_ECHO_SET").is_none());
     }
 
     #[test]

@@ -78,6 +78,8 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // As host.ps1: the environment at start, put back before every call.
+    let _ = EnvironmentSnapshot::get();
     std::process::exit(serve(&args));
 }
 
@@ -217,7 +219,11 @@ fn run_code(
     if let Some(message) = prelude::undefined_prelude_call(&request.code, &tree, functions) {
         return (ExecuteResult::failure(message), false);
     }
-    let saved = CallScope::enter(request);
+    EnvironmentSnapshot::get().restore();
+    let saved = match CallScope::enter(request) {
+        Ok(saved) => saved,
+        Err(message) => return (ExecuteResult::failure(message), false),
+    };
     let outcome = dsc::handle(&request.code, request.timeout_ms)
         .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
     let result = carry_out(outcome, deadline, request.timeout_ms);
@@ -262,41 +268,95 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
     }
 }
 
-/// The per-call environment and working directory; restored on drop.
+/// The process environment when the host started. host.ps1 takes the same
+/// snapshot and restores it before every call, so that nothing a call sets
+/// (`$env:X = …`, a request's `env`) reaches a later one. `SystemRoot` is
+/// never removed (PowerShell dies without it when script block logging is
+/// on).
+struct EnvironmentSnapshot(Vec<(std::ffi::OsString, std::ffi::OsString)>);
+
+impl EnvironmentSnapshot {
+    fn get() -> &'static EnvironmentSnapshot {
+        static SNAPSHOT: std::sync::OnceLock<EnvironmentSnapshot> = std::sync::OnceLock::new();
+        SNAPSHOT.get_or_init(|| EnvironmentSnapshot(std::env::vars_os().collect()))
+    }
+
+    fn holds(&self, name: &std::ffi::OsStr) -> bool {
+        self.0.iter().any(|(known, _)| same_env_name(known, name))
+    }
+
+    fn restore(&self) {
+        // The sim is single-threaded apart from the parent watchdog, which
+        // reads no environment.
+        for (name, _) in std::env::vars_os() {
+            if !self.holds(&name) && !same_env_name(&name, std::ffi::OsStr::new("SystemRoot")) {
+                std::env::remove_var(&name);
+            }
+        }
+        for (name, value) in &self.0 {
+            if std::env::var_os(name).as_ref() != Some(value) {
+                std::env::set_var(name, value);
+            }
+        }
+    }
+}
+
+/// Environment names compare as the platform compares them.
+fn same_env_name(a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> bool {
+    if cfg!(windows) {
+        a.to_string_lossy()
+            .eq_ignore_ascii_case(&b.to_string_lossy())
+    } else {
+        a == b
+    }
+}
+
+/// The request's working directory for this call; restored on drop. The
+/// request's environment is applied as host.ps1 applies it, and left for
+/// the restore before the next call.
 struct CallScope {
-    env: Vec<(String, Option<std::ffi::OsString>)>,
     dir: Option<PathBuf>,
 }
 
 impl CallScope {
-    fn enter(request: &ExecuteRequest) -> Self {
-        let mut env = Vec::new();
+    /// Fails (an error result; the host lives on) on an env entry .NET
+    /// would refuse: a name given twice, an empty name, or a name or value
+    /// that cannot be set (`=` in the name, NUL).
+    fn enter(request: &ExecuteRequest) -> Result<Self, String> {
+        let mut seen: Vec<&str> = Vec::new();
         for (name, value) in &request.env {
-            if name.contains('\0') || value.contains('\0') || name.contains('=') {
-                continue;
+            if seen
+                .iter()
+                .any(|known| same_env_name(known.as_ref(), name.as_ref()))
+            {
+                return Err(format!(
+                    "The environment variable '{name}' is given more than once"
+                ));
             }
-            env.push((name.clone(), std::env::var_os(name)));
-            // The sim is single-threaded apart from the parent watchdog,
-            // which reads no environment.
-            std::env::set_var(name, value);
+            seen.push(name);
+            if name.is_empty() || name.contains(['\0', '=']) || value.contains('\0') {
+                return Err(format!(
+                    "The environment variable '{name}' could not be set: the name or the value is not valid"
+                ));
+            }
+            // An empty value removes the variable, as .NET does.
+            if value.is_empty() {
+                std::env::remove_var(name);
+            } else {
+                std::env::set_var(name, value);
+            }
         }
         let dir = request.working_dir.as_ref().and_then(|dir| {
             let previous = std::env::current_dir().ok()?;
             std::env::set_current_dir(dir).ok()?;
             Some(previous)
         });
-        CallScope { env, dir }
+        Ok(CallScope { dir })
     }
 }
 
 impl Drop for CallScope {
     fn drop(&mut self) {
-        for (name, previous) in self.env.drain(..).rev() {
-            match previous {
-                Some(value) => std::env::set_var(&name, value),
-                None => std::env::remove_var(&name),
-            }
-        }
         if let Some(dir) = self.dir.take() {
             let _ = std::env::set_current_dir(dir);
         }
