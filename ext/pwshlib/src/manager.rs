@@ -473,6 +473,12 @@ fn optional_timeout(value: Option<Value>) -> BindingResult<Option<u64>> {
     Ok(Some(millis.min(u64::MAX as f64) as u64))
 }
 
+/// The pwshlib 2.x result shape, which other modules rely on (the
+/// powershell module's exec provider calls `stderr.each`):
+/// `exitcode` an Integer; `stdout` a String or nil; `stderr` an Array of
+/// Strings, one per line with its line end, empty when there is none;
+/// `native_stdout` a String or nil; `errormessage` present only when the
+/// call failed.
 fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     let optional = |text: &Option<String>| -> Value {
@@ -483,16 +489,25 @@ fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
     };
     hash.aset(ruby.to_symbol("exitcode"), result.exitcode)?;
     hash.aset(ruby.to_symbol("stdout"), optional(&result.stdout))?;
-    hash.aset(ruby.to_symbol("stderr"), ruby.str_new(&result.stderr))?;
-    hash.aset(
-        ruby.to_symbol("errormessage"),
-        optional(&result.errormessage),
-    )?;
+    let stderr = ruby.ary_new();
+    for line in stderr_lines(&result.stderr) {
+        stderr.push(ruby.str_new(line))?;
+    }
+    hash.aset(ruby.to_symbol("stderr"), stderr)?;
+    if let Some(message) = &result.errormessage {
+        hash.aset(ruby.to_symbol("errormessage"), ruby.str_new(message))?;
+    }
     hash.aset(
         ruby.to_symbol("native_stdout"),
         optional(&result.native_stdout),
     )?;
     Ok(hash)
+}
+
+/// The host's stderr text as lines, each keeping its line end (a last line
+/// without one stays as it is).
+fn stderr_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive('\n')
 }
 
 fn internal(message: String) -> BindingError {

@@ -127,7 +127,12 @@ impl Host {
     /// Starts the host process; [`Spawning::wait`] then connects and waits
     /// for its hello.
     pub fn start_spawn(options: &SpawnOptions) -> Result<Spawning, HostFailure> {
-        let endpoint = transport::new_endpoint_name();
+        let endpoint = transport::new_endpoint().map_err(|e| {
+            HostFailure(format!(
+                "Failed to make a private place for the PowerShell host's {}: {e}",
+                transport::ENDPOINT_KIND
+            ))
+        })?;
         let mut command = Command::new(&options.program);
         command
             .args(&options.args)
@@ -146,6 +151,7 @@ impl Host {
             });
         transport::detach_from_our_interrupts(&mut command);
         let child = command.spawn().map_err(|e| {
+            transport::remove_endpoint(&endpoint);
             HostFailure(format!(
                 "Failed to start the PowerShell host {:?}: {e}. {}",
                 options.program, SET_OVERRIDE_HINT
@@ -449,7 +455,17 @@ impl Spawning {
                     return Spawned::Woken(self);
                 }
                 match Connection::connect(&endpoint) {
-                    Ok(connection) => break connection,
+                    Ok(connection) => {
+                        // Before anything is read or sent: the other end
+                        // must be the host we started (or its child).
+                        if let Err(problem) = connection.check_peer(self.starting.pid()) {
+                            return Spawned::Done(Err(self.starting.fail(format!(
+                                "Refused the PowerShell host's {} {endpoint}: {problem}",
+                                transport::ENDPOINT_KIND
+                            ))));
+                        }
+                        break connection;
+                    }
                     Err(_) if Instant::now() < self.deadline => {
                         if let Some(status) = self.starting.exit_status() {
                             return Spawned::Done(Err(self.starting.fail(format!(

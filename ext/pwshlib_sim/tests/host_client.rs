@@ -462,3 +462,208 @@ fn a_woken_start_resumed_gives_a_working_host() {
     );
     host.destroy();
 }
+
+/// Issue 10, item 4: what a call sets in the environment (`$env:X = …`,
+/// its request `env`) is gone by the next call: the host puts back the
+/// environment it started with. What it started with stays.
+#[test]
+fn the_environment_is_back_to_its_start_before_every_call() {
+    let mut host = start();
+    let set = run(&mut host, "$env:PWSHLIB_LEAKED = 'from call 1'; $env:PWSHLIB_LEAKED");
+    assert_eq!(set.stdout.as_deref(), Some("from call 1\n"));
+    let with_env = ExecuteRequest::new(
+        "$env:PWSHLIB_PER_CALL".into(),
+        Some(10_000),
+        None,
+        &["PWSHLIB_PER_CALL=2024-01-02T03:04:05.000Z"],
+    );
+    let result = host.execute(&with_env, &Cancel::default()).unwrap();
+    // The exact text sent: pwsh 7's ConvertFrom-Json would have made it a
+    // DateTime; host.ps1 reads frames with System.Text.Json instead.
+    assert_eq!(result.stdout.as_deref(), Some("2024-01-02T03:04:05.000Z\n"));
+    let later = run(&mut host, "Write-Output 'next' $env:PWSHLIB_LEAKED $env:PWSHLIB_PER_CALL");
+    assert_eq!(later.stdout.as_deref(), Some("next\n"));
+    // PATH was there at start: a call that changes it does not keep it changed.
+    let path = run(&mut host, "$env:PATH").stdout;
+    run(&mut host, "$env:PATH = '/nowhere'");
+    assert_eq!(run(&mut host, "$env:PATH").stdout, path);
+    host.exit_gracefully();
+}
+
+/// Item 4: a bad env entry fails that call with an error result; the host
+/// lives on.
+#[test]
+fn a_repeated_or_refused_env_name_fails_the_call_not_the_host() {
+    let mut host = start();
+    for (env, expected) in [
+        (
+            vec!["PWSHLIB_TWICE=a", "PWSHLIB_TWICE=b"],
+            "The environment variable 'PWSHLIB_TWICE' is given more than once",
+        ),
+        (
+            vec!["PWSHLIB_NUL\0NAME=a"],
+            "The environment variable 'PWSHLIB_NUL\0NAME' could not be set",
+        ),
+    ] {
+        let request = ExecuteRequest::new("Write-Output 'ran'".into(), Some(10_000), None, &env);
+        let result = host.execute(&request, &Cancel::default()).unwrap();
+        assert_eq!(result.exitcode, 1);
+        assert_eq!(result.stdout, None);
+        assert!(
+            result.errormessage.as_deref().is_some_and(|m| m.starts_with(expected)),
+            "{result:?}"
+        );
+    }
+    assert_eq!(run(&mut host, "Write-Output 'alive'").stdout.as_deref(), Some("alive\n"));
+    host.exit_gracefully();
+}
+
+/// Item 6: a working directory whose name PowerShell would read as a
+/// wildcard pattern is that directory.
+#[test]
+fn a_working_directory_with_brackets_is_that_directory() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("a[1]b");
+    std::fs::create_dir(&dir).unwrap();
+    let mut host = start();
+    let dir_text = dir.display().to_string();
+    let request = ExecuteRequest::new("(Get-Location).Path".into(), Some(10_000), Some(dir_text.clone()), &[] as &[&str]);
+    let result = host.execute(&request, &Cancel::default()).unwrap();
+    assert_eq!(result.stdout, Some(format!("{dir_text}\n")));
+    host.exit_gracefully();
+}
+
+/// Item 7: on Unix the socket lives in a directory made for it, mode 0700,
+/// and both go when the host does.
+#[cfg(unix)]
+#[test]
+fn the_socket_lives_in_a_fresh_private_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = start();
+    let socket = std::path::PathBuf::from(host.endpoint());
+    let dir = socket.parent().unwrap().to_path_buf();
+    assert_eq!(socket.file_name().unwrap(), "host.sock");
+    assert_eq!(dir.parent().unwrap(), std::env::temp_dir());
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        regex_like_pwshlib_dir(&name),
+        "{name} is pwshlib-<pid>-<32 hex digits>"
+    );
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+    assert!(host.exit_gracefully().is_some());
+    assert!(!dir.exists(), "the private directory is removed");
+}
+
+#[cfg(unix)]
+fn regex_like_pwshlib_dir(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(&format!("pwshlib-{}-", std::process::id())) else {
+        return false;
+    };
+    rest.len() == 32 && rest.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Item 7: the manager checks who serves the socket before it sends
+/// anything. Here the program the manager starts is a wrapper that only
+/// tells this test the socket path; the test (not the started process nor
+/// its child) binds it first and listens, as an impostor would. The
+/// manager refuses it: the start fails naming the check, and the impostor
+/// receives not one byte, so a request carrying a secret never reaches it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_that_is_not_the_started_host_is_sent_nothing() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixListener;
+
+    let scratch = tempfile::tempdir().unwrap();
+    let told = scratch.path().join("endpoint");
+    // $4 is the -PipePath value: `-File host.ps1 -PipePath <path> …`.
+    let wrapper = SpawnOptions {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            format!("printf %s \"$4\" > '{}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30", told.display()),
+            "sh".into(),
+        ],
+        host_script: "host.ps1".into(),
+        show_host_errors: true,
+        pipe_timeout: Duration::from_secs(20),
+    };
+    let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let impostor = {
+        let received = Arc::clone(&received);
+        let told = told.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let path = loop {
+                if let Ok(path) = std::fs::read_to_string(&told) {
+                    break path;
+                }
+                assert!(Instant::now() < deadline, "the wrapper never told the path");
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let listener = UnixListener::bind(&path).expect("the impostor binds first");
+            let (mut stream, _) = listener.accept().unwrap();
+            // Greet as a host would, to invite a request.
+            let hello = br#"{"type":"hello","protocol":1,"pid":1,"host":"impostor","prelude":1}"#;
+            let mut frame = (hello.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(hello);
+            let _ = stream.write_all(&frame);
+            stream
+                .set_read_timeout(Some(Duration::from_secs(3)))
+                .unwrap();
+            let mut buffer = [0u8; 4096];
+            loop {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received.lock().unwrap().extend_from_slice(&buffer[..n]),
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        })
+    };
+    let secret = format!("pwshlib-secret-{}", std::process::id() as u64 * 7919 + 17);
+    let started = Host::spawn(&wrapper, &Cancel::default());
+    let sent_to_impostor = match started {
+        Ok(mut host) => {
+            // Only if the check failed to refuse it: the request with the
+            // secret would go out here.
+            let code = format!("$password = '{secret}'");
+            let _ = host.execute(&request(&code, 1_000), &Cancel::default());
+            host.destroy();
+            true
+        }
+        Err(HostFailure(message)) => {
+            assert!(
+                message.contains("is not the host that was started")
+                    && message.contains("nothing was sent to it"),
+                "{message}"
+            );
+            false
+        }
+    };
+    impostor.join().unwrap();
+    let received = received.lock().unwrap();
+    assert!(!sent_to_impostor, "the manager accepted the impostor");
+    assert!(received.is_empty(), "the impostor received {} bytes", received.len());
+    assert!(!String::from_utf8_lossy(&received).contains(&secret));
+}
+
+/// Item 7: a wrapper may start PowerShell as its child (not through exec):
+/// the host below the started process passes the check.
+#[cfg(unix)]
+#[test]
+fn a_host_started_by_a_wrapper_as_its_child_is_accepted() {
+    let wrapper = SpawnOptions {
+        program: "/bin/sh".into(),
+        // Not the last command, so the shell forks the simulator as its
+        // child instead of exec'ing it.
+        args: vec!["-c".into(), format!("'{SIM}' \"$@\"; exit $?"), "sh".into()],
+        ..options()
+    };
+    let mut host = Host::spawn(&wrapper, &Cancel::default()).expect("the wrapped host starts");
+    let result = run(&mut host, "$PID");
+    let served_by: u32 = result.stdout.unwrap().trim().parse().unwrap();
+    assert_ne!(served_by, host.pid(), "the simulator is the wrapper's child");
+    assert!(host.exit_gracefully().is_some());
+}

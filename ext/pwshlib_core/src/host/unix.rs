@@ -1,4 +1,6 @@
-//! The host transport on Unix: a Unix socket in the temporary directory.
+//! The host transport on Unix: a Unix socket in a private directory of its
+//! own under the temporary directory, and a check of the process at the
+//! other end before anything is sent.
 //!
 //! Deadlines are socket timeouts recomputed before every read and write. A
 //! read or write waits in slices of at most [`WAKE_SLICE`], checking the
@@ -23,23 +25,36 @@ const WAKE_SLICE: Duration = Duration::from_millis(50);
 /// How messages name the endpoint.
 pub const ENDPOINT_KIND: &str = "socket";
 
-/// A fresh socket path: the PID for whoever cleans up after a crash, a
-/// random part so that nobody can guess it ahead of the host.
-pub fn new_endpoint_name() -> String {
-    std::env::temp_dir()
-        .join(format!(
-            "pwshlib-{}-{}.sock",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ))
-        .display()
-        .to_string()
+/// The socket's file name inside its private directory.
+const SOCKET_FILE: &str = "host.sock";
+
+/// A fresh socket path, `$TMPDIR/pwshlib-<pid>-<uuid>/host.sock`, in a
+/// directory made here with mode 0700 (not through the umask) that did not
+/// exist before (`mkdir` fails on an existing name or a planted symlink):
+/// only this user (and root) can bind, connect or even see the socket. The
+/// PID is for whoever cleans up after a crash, the random part so that
+/// nobody can guess the name ahead of the host.
+pub fn new_endpoint() -> io::Result<String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!(
+        "pwshlib-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir.join(SOCKET_FILE).display().to_string())
 }
 
-/// The host's socket file; it normally removes it itself, but not when it
-/// was killed.
+/// The host's socket file (it normally removes it itself, but not when it
+/// was killed), then the private directory made for it.
 pub fn remove_endpoint(endpoint: &str) {
-    let _ = std::fs::remove_file(endpoint);
+    let path = std::path::Path::new(endpoint);
+    let _ = std::fs::remove_file(path);
+    if path.file_name() == Some(std::ffi::OsStr::new(SOCKET_FILE)) {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// Its own process group: a Ctrl-C meant for Ruby reaches the manager as an
@@ -66,6 +81,16 @@ impl Connection {
     /// One attempt; the caller retries until its pipe_timeout.
     pub fn connect(endpoint: &str) -> io::Result<Connection> {
         UnixStream::connect(endpoint).map(|stream| Connection { stream })
+    }
+
+    /// The process at the other end, checked before anything is sent: it
+    /// must be `host_pid` (the process the manager started) or one of its
+    /// descendants (PowerShell started through a wrapper), and run as this
+    /// user. A socket someone else bound first, or any process that is not
+    /// the host, fails here and is sent nothing: requests carry scripts
+    /// with credentials.
+    pub fn check_peer(&self, host_pid: u32) -> Result<(), String> {
+        peer::check(&self.stream, host_pid)
     }
 
     pub fn read(
@@ -147,5 +172,140 @@ impl Cancel {
     /// Sleeps between connection attempts (short: the flag is checked after).
     pub fn pause(&self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+}
+
+/// Who is at the other end of a connected Unix socket.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "macos"))]
+mod peer {
+    use std::os::unix::io::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    /// How far up the process tree a wrapper's PowerShell may be.
+    const MAX_DEPTH: usize = 32;
+
+    pub fn check(stream: &UnixStream, host_pid: u32) -> Result<(), String> {
+        let (pid, uid) = credentials(stream).map_err(|e| {
+            format!("the process serving the PowerShell host's socket could not be identified ({e}); nothing was sent to it")
+        })?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let ours = unsafe { libc::geteuid() };
+        if uid != ours {
+            return Err(format!(
+                "the process serving the PowerShell host's socket (pid {pid}) runs as uid {uid}, not as this user (uid {ours}); nothing was sent to it"
+            ));
+        }
+        if descends_from(pid, host_pid) {
+            return Ok(());
+        }
+        Err(format!(
+            "the process serving the PowerShell host's socket (pid {pid}) is not the host that was started (pid {host_pid}) nor one of its children; nothing was sent to it"
+        ))
+    }
+
+    /// `pid` is `ancestor` or below it. The host is our child and is not
+    /// reaped before this check, so its pid cannot have been reused.
+    fn descends_from(pid: u32, ancestor: u32) -> bool {
+        let mut current = pid;
+        for _ in 0..MAX_DEPTH {
+            if current == ancestor {
+                return true;
+            }
+            match parent_of(current) {
+                Some(parent) if parent > 1 && parent != current => current = parent,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// SO_PEERCRED: the pid and uid of the process that called listen()
+    /// on the socket we connected to, recorded by the kernel at connect.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
+        let mut credentials = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: a valid socket descriptor, and a buffer of the size passed.
+        let status = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                &mut credentials as *mut libc::ucred as *mut libc::c_void,
+                &mut length,
+            )
+        };
+        if status != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((credentials.pid as u32, credentials.uid))
+    }
+
+    /// The fourth field of /proc/<pid>/stat, after the command name (which
+    /// may itself hold spaces and parentheses, so the last ')' ends it).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn parent_of(pid: u32) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 1..];
+        rest.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// LOCAL_PEERPID (the peer's pid) and getpeereid (its effective uid).
+    #[cfg(target_os = "macos")]
+    fn credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
+        let mut pid: libc::pid_t = 0;
+        let mut length = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
+        // SAFETY: a valid socket descriptor, and a buffer of the size passed.
+        let status = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_LOCAL,
+                libc::LOCAL_PEERPID,
+                &mut pid as *mut libc::pid_t as *mut libc::c_void,
+                &mut length,
+            )
+        };
+        if status != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let (mut uid, mut gid): (libc::uid_t, libc::gid_t) = (0, 0);
+        // SAFETY: a valid socket descriptor and two out-parameters.
+        if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((pid as u32, uid))
+    }
+
+    /// proc_pidinfo(PROC_PIDTBSDINFO): the parent pid.
+    #[cfg(target_os = "macos")]
+    fn parent_of(pid: u32) -> Option<u32> {
+        // SAFETY: proc_bsdinfo is plain data; all zeros is a valid value.
+        let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: the buffer is a proc_bsdinfo of the size passed.
+        let written = unsafe {
+            libc::proc_pidinfo(
+                pid as libc::c_int,
+                libc::PROC_PIDTBSDINFO,
+                0,
+                &mut info as *mut libc::proc_bsdinfo as *mut libc::c_void,
+                size,
+            )
+        };
+        (written == size).then_some(info.pbi_ppid)
+    }
+
+}
+
+/// Elsewhere (the BSDs): the socket's private directory is the only guard;
+/// the peer is not checked.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
+mod peer {
+    pub fn check(_stream: &std::os::unix::net::UnixStream, _host_pid: u32) -> Result<(), String> {
+        Ok(())
     }
 }

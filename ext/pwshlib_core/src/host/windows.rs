@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use windows_sys::Win32::Foundation::{
-    GetLastError, ERROR_BROKEN_PIPE, ERROR_IO_PENDING, ERROR_NO_DATA, ERROR_OPERATION_ABORTED,
+    GetLastError, ERROR_BROKEN_PIPE, FILETIME, ERROR_IO_PENDING, ERROR_NO_DATA, ERROR_OPERATION_ABORTED,
     ERROR_PIPE_NOT_CONNECTED, GENERIC_READ, GENERIC_WRITE, HANDLE, INVALID_HANDLE_VALUE,
     WAIT_OBJECT_0, WAIT_TIMEOUT,
 };
@@ -32,14 +32,19 @@ use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, ReadFile, WriteFile, FILE_FLAG_OVERLAPPED, OPEN_EXISTING, SECURITY_IDENTIFICATION,
     SECURITY_SQOS_PRESENT,
 };
+use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+    CreateToolhelp32Snapshot, Process32FirstW, Process32NextW, PROCESSENTRY32W, TH32CS_SNAPPROCESS,
+};
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
     SetInformationJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK,
 };
+use windows_sys::Win32::System::Pipes::GetNamedPipeServerProcessId;
 use windows_sys::Win32::System::Threading::{
-    CreateEventW, ResetEvent, SetEvent, WaitForMultipleObjects, WaitForSingleObject,
-    CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW,
+    CreateEventW, GetProcessTimes, OpenProcess, ResetEvent, SetEvent, WaitForMultipleObjects,
+    WaitForSingleObject, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW,
+    PROCESS_QUERY_LIMITED_INFORMATION,
 };
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 
@@ -49,14 +54,16 @@ use super::{remaining, woken_error};
 pub const ENDPOINT_KIND: &str = "named pipe";
 
 /// A fresh pipe name: the PID for whoever looks, a random part so that
-/// nobody can guess it and create the pipe ahead of the host.
-pub fn new_endpoint_name() -> String {
-    format!(
+/// nobody can guess it and create the pipe ahead of the host. (Pipes have
+/// no directory to make private: the host's pipe carries an ACL of its
+/// own, and the peer check below finds an impostor.)
+pub fn new_endpoint() -> io::Result<String> {
+    Ok(format!(
         "{}pwshlib-{}-{}",
         super::WINDOWS_PIPE_PREFIX,
         std::process::id(),
         uuid::Uuid::new_v4().simple()
-    )
+    ))
 }
 
 /// A named pipe leaves nothing behind once its handles are closed.
@@ -165,6 +172,27 @@ impl Connection {
             pipe,
             completion: new_event()?,
         })
+    }
+
+    /// The process serving the pipe, checked before anything is sent: it
+    /// must be `host_pid` (the process the manager started) or one of its
+    /// descendants (PowerShell started through a wrapper). A pipe someone
+    /// else created first gets nothing: requests carry credentials.
+    pub fn check_peer(&self, host_pid: u32) -> Result<(), String> {
+        let mut server = 0u32;
+        // SAFETY: a valid pipe handle we own and an out-parameter.
+        if unsafe { GetNamedPipeServerProcessId(raw(&self.pipe), &mut server) } == 0 {
+            return Err(format!(
+                "the process serving the PowerShell host's pipe could not be identified ({}); nothing was sent to it",
+                io::Error::last_os_error()
+            ));
+        }
+        if descends_from(server, host_pid) {
+            return Ok(());
+        }
+        Err(format!(
+            "the process serving the PowerShell host's pipe (pid {server}) is not the host that was started (pid {host_pid}) nor one of its children; nothing was sent to it"
+        ))
     }
 
     pub fn read(
@@ -284,6 +312,77 @@ impl Connection {
     /// A pipe has no half-close: the host leaves on the exit message, and
     /// sees the end of the stream when the handle closes.
     pub fn shutdown_write(&self) {}
+}
+
+/// How far up the process tree a wrapper's PowerShell may be.
+const MAX_DEPTH: usize = 32;
+
+/// `pid` is `ancestor` or below it, by the parent ids of a process
+/// snapshot. A parent id on Windows may name a process that has died and
+/// whose id was reused, so each link counts only if the parent was created
+/// no later than the child. The host itself cannot be reused: we hold its
+/// process handle.
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let parents = process_parents();
+    let mut current = pid;
+    for _ in 0..MAX_DEPTH {
+        if current == ancestor {
+            return true;
+        }
+        let Some(&parent) = parents.get(&current) else {
+            return false;
+        };
+        if parent == 0 || parent == current {
+            return false;
+        }
+        match (creation_time(parent), creation_time(current)) {
+            (Some(born), Some(child_born)) if born <= child_born => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Every process id with its parent's, from a Toolhelp snapshot.
+fn process_parents() -> std::collections::HashMap<u32, u32> {
+    let mut parents = std::collections::HashMap::new();
+    // SAFETY: no preconditions; the handle is checked, then owned.
+    let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) };
+    if snapshot == INVALID_HANDLE_VALUE {
+        return parents;
+    }
+    // SAFETY: a valid handle that we own from here on.
+    let snapshot = unsafe { OwnedHandle::from_raw_handle(snapshot as RawHandle) };
+    let mut entry = PROCESSENTRY32W {
+        dwSize: std::mem::size_of::<PROCESSENTRY32W>() as u32,
+        ..Default::default()
+    };
+    // SAFETY: a valid snapshot handle and an entry whose dwSize is set.
+    let mut more = unsafe { Process32FirstW(raw(&snapshot), &mut entry) } != 0;
+    while more {
+        parents.insert(entry.th32ProcessID, entry.th32ParentProcessID);
+        // SAFETY: as above.
+        more = unsafe { Process32NextW(raw(&snapshot), &mut entry) } != 0;
+    }
+    parents
+}
+
+/// When the process was created (100 ns units), if it can be opened.
+fn creation_time(pid: u32) -> Option<u64> {
+    // SAFETY: no preconditions; the handle is checked, then owned.
+    let process = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if process.is_null() {
+        return None;
+    }
+    // SAFETY: a valid handle that we own from here on.
+    let process = unsafe { OwnedHandle::from_raw_handle(process as RawHandle) };
+    let mut times = [FILETIME::default(); 4];
+    let [created, exited, kernel, user] = &mut times;
+    // SAFETY: a valid process handle and four FILETIME out-parameters.
+    if unsafe { GetProcessTimes(raw(&process), created, exited, kernel, user) } == 0 {
+        return None;
+    }
+    Some((u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
 }
 
 /// Whether a wake (Ruby's unblocking function) ends a pending operation.
