@@ -5,6 +5,7 @@ require 'pwsh'
 require 'timeout'
 require 'tmpdir'
 require 'rbconfig'
+require 'socket'
 
 # The real Rust manager against the real simulated host (pwshlib-sim) over a
 # real Unix socket. Echo mode (ext/pwshlib_sim/README.md) supplies the code.
@@ -25,8 +26,9 @@ RSpec.describe Pwsh::Manager do
     true
   end
 
+  # Each host's socket lives in a private directory of its own.
   def socket_files
-    Dir.glob(File.join(Dir.tmpdir, "pwshlib-#{Process.pid}-*.sock"))
+    Dir.glob(File.join(Dir.tmpdir, "pwshlib-#{Process.pid}-*"))
   end
 
   def new_manager(options = {})
@@ -49,7 +51,7 @@ RSpec.describe Pwsh::Manager do
     # allocation is a full GC there.
     it 'converts code, env and the result hash safely', :gc_stress do
       result = manager.execute("Write-Output 'a\u00e9'; Write-Error 'e'; $env:PWSHLIB_GC; exit 3", 5000, nil, ['PWSHLIB_GC=v'])
-      expect(result).to eq(exitcode: 3, stdout: "a\u00e9\nv\n", stderr: "e\n", errormessage: nil, native_stdout: nil)
+      expect(result).to eq(exitcode: 3, stdout: "a\u00e9\nv\n", stderr: ["e\n"], native_stdout: nil)
     end
 
     it 'runs many requests in a row on one host' do
@@ -62,7 +64,7 @@ RSpec.describe Pwsh::Manager do
 
     it 'returns stdout, stderr, the exit code and the error message' do
       result = manager.execute("Write-Output 'out'\nWrite-Error 'err'\nexit 7")
-      expect(result).to eq(exitcode: 7, stdout: "out\n", stderr: "err\n", errormessage: nil, native_stdout: nil)
+      expect(result).to eq(exitcode: 7, stdout: "out\n", stderr: ["err\n"], native_stdout: nil)
       expect(manager.execute("throw 'boom'")).to include(exitcode: 1, errormessage: 'boom')
       expect(manager.execute("Write-Output 'still here'")[:stdout]).to eq("still here\n")
     end
@@ -290,7 +292,8 @@ RSpec.describe Pwsh::Manager do
       result = manager.execute("Start-Sleep -Seconds 1\nWrite-Output 'done'")
       finished_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       signaller.join
-      expect(result).to include(exitcode: 0, stdout: "done\n", errormessage: nil)
+      expect(result).to include(exitcode: 0, stdout: "done\n")
+      expect(result).not_to have_key(:errormessage)
       expect(trapped_at).not_to be_nil
       expect(finished_at - trapped_at).to be > 0.3
       expect(manager).to be_alive
@@ -310,8 +313,9 @@ RSpec.describe Pwsh::Manager do
         first.wakeup
         sleep 0.05
       end
-      expect(first.value).to include(exitcode: 0, stdout: "first\n", errormessage: nil)
-      expect(second.value).to include(exitcode: 0, stdout: "second\n", errormessage: nil)
+      expect(first.value).to include(exitcode: 0, stdout: "first\n")
+      expect(second.value).to include(exitcode: 0, stdout: "second\n")
+      expect([first.value, second.value]).to all(satisfy { |r| !r.key?(:errormessage) })
       expect(manager).to be_alive
       expect(manager.pid).to eq(pid)
     end
@@ -344,17 +348,120 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
+  # Issue 10, item 13: the pwshlib 2.x result shapes other modules rely on
+  # (the powershell module's exec provider calls stderr.each).
+  describe 'result shapes' do
+    it 'gives stderr as an Array of Strings, empty when there is none' do
+      quiet = manager.execute("Write-Output 'x'")
+      expect(quiet[:stderr]).to eq([])
+      noisy = manager.execute("Write-Error 'one'; [Console]::Error.WriteLine('two')")
+      expect(noisy[:stderr]).to eq(["one\n", "two\n"])
+      expect(noisy[:stderr]).to all(be_a(String))
+      expect(noisy[:stderr].map(&:chop)).to eq(%w[one two])
+    end
+
+    it 'gives exitcode as an Integer, stdout as a String or nil, native_stdout, and errormessage only on failure' do
+      success = manager.execute("Write-Output 'out'")
+      expect(success.keys).to contain_exactly(:exitcode, :stdout, :stderr, :native_stdout)
+      expect(success).to include(exitcode: 0, stdout: "out\n", native_stdout: nil)
+      expect(success[:exitcode]).to be_a(Integer)
+
+      silent = manager.execute('$null')
+      expect(silent[:stdout]).to be_nil
+      expect(silent).not_to have_key(:errormessage)
+
+      failure = manager.execute("throw 'boom'")
+      expect(failure.keys).to contain_exactly(:exitcode, :stdout, :stderr, :native_stdout, :errormessage)
+      expect(failure).to include(exitcode: 1, errormessage: 'boom', stderr: [])
+    end
+
+    it 'gives the same shapes for failures the manager makes up itself' do
+      result = manager.execute("Write-Output 'x'\n#pwshlib-sim:hang", 100)
+      expect(result).to include(exitcode: 1, stdout: nil, stderr: [])
+      expect(result[:errormessage]).to match(/stopped responding/)
+    end
+  end
+
+  # Items 2 to 4, as the simulated host plays them (host.ps1's own text is
+  # checked in ext/pwshlib_core/tests/host_script_semantics.rs).
+  describe 'exit codes, host output and the environment' do
+    it 'gives the code of exit N at the top level' do
+      expect(manager.execute("Write-Output 'x'; exit 7")).to include(exitcode: 7, stdout: "x\n")
+      expect(manager.execute('exit 1')[:exitcode]).to eq(1)
+      expect(manager.execute("Write-Output 'fine'")[:exitcode]).to eq(0)
+    end
+
+    it 'puts Write-Host, Write-Information, warnings and the console into stdout, in order' do
+      result = manager.execute("Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'")
+      expect(result[:stdout]).to eq("bar\nfoo\nWARNING: baz\n")
+      result = manager.execute("Write-Host 'h'; Write-Information 'i'; Write-Output 'o'")
+      expect(result[:stdout]).to eq("h\ni\no\n")
+    end
+
+    it 'puts the environment back to its start before every call' do
+      manager.execute("$env:PWSHLIB_SPEC_LEAK = 'leaked'")
+      expect(manager.execute("Write-Output 'x' $env:PWSHLIB_SPEC_LEAK")[:stdout]).to eq("x\n")
+      bad = manager.execute("Write-Output 'ran'", nil, nil, ['PWSHLIB_TWICE=1', 'PWSHLIB_TWICE=2'])
+      expect(bad).to include(exitcode: 1, stdout: nil)
+      expect(bad[:errormessage]).to eq("The environment variable 'PWSHLIB_TWICE' is given more than once")
+      expect(manager).to be_alive
+    end
+  end
+
+  # Item 7: the manager sends nothing to a process that is not the host it
+  # started. The "PowerShell" started here is a wrapper that only tells
+  # the test where the socket goes; the test binds it first, greets as a
+  # host would, and records every byte it receives.
+  describe 'peer check' do
+    it 'refuses a socket bound by another process before the host, which receives no request' do
+      Dir.mktmpdir('pwshlib-peer') do |dir|
+        told = File.join(dir, 'endpoint')
+        script = "printf %s \"$4\" > '#{told}.tmp' && mv '#{told}.tmp' '#{told}' && exec sleep 30"
+        received = +''
+        impostor = Thread.new do
+          sleep 0.01 until File.exist?(told)
+          server = UNIXServer.new(File.read(told))
+          client = server.accept
+          hello = '{"type":"hello","protocol":1,"pid":1,"host":"impostor","prelude":1}'
+          client.write([hello.bytesize].pack('N') + hello)
+          received << client.read_nonblock(65_536) while client.wait_readable(2)
+        rescue EOFError, Errno::ECONNRESET
+          nil
+        ensure
+          client&.close
+          server&.close
+        end
+        secret = "pwshlib-secret-#{rand(10**12)}"
+        outcome = begin
+          wrapped = described_class.instance('/bin/sh', ['-c', script, 'sh'], pipe_timeout: 20)
+          wrapped.execute("$password = '#{secret}'")
+          wrapped.exit
+          'accepted'
+        rescue StandardError => e
+          e.message
+        end
+        impostor.join(10)
+        expect(outcome).to match(/is not the host that was started.*nothing was sent to it/)
+        expect(received).to eq('')
+        expect(received).not_to include(secret)
+      end
+    end
+  end
+
   describe 'exit' do
     it 'ends the host, reaps it and removes its socket' do
       pid = manager.pid
       path = manager.endpoint
       expect(path).to eq(manager.socket_path)
-      expect(File.basename(path)).to match(/\Apwshlib-#{Process.pid}-\h{32}\.sock\z/)
+      expect(File.basename(path)).to eq('host.sock')
+      expect(File.basename(File.dirname(path))).to match(/\Apwshlib-#{Process.pid}-\h{32}\z/)
+      expect(File.stat(File.dirname(path)).mode & 0o777).to eq(0o700)
       expect(File.socket?(path)).to be(true)
       manager.exit
       expect(manager).not_to be_alive
       expect(process_gone?(pid)).to be(true)
       expect(File.exist?(path)).to be(false)
+      expect(File.exist?(File.dirname(path))).to be(false)
       expect(new_manager).not_to equal(manager)
     end
 
