@@ -54,7 +54,7 @@ RSpec.describe Pwsh::Manager do
     results = Array.new(20) { |i| manager.execute("Write-Output 'call #{i}'") }
     expect(results.map { |r| r[:stdout] }).to eq(Array.new(20) { |i| "call #{i}\n" })
     expect(manager.execute("Write-Output 'out'\nWrite-Error 'err'\nexit 7"))
-      .to eq(exitcode: 7, stdout: "out\n", stderr: "err\n", errormessage: nil, native_stdout: nil)
+      .to eq(exitcode: 7, stdout: "out\n", stderr: ["err\n"], native_stdout: nil)
     expect(manager.execute("throw 'boom'")).to include(exitcode: 1, errormessage: 'boom')
     expect(manager.pid).to eq(pid)
     expect(new_manager).to equal(manager)
