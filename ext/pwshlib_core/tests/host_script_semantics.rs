@@ -88,7 +88,10 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
         &new_session,
         "$runspace = [System.Management.Automation.Runspaces.RunspaceFactory]::CreateRunspace($pshost, $state)",
     );
-    let host = position(&new_session, "$pshost = New-Object PwshlibHost.PwshlibPSHost");
+    let host = position(
+        &new_session,
+        "$pshost = New-Object PwshlibHost.PwshlibPSHost",
+    );
     assert!(host < create && state < create);
     // No other runspace is created anywhere (the parent watcher runs in
     // [PowerShell]::Create()'s own and never resets it).
@@ -118,7 +121,8 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     let reset = &source[source.find("public void Reset()").unwrap()..];
     assert!(reset[..reset.find("}\n").unwrap()].contains("shouldExit = false;"));
     // Compiled once, at start (C# 5 for the .NET Framework's csc).
-    assert!(lines(&script).contains(&"Add-Type -TypeDefinition $script:HostSource -Language CSharp".to_owned()));
+    assert!(lines(&script)
+        .contains(&"Add-Type -TypeDefinition $script:HostSource -Language CSharp".to_owned()));
     assert!(!source.contains("=>") && !source.contains("?.") && !source.contains("$\""));
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
@@ -140,13 +144,27 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     let ui = &source[source
         .find("public sealed class PwshlibUI : PSHostUserInterface")
         .expect("the host UI class")..];
-    let ui = &ui[..ui.find("public sealed class PwshlibPSHost").expect("the host class")];
+    let ui = &ui[..ui
+        .find("public sealed class PwshlibPSHost")
+        .expect("the host class")];
     for (method, shown) in [
-        ("public override void WriteWarningLine(string message)", "Out(\"WARNING: \" + message + \"\\n\");"),
-        ("public override void WriteVerboseLine(string message)", "Out(\"VERBOSE: \" + message + \"\\n\");"),
-        ("public override void WriteDebugLine(string message)", "Out(\"DEBUG: \" + message + \"\\n\");"),
+        (
+            "public override void WriteWarningLine(string message)",
+            "Out(\"WARNING: \" + message + \"\\n\");",
+        ),
+        (
+            "public override void WriteVerboseLine(string message)",
+            "Out(\"VERBOSE: \" + message + \"\\n\");",
+        ),
+        (
+            "public override void WriteDebugLine(string message)",
+            "Out(\"DEBUG: \" + message + \"\\n\");",
+        ),
         ("public override void Write(string value)", "Out(value);"),
-        ("public override void WriteErrorLine(string value)", "errors.Append(value + \"\\n\");"),
+        (
+            "public override void WriteErrorLine(string value)",
+            "errors.Append(value + \"\\n\");",
+        ),
     ] {
         let line = ui
             .lines()
@@ -163,7 +181,10 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
     let plain = position(&invoke, "if (-not $ForDsc) {");
-    assert_eq!(invoke[plain + 1], "$ps.AddCommand('Out-Default') | Out-Null");
+    assert_eq!(
+        invoke[plain + 1],
+        "$ps.AddCommand('Out-Default') | Out-Null"
+    );
     let set_out = position(&invoke, "[Console]::SetOut($pshost.OutputWriter)");
     assert!(set_out < position(&invoke, "$pending = $ps.BeginInvoke($noInput, $output)"));
     let dsc = position(&invoke, "if ($ForDsc) {");
@@ -213,7 +234,10 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
         &restore,
         "if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {",
     );
-    position(&restore, "[Environment]::SetEnvironmentVariable($name, $null)");
+    position(
+        &restore,
+        "[Environment]::SetEnvironmentVariable($name, $null)",
+    );
     position(
         &restore,
         "[Environment]::SetEnvironmentVariable($entry.Key, $entry.Value)",
@@ -239,7 +263,10 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
         &set,
         "throw \"The environment variable '$name' is given more than once\"",
     );
-    position(&set, "[Environment]::SetEnvironmentVariable($name, [string]$pair[1])");
+    position(
+        &set,
+        "[Environment]::SetEnvironmentVariable($name, [string]$pair[1])",
+    );
 }
 
 /// Item 5: a failed or timed-out call's session is replaced; Stop() is
@@ -258,7 +285,10 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(stop_wait < pwshlib_core::host::READ_GRACE.as_millis() as u64);
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    let waited = position(&invoke, "if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {");
+    let waited = position(
+        &invoke,
+        "if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {",
+    );
     assert_eq!(
         invoke[waited + 1..waited + 10],
         [
@@ -324,7 +354,9 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     let result = lines(&function_body(&script, "New-Result"));
     for field in ["stdout", "stderr", "errormessage", "native_stdout"] {
         assert!(
-            result.iter().any(|line| line.starts_with(field) && line.contains("= Repair-Text $")),
+            result
+                .iter()
+                .any(|line| line.starts_with(field) && line.contains("= Repair-Text $")),
             "{field}: {result:?}"
         );
     }
@@ -365,9 +397,16 @@ fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     assert_eq!(servers.len(), 3, "{servers:#?}");
     assert!(servers[0].ends_with(", 0, 0, $security"), "{}", servers[0]);
     assert!(servers[1].ends_with(", 0, 0, $security)"), "{}", servers[1]);
-    assert!(servers[2].ends_with("([System.IO.Pipes.PipeOptions]::CurrentUserOnly)"), "{}", servers[2]);
+    assert!(
+        servers[2].ends_with("([System.IO.Pipes.PipeOptions]::CurrentUserOnly)"),
+        "{}",
+        servers[2]
+    );
     // Every server is made with one instance (FILE_FLAG_FIRST_PIPE_INSTANCE).
     for server in servers {
-        assert!(server.contains("$pipeName, $direction, 1, $mode"), "{server}");
+        assert!(
+            server.contains("$pipeName, $direction, 1, $mode"),
+            "{server}"
+        );
     }
 }

@@ -278,15 +278,13 @@ impl<'a> Run<'a> {
                 }
                 End::Completed
             }
-            "write-information" => {
-                match parameter("-MessageData").or(arguments.first()).cloned() {
-                    Some(text) => {
-                        self.out_line(text);
-                        End::Completed
-                    }
-                    None => End::Unsupported(self.text(node).to_owned()),
+            "write-information" => match parameter("-MessageData").or(arguments.first()).cloned() {
+                Some(text) => {
+                    self.out_line(text);
+                    End::Completed
                 }
-            }
+                None => End::Unsupported(self.text(node).to_owned()),
+            },
             "write-warning" => match parameter("-Message").or(arguments.first()).cloned() {
                 Some(text) => {
                     self.out_line(format!("WARNING: {text}"));
@@ -652,7 +650,10 @@ mod tests {
     /// written before it.
     #[test]
     fn exit_gives_its_code() {
-        assert_eq!(run("Write-Host 'x'\nexit 7"), reply(Some("x\n"), "", 7, None));
+        assert_eq!(
+            run("Write-Host 'x'\nexit 7"),
+            reply(Some("x\n"), "", 7, None)
+        );
         assert_eq!(run("exit 0"), reply(None, "", 0, None));
     }
 
@@ -665,7 +666,10 @@ mod tests {
             reply(Some("v1\n"), "", 0, None)
         );
         assert_eq!(std::env::var("PWSHLIB_SIM_ECHO_SET").as_deref(), Ok("v1"));
-        assert_eq!(run("$env:PWSHLIB_SIM_ECHO_SET = ''"), reply(None, "", 0, None));
+        assert_eq!(
+            run("$env:PWSHLIB_SIM_ECHO_SET = ''"),
+            reply(None, "", 0, None)
+        );
         assert!(std::env::var_os("PWSHLIB_SIM_ECHO_SET").is_none());
     }
 

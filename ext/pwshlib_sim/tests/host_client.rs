@@ -469,7 +469,10 @@ fn a_woken_start_resumed_gives_a_working_host() {
 #[test]
 fn the_environment_is_back_to_its_start_before_every_call() {
     let mut host = start();
-    let set = run(&mut host, "$env:PWSHLIB_LEAKED = 'from call 1'; $env:PWSHLIB_LEAKED");
+    let set = run(
+        &mut host,
+        "$env:PWSHLIB_LEAKED = 'from call 1'; $env:PWSHLIB_LEAKED",
+    );
     assert_eq!(set.stdout.as_deref(), Some("from call 1\n"));
     let with_env = ExecuteRequest::new(
         "$env:PWSHLIB_PER_CALL".into(),
@@ -481,7 +484,10 @@ fn the_environment_is_back_to_its_start_before_every_call() {
     // The exact text sent: pwsh 7's ConvertFrom-Json would have made it a
     // DateTime; host.ps1 reads frames with System.Text.Json instead.
     assert_eq!(result.stdout.as_deref(), Some("2024-01-02T03:04:05.000Z\n"));
-    let later = run(&mut host, "Write-Output 'next' $env:PWSHLIB_LEAKED $env:PWSHLIB_PER_CALL");
+    let later = run(
+        &mut host,
+        "Write-Output 'next' $env:PWSHLIB_LEAKED $env:PWSHLIB_PER_CALL",
+    );
     assert_eq!(later.stdout.as_deref(), Some("next\n"));
     // PATH was there at start: a call that changes it does not keep it changed.
     let path = run(&mut host, "$env:PATH").stdout;
@@ -510,11 +516,17 @@ fn a_repeated_or_refused_env_name_fails_the_call_not_the_host() {
         assert_eq!(result.exitcode, 1);
         assert_eq!(result.stdout, None);
         assert!(
-            result.errormessage.as_deref().is_some_and(|m| m.starts_with(expected)),
+            result
+                .errormessage
+                .as_deref()
+                .is_some_and(|m| m.starts_with(expected)),
             "{result:?}"
         );
     }
-    assert_eq!(run(&mut host, "Write-Output 'alive'").stdout.as_deref(), Some("alive\n"));
+    assert_eq!(
+        run(&mut host, "Write-Output 'alive'").stdout.as_deref(),
+        Some("alive\n")
+    );
     host.exit_gracefully();
 }
 
@@ -527,7 +539,12 @@ fn a_working_directory_with_brackets_is_that_directory() {
     std::fs::create_dir(&dir).unwrap();
     let mut host = start();
     let dir_text = dir.display().to_string();
-    let request = ExecuteRequest::new("(Get-Location).Path".into(), Some(10_000), Some(dir_text.clone()), &[] as &[&str]);
+    let request = ExecuteRequest::new(
+        "(Get-Location).Path".into(),
+        Some(10_000),
+        Some(dir_text.clone()),
+        &[] as &[&str],
+    );
     let result = host.execute(&request, &Cancel::default()).unwrap();
     assert_eq!(result.stdout, Some(format!("{dir_text}\n")));
     host.exit_gracefully();
@@ -582,7 +599,10 @@ fn a_process_that_is_not_the_started_host_is_sent_nothing() {
         program: "/bin/sh".into(),
         args: vec![
             "-c".into(),
-            format!("printf %s \"$4\" > '{}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30", told.display()),
+            format!(
+                "printf %s \"$4\" > '{}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30",
+                told.display()
+            ),
             "sh".into(),
         ],
         host_script: "host.ps1".into(),
@@ -645,7 +665,11 @@ fn a_process_that_is_not_the_started_host_is_sent_nothing() {
     impostor.join().unwrap();
     let received = received.lock().unwrap();
     assert!(!sent_to_impostor, "the manager accepted the impostor");
-    assert!(received.is_empty(), "the impostor received {} bytes", received.len());
+    assert!(
+        received.is_empty(),
+        "the impostor received {} bytes",
+        received.len()
+    );
     assert!(!String::from_utf8_lossy(&received).contains(&secret));
 }
 
@@ -664,6 +688,10 @@ fn a_host_started_by_a_wrapper_as_its_child_is_accepted() {
     let mut host = Host::spawn(&wrapper, &Cancel::default()).expect("the wrapped host starts");
     let result = run(&mut host, "$PID");
     let served_by: u32 = result.stdout.unwrap().trim().parse().unwrap();
-    assert_ne!(served_by, host.pid(), "the simulator is the wrapper's child");
+    assert_ne!(
+        served_by,
+        host.pid(),
+        "the simulator is the wrapper's child"
+    );
     assert!(host.exit_gracefully().is_some());
 }

@@ -298,7 +298,6 @@ mod peer {
         };
         (written == size).then_some(info.pbi_ppid)
     }
-
 }
 
 /// Elsewhere (the BSDs): the socket's private directory is the only guard;
