@@ -5,7 +5,6 @@ require 'pwsh'
 require 'timeout'
 require 'tmpdir'
 require 'rbconfig'
-require 'socket'
 
 # The real Rust manager against the real simulated host (pwshlib-sim) over a
 # real Unix socket. Echo mode (ext/pwshlib_sim/README.md) supplies the code.
@@ -409,41 +408,37 @@ RSpec.describe Pwsh::Manager do
   end
 
   # Item 7: the manager sends nothing to a process that is not the host it
-  # started. The "PowerShell" started here is a wrapper that only tells
-  # the test where the socket goes; the test binds it first, greets as a
-  # host would, and records every byte it receives.
+  # started. The "PowerShell" started here (pwshlib-sim --tell-endpoint)
+  # only tells the test its socket path and never listens; a second
+  # simulator started by the test, neither the spawned host nor its child,
+  # binds that path first, greets as a host and records every message.
   describe 'peer check' do
     it 'refuses a socket bound by another process before the host, which receives no request' do
       Dir.mktmpdir('pwshlib-peer') do |dir|
         told = File.join(dir, 'endpoint')
-        script = "printf %s \"$4\" > '#{told}.tmp' && mv '#{told}.tmp' '#{told}' && exec sleep 30"
-        received = +''
+        record = File.join(dir, 'received')
         impostor = Thread.new do
           sleep 0.01 until File.exist?(told)
-          server = UNIXServer.new(File.read(told))
-          client = server.accept
-          hello = '{"type":"hello","protocol":1,"pid":1,"host":"impostor","prelude":1}'
-          client.write([hello.bytesize].pack('N') + hello)
-          received << client.read_nonblock(65_536) while client.wait_readable(2)
-        rescue EOFError, Errno::ECONNRESET
-          nil
-        ensure
-          client&.close
-          server&.close
+          pid = Process.spawn(PWSHLIB_SIM, '--record', record, '-File', 'host.ps1', '-PipePath', File.read(told))
+          Timeout.timeout(15) { Process.wait(pid) }
+        rescue Timeout::Error
+          Process.kill('KILL', pid)
+          Process.wait(pid)
         end
         secret = "pwshlib-secret-#{rand(10**12)}"
         outcome = begin
-          wrapped = described_class.instance('/bin/sh', ['-c', script, 'sh'], pipe_timeout: 20)
-          wrapped.execute("$password = '#{secret}'")
-          wrapped.exit
+          teller = described_class.instance(PWSHLIB_SIM, ['--tell-endpoint', told], pipe_timeout: 20)
+          teller.execute("$password = '#{secret}'")
+          teller.exit
           'accepted'
         rescue StandardError => e
           e.message
         end
-        impostor.join(10)
-        expect(outcome).to match(/is not the host that was started.*nothing was sent to it/)
-        expect(received).to eq('')
+        impostor.join
+        received = File.exist?(record) ? File.read(record) : ''
         expect(received).not_to include(secret)
+        expect(received).to eq('')
+        expect(outcome).to match(/is not the host that was started.*nothing was sent to it/)
       end
     end
   end

@@ -30,6 +30,13 @@ struct Args {
     /// `--never-listen`: a host that starts but never opens its endpoint,
     /// for the manager's pipe_timeout (README.md).
     never_listen: bool,
+    /// `--tell-endpoint <file>`: write the `-PipePath` value to `file`, then
+    /// never listen: a started "host" whose endpoint a test then serves
+    /// from another process (an impostor, for the manager's peer check).
+    tell_endpoint: Option<PathBuf>,
+    /// `--record <file>`: append every message received, one per line (a
+    /// test artefact: it holds the code in the clear).
+    record: Option<PathBuf>,
 }
 
 /// Finds `-PipePath` and `-ParentPid` (PowerShell parameter names are
@@ -38,10 +45,16 @@ struct Args {
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut pipe_path, mut parent_pid) = (None, None);
     let (mut never_listen, mut ignore_parent) = (false, false);
+    let (mut tell_endpoint, mut record) = (None, None);
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         if arg == "--never-listen" {
             never_listen = true;
+        } else if arg == "--tell-endpoint" {
+            tell_endpoint = args.next().map(PathBuf::from);
+            never_listen = true;
+        } else if arg == "--record" {
+            record = args.next().map(PathBuf::from);
         } else if arg == "--ignore-parent" {
             ignore_parent = true;
         } else if arg.eq_ignore_ascii_case("-PipePath") {
@@ -57,6 +70,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         // `--ignore-parent`: no parent watch, to test what else ends a host.
         parent_pid: parent_pid.filter(|_| !ignore_parent),
         never_listen,
+        tell_endpoint,
+        record,
     })
 }
 
@@ -85,6 +100,16 @@ fn main() {
 
 /// Serves one connection; returns the process exit code.
 fn serve(args: &Args) -> i32 {
+    if let Some(file) = &args.tell_endpoint {
+        // Whole or not at all: written aside, then renamed into place.
+        let aside = file.with_extension("partial");
+        let told = std::fs::write(&aside, args.pipe_path.as_os_str().as_encoded_bytes())
+            .and_then(|()| std::fs::rename(&aside, file));
+        if let Err(e) = told {
+            eprintln!("pwshlib-sim: cannot tell the endpoint: {e}");
+            return 2;
+        }
+    }
     if args.never_listen {
         if let Some(pid) = args.parent_pid.filter(|&pid| pid > 0) {
             endpoint::watch_parent(pid, args.pipe_path.clone());
@@ -108,7 +133,7 @@ fn serve(args: &Args) -> i32 {
         endpoint::watch_parent(pid, args.pipe_path.clone());
     }
     let code = match listener.accept() {
-        Ok(connection) => converse(connection),
+        Ok(connection) => converse(connection, args.record.as_deref()),
         Err(e) => {
             eprintln!("pwshlib-sim: accept failed: {e}");
             2
@@ -124,7 +149,7 @@ fn serve(args: &Args) -> i32 {
 const OLD_HOST_ENV: &str = "PWSHLIB_SIM_NO_PRELUDE";
 
 /// Hello, then requests until exit or EOF.
-fn converse(mut stream: impl Read + Write) -> i32 {
+fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
     let offers_preludes = std::env::var_os(OLD_HOST_ENV).is_none();
     let hello = Message::Hello {
         protocol: protocol::PROTOCOL_VERSION,
@@ -141,7 +166,18 @@ fn converse(mut stream: impl Read + Write) -> i32 {
     }
     let mut session = Session::default();
     loop {
-        let reply = match protocol::read_message(&mut stream) {
+        let received = protocol::read_message(&mut stream);
+        if let (Some(file), Ok(Some(message))) = (record, &received) {
+            use std::io::Write as _;
+            if let Ok(mut log) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+            {
+                let _ = writeln!(log, "{message:?}");
+            }
+        }
+        let reply = match received {
             Ok(None) | Ok(Some(Message::Exit)) => return 0,
             Ok(Some(Message::Execute(mut request))) => {
                 if !offers_preludes {

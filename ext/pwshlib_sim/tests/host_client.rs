@@ -580,74 +580,59 @@ fn regex_like_pwshlib_dir(name: &str) -> bool {
     rest.len() == 32 && rest.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-/// Item 7: the manager checks who serves the socket before it sends
-/// anything. Here the program the manager starts is a wrapper that only
-/// tells this test the socket path; the test (not the started process nor
-/// its child) binds it first and listens, as an impostor would. The
-/// manager refuses it: the start fails naming the check, and the impostor
-/// receives not one byte, so a request carrying a secret never reaches it.
-#[cfg(target_os = "linux")]
+/// Item 7: the manager checks who serves its endpoint before it sends
+/// anything. The program the manager starts here (`--tell-endpoint`) only
+/// tells the test its endpoint and never serves it; a second simulator,
+/// started by the test and so neither the spawned host nor its child,
+/// serves that endpoint first, as an impostor would: it greets like a host
+/// and records every message it receives. The manager refuses it: the start
+/// fails naming the check, and the impostor records nothing, so a request
+/// carrying a secret never reaches it. A socket on Unix, a named pipe on
+/// Windows.
 #[test]
 fn a_process_that_is_not_the_started_host_is_sent_nothing() {
-    use std::io::{Read, Write};
-    use std::os::unix::net::UnixListener;
-
     let scratch = tempfile::tempdir().unwrap();
     let told = scratch.path().join("endpoint");
-    // $4 is the -PipePath value: `-File host.ps1 -PipePath <path> …`.
-    let wrapper = SpawnOptions {
-        program: "/bin/sh".into(),
-        args: vec![
-            "-c".into(),
-            format!(
-                "printf %s \"$4\" > '{}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30",
-                told.display()
-            ),
-            "sh".into(),
-        ],
-        host_script: "host.ps1".into(),
-        show_host_errors: true,
-        pipe_timeout: Duration::from_secs(20),
+    let record = scratch.path().join("received");
+    let teller = SpawnOptions {
+        args: vec!["--tell-endpoint".into(), told.display().to_string()],
+        ..options()
     };
-    let received = Arc::new(std::sync::Mutex::new(Vec::new()));
     let impostor = {
-        let received = Arc::clone(&received);
         let told = told.clone();
+        let record = record.clone();
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(15);
-            let path = loop {
-                if let Ok(path) = std::fs::read_to_string(&told) {
-                    break path;
+            let endpoint = loop {
+                if let Ok(endpoint) = std::fs::read_to_string(&told) {
+                    break endpoint;
                 }
-                assert!(Instant::now() < deadline, "the wrapper never told the path");
+                assert!(
+                    Instant::now() < deadline,
+                    "the started host never told its endpoint"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             };
-            let listener = UnixListener::bind(&path).expect("the impostor binds first");
-            let (mut stream, _) = listener.accept().unwrap();
-            // Greet as a host would, to invite a request.
-            let hello = br#"{"type":"hello","protocol":1,"pid":1,"host":"impostor","prelude":1}"#;
-            let mut frame = (hello.len() as u32).to_be_bytes().to_vec();
-            frame.extend_from_slice(hello);
-            let _ = stream.write_all(&frame);
-            stream
-                .set_read_timeout(Some(Duration::from_secs(3)))
-                .unwrap();
-            let mut buffer = [0u8; 4096];
-            loop {
-                match stream.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => received.lock().unwrap().extend_from_slice(&buffer[..n]),
-                }
+            let mut impostor = std::process::Command::new(SIM)
+                .arg("--record")
+                .arg(&record)
+                .args(["-File", "host.ps1", "-PipePath", &endpoint])
+                .spawn()
+                .expect("the impostor starts");
+            // It serves one connection, then leaves (the manager hangs up).
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while impostor.try_wait().unwrap().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
             }
-            let _ = std::fs::remove_file(&path);
+            let _ = impostor.kill();
+            let _ = impostor.wait();
         })
     };
     let secret = format!("pwshlib-secret-{}", std::process::id() as u64 * 7919 + 17);
-    let started = Host::spawn(&wrapper, &Cancel::default());
-    let sent_to_impostor = match started {
+    let accepted = match Host::spawn(&teller, &Cancel::default()) {
         Ok(mut host) => {
-            // Only if the check failed to refuse it: the request with the
-            // secret would go out here.
+            // Only if the check failed to refuse the impostor: the request
+            // with the secret would go out here.
             let code = format!("$password = '{secret}'");
             let _ = host.execute(&request(&code, 1_000), &Cancel::default());
             host.destroy();
@@ -663,14 +648,13 @@ fn a_process_that_is_not_the_started_host_is_sent_nothing() {
         }
     };
     impostor.join().unwrap();
-    let received = received.lock().unwrap();
-    assert!(!sent_to_impostor, "the manager accepted the impostor");
+    let received = std::fs::read_to_string(&record).unwrap_or_default();
     assert!(
-        received.is_empty(),
-        "the impostor received {} bytes",
-        received.len()
+        !received.contains(&secret),
+        "the impostor received the secret: {received}"
     );
-    assert!(!String::from_utf8_lossy(&received).contains(&secret));
+    assert_eq!(received, "", "the impostor received messages");
+    assert!(!accepted, "the manager accepted the impostor");
 }
 
 /// Item 7: a wrapper may start PowerShell as its child (not through exec):
