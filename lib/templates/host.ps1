@@ -765,6 +765,22 @@ function Invoke-InSession {
     }
 }
 
+# Who may connect to the pipe: the default ACL of a named pipe also lets
+# Everyone (and Anonymous) open it for reading, enough to take the host's
+# one instance and stall the manager until its pipe_timeout. This ACL grants
+# the current user alone (full control, no inherited entries) and denies
+# the NETWORK SID (S-1-5-2), so that a remote logon of that same user is
+# refused too. (Windows only; the deny entry is ordered first by .NET.)
+function New-PipeSecurity {
+    $user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User
+    $network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'
+    $security = New-Object System.IO.Pipes.PipeSecurity
+    $security.SetAccessRuleProtection($true, $false)
+    $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))
+    $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))
+    return $security
+}
+
 # Leave when the Ruby process that started us is gone, so a killed Ruby
 # leaves no host behind (a background runspace polls its PID).
 if ($ParentPid -gt 0) {
@@ -792,38 +808,30 @@ if ($script:OnWindows) {
     # wants the name alone. One instance only: .NET then creates the pipe with
     # FILE_FLAG_FIRST_PIPE_INSTANCE, so nobody can have made it before us.
     $pipeName = $PipePath -replace '^\\\\\.\\pipe\\', ''
-    # Who may connect: the default ACL of a named pipe also lets Everyone
-    # (and Anonymous) open it for reading, enough to take our one instance
-    # and stall the manager until its pipe_timeout. This ACL grants the
-    # current user alone (full control, no inherited entries) and denies
-    # the NETWORK SID (S-1-5-2), so that a remote logon of that same user
-    # is refused too.
-    $user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User
-    $network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'
-    if ($script:ModernJson) {
-        # .NET 5 and later keep pipe ACLs in System.IO.Pipes.AccessControl.
-        Add-Type -AssemblyName System.IO.Pipes.AccessControl
-    }
-    $security = New-Object System.IO.Pipes.PipeSecurity
-    $security.SetAccessRuleProtection($true, $false)
-    $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))
-    $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))
     $direction = [System.IO.Pipes.PipeDirection]::InOut
     $mode = [System.IO.Pipes.PipeTransmissionMode]::Byte
     if (-not $script:ModernJson) {
         # .NET Framework (Windows PowerShell 5.1): the constructor that
         # takes a PipeSecurity.
-        $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::None), 0, 0, $security
-    } elseif ('System.IO.Pipes.NamedPipeServerStreamAcl' -as [type]) {
-        # .NET 5 and later (pwsh 7.1+): NamedPipeServerStreamAcl.Create
-        # takes the same PipeSecurity. Not PipeOptions.CurrentUserOnly:
-        # .NET refuses it together with a PipeSecurity, and on its own it
-        # grants the current user without denying NETWORK.
-        $server = [System.IO.Pipes.NamedPipeServerStreamAcl]::Create($pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::None), 0, 0, $security)
+        $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::None), 0, 0, (New-PipeSecurity)
     } else {
-        # pwsh 7.0 (.NET Core 3.1) has no way to pass an ACL: its
-        # CurrentUserOnly option grants the current user alone.
-        $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::CurrentUserOnly)
+        # .NET 5 and later keep pipe ACLs in System.IO.Pipes.AccessControl;
+        # .NET Core 3.1 (pwsh 7.0) may not have it at all.
+        try {
+            Add-Type -AssemblyName System.IO.Pipes.AccessControl
+        } catch {
+        }
+        if ('System.IO.Pipes.NamedPipeServerStreamAcl' -as [type]) {
+            # .NET 5 and later (pwsh 7.1+): NamedPipeServerStreamAcl.Create
+            # takes the same PipeSecurity. Not PipeOptions.CurrentUserOnly:
+            # .NET refuses it together with a PipeSecurity, and on its own it
+            # grants the current user without denying NETWORK.
+            $server = [System.IO.Pipes.NamedPipeServerStreamAcl]::Create($pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::None), 0, 0, (New-PipeSecurity))
+        } else {
+            # pwsh 7.0 (.NET Core 3.1) has no way to pass an ACL: its
+            # CurrentUserOnly option grants the current user alone.
+            $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::CurrentUserOnly)
+        }
     }
     $server.WaitForConnection()
     $stream = $server

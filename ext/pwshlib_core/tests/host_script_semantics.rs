@@ -378,25 +378,36 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
 #[test]
 fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     let script = host_script();
+    let security = lines(&function_body(&script, "New-PipeSecurity"));
+    assert_eq!(
+        security[1..],
+        [
+            "$user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User",
+            "$network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'",
+            "$security = New-Object System.IO.Pipes.PipeSecurity",
+            "$security.SetAccessRuleProtection($true, $false)",
+            "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))",
+            "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))",
+            "return $security",
+            "}",
+        ]
+    );
     let top = lines(&script);
-    position(
-        &top,
-        "$user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User",
-    );
-    position(
-        &top,
-        "$network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'",
-    );
-    position(&top, "$security.SetAccessRuleProtection($true, $false)");
-    position(&top, "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))");
-    position(&top, "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))");
     let servers: Vec<&String> = top
         .iter()
         .filter(|line| line.starts_with("$server = ") && line.contains("Pipe"))
         .collect();
     assert_eq!(servers.len(), 3, "{servers:#?}");
-    assert!(servers[0].ends_with(", 0, 0, $security"), "{}", servers[0]);
-    assert!(servers[1].ends_with(", 0, 0, $security)"), "{}", servers[1]);
+    assert!(
+        servers[0].ends_with(", 0, 0, (New-PipeSecurity)"),
+        "{}",
+        servers[0]
+    );
+    assert!(
+        servers[1].ends_with(", 0, 0, (New-PipeSecurity))"),
+        "{}",
+        servers[1]
+    );
     assert!(
         servers[2].ends_with("([System.IO.Pipes.PipeOptions]::CurrentUserOnly)"),
         "{}",
