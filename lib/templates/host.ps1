@@ -792,6 +792,17 @@ if ($ParentPid -gt 0) {
                 if (-not (Get-Process -Id $ParentPid -ErrorAction SilentlyContinue)) {
                     if (-not $OnWindows) {
                         Remove-Item -LiteralPath $PipePath -Force -ErrorAction SilentlyContinue
+                        # The private directory the manager made for the
+                        # socket: nobody else is left to remove it.
+                        # Directory.Delete refuses a directory that is not
+                        # empty.
+                        $socketDirectory = [System.IO.Path]::GetDirectoryName($PipePath)
+                        if ([System.IO.Path]::GetFileName($socketDirectory) -like 'pwshlib-*') {
+                            try {
+                                [System.IO.Directory]::Delete($socketDirectory)
+                            } catch {
+                            }
+                        }
                     }
                     [Environment]::Exit(0)
                 }

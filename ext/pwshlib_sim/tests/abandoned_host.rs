@@ -39,6 +39,11 @@ fn main() {
     let &[host_pid, started_pid] = pids.as_slice() else {
         panic!("the manager printed {line:?}");
     };
+    let endpoint = line
+        .trim_end()
+        .split_once(" endpoint ")
+        .map(|(_, endpoint)| std::path::PathBuf::from(endpoint))
+        .expect("the manager printed its endpoint");
     let status = manager.wait().unwrap();
     assert!(!status.success(), "the manager was meant to abort");
 
@@ -47,10 +52,20 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let host_outlived = process_alive(host_pid);
+    // On Unix the host, seeing its manager gone, removes its socket and the
+    // private directory the manager made for it: nothing is left in $TMPDIR.
+    let socket_dir = endpoint.parent().map(std::path::Path::to_path_buf);
+    if cfg!(unix) {
+        while socket_dir.as_ref().is_some_and(|dir| dir.exists()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let socket_dir_left = cfg!(unix) && socket_dir.as_ref().is_some_and(|dir| dir.exists());
     let started_survived = process_alive(started_pid);
     kill(host_pid);
     kill(started_pid);
     assert!(!host_outlived, "the host {host_pid} outlived its manager");
+    assert!(!socket_dir_left, "{} was left behind", endpoint.display());
     assert!(
         started_survived,
         "the process {started_pid} that the host started was killed with it"
@@ -92,7 +107,14 @@ fn start_a_host_and_die() -> ! {
         .expect("the host starts a process");
     let started_pid = started.stdout.unwrap_or_default();
     let mut out = std::io::stdout();
-    writeln!(out, "host {} started {}", host.pid(), started_pid.trim()).unwrap();
+    writeln!(
+        out,
+        "host {} started {} endpoint {}",
+        host.pid(),
+        started_pid.trim(),
+        host.endpoint()
+    )
+    .unwrap();
     out.flush().unwrap();
     // Die in the middle of a call the host never finishes: a host that is
     // waiting for a request would leave on the end of the stream anyway.

@@ -38,6 +38,15 @@ pub fn watch_parent(parent_pid: u32, socket: PathBuf) {
         let reparented = started_under_parent && std::os::unix::process::parent_id() != parent_pid;
         if reparented || !proc_dir.exists() {
             clean_up(&socket);
+            // The private directory the manager made for the socket:
+            // nobody else is left to remove it (remove_dir refuses a
+            // directory that is not empty).
+            if let Some(dir) = socket.parent().filter(|dir| {
+                dir.file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with("pwshlib-"))
+            }) {
+                let _ = std::fs::remove_dir(dir);
+            }
             std::process::exit(0);
         }
     });
