@@ -2,6 +2,7 @@
 //! case-insensitively as PowerShell compares them. Lookups are hash-map
 //! lookups, so thousands of resources cost linear time in total.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::value::{Map, Value};
@@ -22,17 +23,27 @@ fn fold_key(value: &Value) -> Option<String> {
 
 impl Identity {
     pub fn of(namevars: &[String], hash: &Map) -> Identity {
+        Identity::from_lookup(namevars, |name| hash.get_named(name).map(Cow::Borrowed))
+    }
+
+    /// The identity of a resource that is not (yet) a [`Map`]: `lookup`
+    /// gives the value of an attribute by name. The binding reads just the
+    /// namevars of a Ruby hash this way, without converting the rest.
+    pub fn from_lookup<'v>(
+        namevars: &[String],
+        mut lookup: impl FnMut(&str) -> Option<Cow<'v, Value>>,
+    ) -> Identity {
         Identity(
             namevars
                 .iter()
                 .map(|n| {
-                    let value = hash.get_named(n).filter(|v| !v.is_nil());
+                    let value = lookup(n).filter(|v| !v.is_nil());
                     // Puppet::Type.new(title: …) carries the title, not `name`.
                     let value = match (value, n.as_str()) {
-                        (None, "name") => hash.get_named("title"),
+                        (None, "name") => lookup("title"),
                         (v, _) => v,
                     };
-                    value.and_then(fold_key)
+                    value.as_deref().and_then(fold_key)
                 })
                 .collect(),
         )
@@ -77,6 +88,11 @@ impl<V> IdentityCache<V> {
 
     pub fn identity(&self, hash: &Map) -> Identity {
         Identity::of(&self.namevars, hash)
+    }
+
+    /// The namevars identities are made of, in order.
+    pub fn namevars(&self) -> &[String] {
+        &self.namevars
     }
 
     pub fn len(&self) -> usize {

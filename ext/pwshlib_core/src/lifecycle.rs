@@ -139,6 +139,14 @@ pub trait ProviderHost {
     }
 
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
+    /// The module's vendored `dsc_resources` folder, found along
+    /// [`ProviderHost::load_path`]. The binding remembers it for the run, so
+    /// that a catalog of thousands of resources does not look at the disk
+    /// for each call.
+    fn vendored_modules_path(&self, module_name: &str) -> Result<Result<String, Error>, Self::Error> {
+        let load_path = self.load_path()?;
+        Ok(crate::vendored::vendored_modules_path(&load_path, module_name))
+    }
     /// Builds the script of one call. The outer error is the host's, the
     /// inner one is reported against the resource.
     fn build_script(
@@ -147,10 +155,20 @@ pub trait ProviderHost {
         props: &Map,
         method: DscMethod,
     ) -> Result<Result<Script, Error>, Self::Error> {
-        let load_path = self.load_path()?;
-        Ok(crate::script::script_for(
-            typedef, props, method, &load_path,
-        ))
+        // As `script::script_for`: Class-based resources and MOF resources
+        // with a version name their vendored folder; others need none.
+        let path = if typedef.is_class_based() || typedef.module_version.is_some() {
+            match self.vendored_modules_path(&typedef.module_name)? {
+                Ok(path) => path,
+                Err(e) => return Ok(Err(e)),
+            }
+        } else {
+            String::new()
+        };
+        Ok(
+            crate::script::InvocableResource::new(typedef, props, method, &path)
+                .and_then(|resource| crate::script::build_script(&resource)),
+        )
     }
     fn is_metaparam(&self, name: &str) -> bool;
     /// Whether this (user, password) failed to log on earlier in the run.
@@ -317,7 +335,7 @@ fn query_for(typedef: &TypeDef, name_hash: &Map, canonical: Option<&Map>) -> Map
 }
 
 pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<Map>, H::Error> {
-    host.debug("Collecting data from the DSC Resource")?;
+    debug_lazy(host, || "Collecting data from the DSC Resource".to_owned())?;
     let typedef = host.typedef()?;
     let mut out = Vec::new();
     for name in names.unwrap_or_default() {
