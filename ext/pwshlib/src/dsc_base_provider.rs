@@ -168,6 +168,7 @@ static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PWSH_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PWSH_MANAGER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static BASE_PROVIDER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 
 /// The constant at `path`, from `cell` once it has been found. Classes and
 /// modules bound to constants live as long as the process; each one cached
@@ -186,6 +187,34 @@ fn cached_constant(
     ruby.gc_register_mark_object(value);
     let _ = cell.set(Opaque::from(value));
     Some(value)
+}
+
+/// Whether `provider.name(...)` would run this class's own native method:
+/// the method Ruby finds is owned by `Puppet::Provider::DscBaseProvider`
+/// and is not Ruby code (no source location). A subclass's method, an
+/// RSpec stub or a prepended module (other owners), or a Ruby
+/// redefinition in the base class (a source location) all make it false.
+/// When true, the lifecycle runs the method's Rust side directly: what Ruby
+/// dispatch would run, without turning the arguments and the result into
+/// Ruby objects and back. When false, the call goes through Ruby as always.
+fn runs_own_native_method(ruby: &Ruby, provider: Obj<DscBaseProvider>, name: &str) -> bool {
+    let Some(base) = cached_constant(
+        ruby,
+        &BASE_PROVIDER_CLASS,
+        "Puppet::Provider::DscBaseProvider",
+    ) else {
+        return false;
+    };
+    let Ok(method) = provider.funcall::<_, _, RValue>("method", (ruby.sym_new(name),)) else {
+        return false;
+    };
+    let owned_by_base = method
+        .funcall::<_, _, RValue>("owner", ())
+        .is_ok_and(|owner| owner.as_raw() == base.as_raw());
+    owned_by_base
+        && method
+            .funcall::<_, _, RValue>("source_location", ())
+            .is_ok_and(|location| location.is_nil())
 }
 
 /// `{ nil }`, made once: the block of `Puppet.lookup(:loaders) { nil }`.
@@ -226,7 +255,7 @@ fn current_run_marker(ruby: &Ruby) -> RunMarker {
         // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
         // nothing is bound (outside a run).
         let loaders: RValue = puppet
-            .funcall_with_block("lookup", (ruby.to_symbol("loaders"),), nil_block(ruby))
+            .funcall_with_block("lookup", (ruby.sym_new("loaders"),), nil_block(ruby))
             .ok()?;
         (!loaders.is_nil()).then_some(loaders).and_then(object_id)
     });
@@ -423,7 +452,7 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         "Puppet::ResourceApi::PuppetContext",
     )?;
     let send_log: RValue = context
-        .funcall("method", (ruby.to_symbol("send_log"),))
+        .funcall("method", (ruby.sym_new("send_log"),))
         .ok()?;
     let owner: RValue = send_log.funcall("owner", ()).ok()?;
     if !owner.eql(stock).ok()? {
@@ -431,7 +460,7 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
     let level: RValue = log.funcall("level", ()).ok()?;
-    Some(!level.equal(ruby.to_symbol("debug")).ok()?)
+    Some(!level.equal(ruby.sym_new("debug")).ok()?)
 }
 
 /// The manager method that runs a script body after a prelude.
@@ -449,7 +478,7 @@ fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
 
 fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
     let value = hash
-        .get(ruby.to_symbol(name))
+        .get(ruby.sym_new(name))
         .or_else(|| hash.get(ruby.str_new(name)));
     match value {
         Some(v) if !v.is_nil() => {
@@ -481,6 +510,9 @@ impl ProviderHost for RubyHost<'_> {
     }
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
+        if runs_own_native_method(self.ruby, self.provider, "invoke_get_method") {
+            return lifecycle::invoke_get_method(self, name_hash);
+        }
         let arg = map_to_ruby(self.ruby, name_hash)?;
         let result: RValue = self
             .provider
@@ -515,6 +547,9 @@ impl ProviderHost for RubyHost<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
+        if runs_own_native_method(self.ruby, self.provider, "invoke_dsc_resource") {
+            return lifecycle::invoke_dsc_resource(self, name_hash, props, method);
+        }
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         let method = method.as_str().to_lowercase();
@@ -725,7 +760,7 @@ fn resource_label(typedef: &TypeDef, title: &Value) -> String {
 /// The title of a resource hash (its `name`), for messages.
 fn title_in(ruby: &Ruby, resource: RValue) -> Value {
     RHash::from_value(resource)
-        .and_then(|hash| hash.get(ruby.to_symbol("name")))
+        .and_then(|hash| hash.get(ruby.sym_new("name")))
         .and_then(|name| from_ruby(ruby, name, "name").ok())
         .unwrap_or(Value::Nil)
 }
@@ -820,7 +855,7 @@ fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Optio
     let identity = Identity::from_lookup(namevars, |name| {
         // As `Map::get_named`: a Symbol or a String key.
         let value = hash
-            .get(ruby.to_symbol(name))
+            .get(ruby.sym_new(name))
             .or_else(|| hash.get(ruby.str_new(name)))?;
         match from_ruby(ruby, value, name) {
             Ok(value) => Some(Cow::Owned(value)),
@@ -985,7 +1020,7 @@ fn rb_set(
         let change_hash = RHash::from_value(change);
         let field = |key: &str| -> Option<RValue> {
             change_hash
-                .and_then(|h| h.get(ruby.to_symbol(key)))
+                .and_then(|h| h.get(ruby.sym_new(key)))
                 .filter(|v| !v.is_nil())
         };
         let should_rb = field("should");
@@ -1325,11 +1360,11 @@ fn debug_options(ruby: &Ruby) -> BindingResult<KwArgs> {
     let debug = match log {
         Some(log) => log
             .funcall::<_, _, RValue>("level", ())?
-            .equal(ruby.to_symbol("debug"))?,
+            .equal(ruby.sym_new("debug"))?,
         None => false,
     };
     let options = ruby.hash_new();
-    options.aset(ruby.to_symbol("debug"), debug)?;
+    options.aset(ruby.sym_new("debug"), debug)?;
     Ok(KwArgs(options))
 }
 
@@ -1633,7 +1668,7 @@ mod script_methods {
     }
 
     fn symbols(ruby: &Ruby, names: Vec<&str>) -> RArray {
-        ruby.ary_from_iter(names.into_iter().map(|n| ruby.to_symbol(n)))
+        ruby.ary_from_iter(names.into_iter().map(|n| ruby.sym_new(n)))
     }
 
     fn typedef(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {
