@@ -376,7 +376,7 @@ impl<'r> RubyHost<'r> {
             state.entry_depth += 1;
             state
                 .entry_debug
-                .filter(|(context_bits, _)| *context_bits == context.as_raw() as u64)
+                .filter(|(context_bits, _)| *context_bits == context.as_raw())
                 .map(|(_, enabled)| enabled)
         };
         Ok(RubyHost {
@@ -669,7 +669,7 @@ impl ProviderHost for RubyHost<'_> {
         self.debug_enabled.set(Some(enabled));
         let mut state = self.provider.state.borrow_mut();
         if state.entry_debug.is_none() {
-            state.entry_debug = Some((self.context.as_raw() as u64, enabled));
+            state.entry_debug = Some((self.context.as_raw(), enabled));
         }
         enabled
     }
