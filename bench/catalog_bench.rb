@@ -6,9 +6,11 @@
 # out) and through a provider that does no work (bench/support/lib), on the
 # same catalog; the ratio; peak RSS; and the bytes per call on the wire.
 # Every measurement runs in a child process of its own (separate RSS, no
-# shared caches); the two providers alternate, so load drifts hit both.
+# shared caches); the providers take turns, so load drifts hit all of them.
 # The machine may be shared: the load average is printed before and after,
-# and the table gives the median and the best of the repetitions.
+# the tables give the median and the best of the repetitions, and process
+# CPU time beside the wall clock (CPU time does not count the time other
+# processes held the cores).
 require 'json'
 require 'rbconfig'
 
@@ -35,30 +37,54 @@ def median(values)
   sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
+KINDS = %w[pwshlib noop noop-insync].freeze
+
 cores = File.read('/proc/cpuinfo').scan(/^processor/).size rescue 0
 puts "catalog bench: #{RUBY_DESCRIPTION}; #{cores} CPUs; load average before: #{load_average}"
 results = Hash.new { |h, k| h[k] = [] }
 SIZES.each do |n, reps|
   reps.times do |rep|
-    order = rep.even? ? %w[pwshlib noop] : %w[noop pwshlib]
-    order.each { |kind| results[[kind, n]] << child(RUN, kind, n.to_s) }
+    KINDS.rotate(rep % KINDS.size).each { |kind| results[[kind, n]] << child(RUN, kind, n.to_s) }
+  end
+end
+
+# ms per resource of one figure (:run = build + apply), median and best.
+per_resource = lambda do |kind, n, clock, phase|
+  values = results[[kind, n]].map do |r|
+    seconds = phase == :run ? r[:"build_#{clock}"] + r[:"apply_#{clock}"] : r[:"#{phase}_#{clock}"]
+    seconds * 1000.0 / n
+  end
+  [median(values), values.min]
+end
+
+table = lambda do |title, clock, phase|
+  puts
+  puts title
+  puts format('%-6s %4s | %-15s | %-15s | %-15s | %-13s | %-13s', 'N', 'reps', 'pwshlib ms/res', 'no-op ms/res',
+              'no-op+insync', 'ratio/no-op', 'ratio/+insync')
+  puts format('%-6s %4s | %7s %7s | %7s %7s | %7s %7s | %6s %6s | %6s %6s', '', '', 'median', 'best', 'median', 'best',
+              'median', 'best', 'median', 'best', 'median', 'best')
+  SIZES.each do |n, reps|
+    ours, floor, insync_floor = KINDS.map { |kind| per_resource.call(kind, n, clock, phase) }
+    puts format('%-6d %4d | %7.3f %7.3f | %7.3f %7.3f | %7.3f %7.3f | %6.2f %6.2f | %6.2f %6.2f', n, reps, *ours, *floor,
+                *insync_floor, ours[0] / floor[0], ours[1] / floor[1], ours[0] / insync_floor[0], ours[1] / insync_floor[1])
   end
 end
 
 puts
-puts format('%-7s %5s | %-22s | %-22s | %-13s', 'N', 'reps', 'pwshlib ms/resource', 'no-op ms/resource', 'ratio')
-puts format('%-7s %5s | %10s %11s | %10s %11s | %6s %6s', '', '', 'median', 'best', 'median', 'best', 'median', 'best')
-SIZES.each do |n, reps|
-  ours = results[['pwshlib', n]].map { |r| r[:seconds] * 1000.0 / n }
-  floor = results[['noop', n]].map { |r| r[:seconds] * 1000.0 / n }
-  puts format('%-7d %5d | %10.3f %11.3f | %10.3f %11.3f | %6.2f %6.2f', n, reps, median(ours), ours.min,
-              median(floor), floor.min, median(ours) / median(floor), ours.min / floor.min)
-end
+puts 'no-op: a provider that does no work, the type without custom_insync (Puppet and the Resource API alone).'
+puts 'no-op+insync: the same provider on the fixture\'s own features (custom_insync; its insync? answers nil), so the'
+puts 'Resource API\'s own custom_insync work (a singleton insync? per property and resource) is in the floor too.'
+table.call('run = build (Type.new: canonicalize, the one Get) + apply, process CPU time', :cpu, :run)
+table.call('apply only, process CPU time', :cpu, :apply)
+table.call('apply only, wall clock (the figure of earlier sessions)', :wall, :apply)
 
 rss = ->(kind) { median(results[[kind, SIZES.keys.max]].map { |r| r[:peak_rss_kib] }) / 1024.0 }
+ours_rss = rss.call('pwshlib')
 puts
-puts format('peak RSS at N=%d (median): pwshlib %.1f MiB, no-op %.1f MiB, %+.1f%%', SIZES.keys.max, rss.call('pwshlib'),
-            rss.call('noop'), (rss.call('pwshlib') / rss.call('noop') - 1) * 100)
+puts format('peak RSS at N=%d (median): pwshlib %.1f MiB; no-op %.1f MiB (%+.1f%%); no-op+insync %.1f MiB (%+.1f%%)',
+            SIZES.keys.max, ours_rss, rss.call('noop'), (ours_rss / rss.call('noop') - 1) * 100, rss.call('noop-insync'),
+            (ours_rss / rss.call('noop-insync') - 1) * 100)
 
 wire = child(WIRE)
 puts

@@ -1,17 +1,19 @@
 # frozen_string_literal: true
 
 # One measurement of bench/catalog_bench.rb, in a process of its own (so that
-# its peak RSS is its own): applies an in-sync catalog of N resources through
-# real Puppet 7 and the Resource API, after a small warm-up catalog (Puppet
-# loads much of itself on first use), and prints one JSON line.
+# its peak RSS is its own): builds and applies an in-sync catalog of N
+# resources through real Puppet 7 and the Resource API, after a small warm-up
+# catalog (Puppet loads much of itself on first use), and prints one JSON line.
 #
-#   ruby bench/support/catalog_run.rb <pwshlib|noop> <N>
+#   ruby bench/support/catalog_run.rb <pwshlib|noop|noop-insync> <N>
 #
 # pwshlib: dsc_fixturefile resources through DscBaseProvider, with an
 # in-process fake manager (so the host's cost is out) that answers each Get
 # from a hash of ready JSON, as a host holding the prelude would.
 # noop: the same attributes as type dsc_benchnoop, whose provider
-# (support/lib/…/dsc_benchnoop.rb) does no work.
+# (support/lib/…/dsc_benchnoop.rb) does no work, without custom_insync.
+# noop-insync: the same, with the fixture's features (custom_insync: the
+# provider's insync? answers nil).
 require 'json'
 require 'tmpdir'
 
@@ -57,10 +59,13 @@ path_of = ->(i) { "C:\\bench\\file#{i}.txt" }
 # catalog finds nothing cached.
 titles = (1..(WARM_UP + count)).map { |i| "file#{i}" }
 fixture = Puppet::Type.type(:dsc_fixturefile)
-type_name = if kind == 'noop'
+type_name = if kind.start_with?('noop')
               definition = fixture.type_definition.definition.dup
               definition[:name] = 'dsc_benchnoop'
-              definition[:features] = %w[simple_get_filter canonicalize]
+              # noop: Puppet and the Resource API alone. noop-insync: the same
+              # type definition as the fixture (custom_insync kept), so that the
+              # Resource API's own custom_insync work is in the floor too.
+              definition[:features] = kind == 'noop-insync' ? fixture.type_definition.definition[:features] : %w[simple_get_filter canonicalize]
               Puppet::ResourceApi.register_type(definition)
               titles.each_with_index do |title, i|
                 Puppet::Provider::DscBenchnoop::DscBenchnoop::STATE[title] =
@@ -87,23 +92,34 @@ def catalog_of(type_name, titles, path_of, offset)
   catalog
 end
 
+# Wall-clock and CPU seconds of the block. CPU time (this process's, all
+# threads) is what the run itself costs; on a shared machine the wall clock
+# also counts the time other processes held the cores.
+def timed
+  wall = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+  result = yield
+  [result, Process.clock_gettime(Process::CLOCK_MONOTONIC) - wall, Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu]
+end
+
 def apply_in_sync(catalog)
-  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   transaction = catalog.apply
-  elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
   changed = transaction.report.resource_statuses.values.count(&:changed)
   raise "#{changed} resources changed: the catalog must be in sync" unless changed.zero?
-
-  elapsed
 end
 
 apply_in_sync(catalog_of(type_name, titles.first(WARM_UP), path_of, 0))
-catalog = catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP)
 GC.start
-elapsed = apply_in_sync(catalog)
-if kind != 'noop' && manager.calls != WARM_UP + count
+# build: the catalog's resources made (Puppet::Type.new), which is where the
+# Resource API first canonicalizes each resource, and so where pwshlib makes
+# its one Get per resource. apply: the transaction (the second canonicalize,
+# get, insync?, the strict check). An agent run does both.
+catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
+_, apply_wall, apply_cpu = timed { apply_in_sync(catalog) }
+if kind == 'pwshlib' && manager.calls != WARM_UP + count
   raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}"
 end
 peak_kib = File.read('/proc/self/status')[/VmHWM:\s+(\d+)/, 1].to_i
 FileUtils.rm_rf(scratch)
-puts JSON.generate(kind: kind, n: count, seconds: elapsed, peak_rss_kib: peak_kib)
+puts JSON.generate(kind: kind, n: count, build_wall: build_wall, build_cpu: build_cpu, apply_wall: apply_wall,
+                   apply_cpu: apply_cpu, peak_rss_kib: peak_kib)

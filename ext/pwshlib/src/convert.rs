@@ -2,8 +2,8 @@
 //! Rust is copied out here, so no Ruby object is ever held in Rust heap data.
 
 use magnus::{
-    prelude::*, r_hash::ForEach, value::ReprValue, Float, Integer, RArray, RClass, RHash, RString,
-    Ruby, Symbol, Value as RValue,
+    prelude::*, r_hash::ForEach, value::ReprValue, Float, Integer, IntoValue, RArray, RClass,
+    RHash, RString, Ruby, Symbol, Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 
@@ -151,7 +151,9 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
         Value::BigInt(text) => ruby.str_new(text).funcall("to_i", ())?,
         Value::Float(f) => ruby.float_from_f64(*f).as_value(),
         Value::Str(s) => ruby.str_new(s).as_value(),
-        Value::Symbol(s) => ruby.to_symbol(s).as_value(),
+        // A static symbol: interned without making a Ruby String first, as
+        // `to_symbol` does (keys are attribute names, a bounded set).
+        Value::Symbol(s) => ruby.sym_new(s.as_str()).into_value_with(ruby),
         Value::Array(items) => {
             let array = ruby.ary_new_capa(items.len());
             for item in items {

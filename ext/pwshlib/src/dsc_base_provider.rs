@@ -1,14 +1,17 @@
 //! `Puppet::Provider::DscBaseProvider`: the base class of every scaffolded
 //! DSC provider.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
 
 use magnus::{
-    block::Proc, function, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue,
-    KwArgs, RArray, RClass, RHash, RModule, RString, Ruby, TryConvert, Value as RValue,
+    block::Proc, function, method, prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::Opaque,
+    Error, IntoValue, KwArgs, RArray, RClass, RHash, RModule, RString, Ruby, TryConvert,
+    Value as RValue,
 };
+use pwshlib_core::cache::Identity;
 use pwshlib_core::canonical;
 use pwshlib_core::lifecycle::{
     self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
@@ -18,6 +21,7 @@ use pwshlib_core::redact;
 use pwshlib_core::run::{self, RunMarker};
 use pwshlib_core::script::{DscMethod, Script};
 use pwshlib_core::templates;
+use pwshlib_core::vendored;
 use pwshlib_core::{Map, TypeDef, Value};
 
 use crate::convert::{
@@ -42,8 +46,22 @@ pub struct ProviderState {
     powershell: Option<(String, Vec<String>)>,
     /// Ruby's load path as `load_path` returned it, read once per run.
     load_path: Option<Arc<Vec<String>>>,
+    /// Module name → its vendored `dsc_resources` folder, found once per
+    /// run (a search of the load path on disk) rather than once per call.
+    vendored_paths: HashMap<String, String>,
     /// The run this provider's caches belong to (see `pwshlib_core::run`).
     run_marker: Option<RunMarker>,
+    /// How many entry calls of this provider are running (a Get runs
+    /// `canonicalize` → `invoke_get_method` → `invoke_dsc_resource`, each
+    /// through Ruby dispatch).
+    entry_depth: usize,
+    /// Whether the outermost running entry call's context keeps debug
+    /// messages, with that context's identity (its VALUE bits): the nested
+    /// calls of the same context need not ask Ruby again. Only compared,
+    /// never used as a Ruby value, and only while the outer call (whose
+    /// frame holds the context) runs: cleared when `entry_depth` is back
+    /// to zero.
+    entry_debug: Option<(u64, bool)>,
 }
 
 impl ProviderState {
@@ -59,6 +77,7 @@ impl ProviderState {
             self.lifecycle = Some(lifecycle);
         }
         self.load_path = None;
+        self.vendored_paths.clear();
         self.powershell = None;
     }
 }
@@ -141,37 +160,102 @@ fn object_id(value: RValue) -> Option<u64> {
     value.funcall::<_, _, u64>("object_id", ()).ok()
 }
 
+// Constants the provider reads on every entry call, looked up once they
+// exist (a path lookup walks a module per segment).
+static PUPPET_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PUPPET_LOG_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PWSH_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PWSH_MANAGER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static BASE_PROVIDER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+
+/// The constant at `path`, from `cell` once it has been found. Classes and
+/// modules bound to constants live as long as the process; each one cached
+/// is registered with the GC as well (which also pins it), so the handle in
+/// the static stays valid. Not found: None, and nothing is cached, so a
+/// later call looks again (Puppet loads parts of itself on first use).
+fn cached_constant(
+    ruby: &Ruby,
+    cell: &'static OnceLock<Opaque<RValue>>,
+    path: &str,
+) -> Option<RValue> {
+    if let Some(value) = cell.get() {
+        return Some(ruby.get_inner(*value));
+    }
+    let value: RValue = ruby.class_object().funcall("const_get", (path,)).ok()?;
+    ruby.gc_register_mark_object(value);
+    let _ = cell.set(Opaque::from(value));
+    Some(value)
+}
+
+/// Whether `provider.name(...)` would run this class's own native method:
+/// the method Ruby finds is owned by `Puppet::Provider::DscBaseProvider`
+/// and is not Ruby code (no source location). A subclass's method, an
+/// RSpec stub or a prepended module (other owners), or a Ruby
+/// redefinition in the base class (a source location) all make it false.
+/// When true, the lifecycle runs the method's Rust side directly: what Ruby
+/// dispatch would run, without turning the arguments and the result into
+/// Ruby objects and back. When false, the call goes through Ruby as always.
+fn runs_own_native_method(ruby: &Ruby, provider: Obj<DscBaseProvider>, name: &str) -> bool {
+    let Some(base) = cached_constant(
+        ruby,
+        &BASE_PROVIDER_CLASS,
+        "Puppet::Provider::DscBaseProvider",
+    ) else {
+        return false;
+    };
+    let Ok(method) = provider.funcall::<_, _, RValue>("method", (ruby.sym_new(name),)) else {
+        return false;
+    };
+    let owned_by_base = method
+        .funcall::<_, _, RValue>("owner", ())
+        .is_ok_and(|owner| owner.as_raw() == base.as_raw());
+    owned_by_base
+        && method
+            .funcall::<_, _, RValue>("source_location", ())
+            .is_ok_and(|location| location.is_nil())
+}
+
+/// `{ nil }`, made once: the block of `Puppet.lookup(:loaders) { nil }`.
+fn nil_block(ruby: &Ruby) -> Proc {
+    static NIL_BLOCK: OnceLock<Opaque<Proc>> = OnceLock::new();
+    if let Some(block) = NIL_BLOCK.get() {
+        return ruby.get_inner(*block);
+    }
+    let block = ruby.proc_from_fn(|ruby, _args, _block| Ok(ruby.qnil().as_value()));
+    // Registered, so the static handle keeps it (and its closure) alive.
+    ruby.gc_register_mark_object(block);
+    let _ = NIL_BLOCK.set(Opaque::from(block));
+    block
+}
+
 /// The report and loaders Puppet has in view now (`pwshlib_core::run`
 /// explains the choice). Either is None outside a Puppet run.
 fn current_run_marker(ruby: &Ruby) -> RunMarker {
-    let constant = |path: &str| -> Option<RValue> {
-        ruby.class_object()
-            .funcall::<_, _, RValue>("const_get", (path,))
-            .ok()
-    };
-    let report = constant("Puppet::Transaction::Report").and_then(|report_class| {
-        let log = constant("Puppet::Util::Log")?;
-        let destinations =
-            RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
-        let report_class = RClass::from_value(report_class)?;
-        let mut found = None;
-        destinations
-            .foreach(|destination: RValue, _handler: RValue| {
-                if destination.is_kind_of(report_class) {
-                    found = Some(destination);
-                    return Ok(magnus::r_hash::ForEach::Stop);
-                }
-                Ok(magnus::r_hash::ForEach::Continue)
-            })
-            .ok()?;
-        found.and_then(object_id)
-    });
-    let loaders = constant("Puppet").and_then(|puppet| {
+    let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
+        .and_then(|report_class| {
+            let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
+            let destinations =
+                RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
+            let report_class = RClass::from_value(report_class)?;
+            let mut found = None;
+            destinations
+                .foreach(|destination: RValue, _handler: RValue| {
+                    if destination.is_kind_of(report_class) {
+                        found = Some(destination);
+                        return Ok(magnus::r_hash::ForEach::Stop);
+                    }
+                    Ok(magnus::r_hash::ForEach::Continue)
+                })
+                .ok()?;
+            found.and_then(object_id)
+        });
+    let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
         // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
         // nothing is bound (outside a run).
-        let otherwise = ruby.proc_from_fn(|ruby, _args, _block| Ok(ruby.qnil().as_value()));
         let loaders: RValue = puppet
-            .funcall_with_block("lookup", (ruby.to_symbol("loaders"),), otherwise)
+            .funcall_with_block("lookup", (ruby.sym_new("loaders"),), nil_block(ruby))
             .ok()?;
         (!loaders.is_nil()).then_some(loaders).and_then(object_id)
     });
@@ -284,13 +368,42 @@ impl<'r> RubyHost<'r> {
                 typedef
             }
         };
+        // A call nested in a running entry call of the same context (the
+        // Get that canonicalize makes, through Ruby dispatch) knows the
+        // answer already.
+        let debug_enabled = {
+            let mut state = provider.state.borrow_mut();
+            state.entry_depth += 1;
+            state
+                .entry_debug
+                .filter(|(context_bits, _)| *context_bits == context.as_raw())
+                .map(|(_, enabled)| enabled)
+        };
         Ok(RubyHost {
             ruby,
             provider,
             context,
             typedef,
-            debug_enabled: std::cell::Cell::new(None),
+            debug_enabled: std::cell::Cell::new(debug_enabled),
         })
+    }
+
+    /// Through Ruby, so that an overridden or stubbed `load_path` decides
+    /// where the vendored resources are found, as in pwshlib 2.x; read once
+    /// per provider (per run), not per invocation.
+    fn shared_load_path(&self) -> BindingResult<Arc<Vec<String>>> {
+        if let Some(cached) = self.provider.state.borrow().load_path.clone() {
+            return Ok(cached);
+        }
+        let load_path: RArray = self.provider.funcall("load_path", ())?;
+        let mut entries = Vec::with_capacity(load_path.len());
+        for entry in load_path.into_iter() {
+            let text: RString = entry.funcall("to_s", ())?;
+            entries.push(text.to_string()?);
+        }
+        let entries = Arc::new(entries);
+        self.provider.state.borrow_mut().load_path = Some(entries.clone());
+        Ok(entries)
     }
 
     fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -304,6 +417,16 @@ impl<'r> RubyHost<'r> {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for RubyHost<'_> {
+    fn drop(&mut self) {
+        let mut state = self.provider.state.borrow_mut();
+        state.entry_depth = state.entry_depth.saturating_sub(1);
+        if state.entry_depth == 0 {
+            state.entry_debug = None;
+        }
     }
 }
 
@@ -323,25 +446,21 @@ fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
 /// PuppetContext's own) and Puppet's log level is above debug; `None` when
 /// that cannot be told (then messages are built, as before).
 fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
-    let puppet: RModule = ruby.class_object().const_get("Puppet").ok()?;
-    let resource_api: RModule = puppet.const_get("ResourceApi").ok()?;
-    let stock: RValue = resource_api.const_get("PuppetContext").ok()?;
+    let stock = cached_constant(
+        ruby,
+        &PUPPET_CONTEXT_CLASS,
+        "Puppet::ResourceApi::PuppetContext",
+    )?;
     let send_log: RValue = context
-        .funcall("method", (ruby.to_symbol("send_log"),))
+        .funcall("method", (ruby.sym_new("send_log"),))
         .ok()?;
     let owner: RValue = send_log.funcall("owner", ()).ok()?;
     if !owner.eql(stock).ok()? {
         return Some(false);
     }
-    let util: RModule = puppet.const_get("Util").ok()?;
-    let log: RValue = util.const_get("Log").ok()?;
+    let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
     let level: RValue = log.funcall("level", ()).ok()?;
-    let level: String = level
-        .funcall::<_, _, RString>("to_s", ())
-        .ok()?
-        .to_string()
-        .ok()?;
-    Some(level != "debug")
+    Some(!level.equal(ruby.sym_new("debug")).ok()?)
 }
 
 /// The manager method that runs a script body after a prelude.
@@ -359,7 +478,7 @@ fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
 
 fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
     let value = hash
-        .get(ruby.to_symbol(name))
+        .get(ruby.sym_new(name))
         .or_else(|| hash.get(ruby.str_new(name)));
     match value {
         Some(v) if !v.is_nil() => {
@@ -391,6 +510,9 @@ impl ProviderHost for RubyHost<'_> {
     }
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
+        if runs_own_native_method(self.ruby, self.provider, "invoke_get_method") {
+            return lifecycle::invoke_get_method(self, name_hash);
+        }
         let arg = map_to_ruby(self.ruby, name_hash)?;
         let result: RValue = self
             .provider
@@ -425,6 +547,9 @@ impl ProviderHost for RubyHost<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
+        if runs_own_native_method(self.ruby, self.provider, "invoke_dsc_resource") {
+            return lifecycle::invoke_dsc_resource(self, name_hash, props, method);
+        }
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         let method = method.as_str().to_lowercase();
@@ -466,21 +591,28 @@ impl ProviderHost for RubyHost<'_> {
         execute_output(self.ruby, result)
     }
 
-    /// Through Ruby, so that an overridden or stubbed `load_path` decides
-    /// where the vendored resources are found, as in pwshlib 2.x; read once
-    /// per provider (per run), not per invocation.
     fn load_path(&self) -> BindingResult<Vec<String>> {
-        if let Some(cached) = self.provider.state.borrow().load_path.clone() {
-            return Ok(cached.as_ref().clone());
+        Ok(self.shared_load_path()?.as_ref().clone())
+    }
+
+    /// Found once per run and module: the search looks at the disk.
+    fn vendored_modules_path(
+        &self,
+        module_name: &str,
+    ) -> BindingResult<Result<String, pwshlib_core::Error>> {
+        if let Some(found) = self.provider.state.borrow().vendored_paths.get(module_name) {
+            return Ok(Ok(found.clone()));
         }
-        let load_path: RArray = self.provider.funcall("load_path", ())?;
-        let mut entries = Vec::with_capacity(load_path.len());
-        for entry in load_path.into_iter() {
-            let text: RString = entry.funcall("to_s", ())?;
-            entries.push(text.to_string()?);
+        let load_path = self.shared_load_path()?;
+        let found = vendored::vendored_modules_path(&load_path, module_name);
+        if let Ok(path) = &found {
+            self.provider
+                .state
+                .borrow_mut()
+                .vendored_paths
+                .insert(module_name.to_owned(), path.clone());
         }
-        self.provider.state.borrow_mut().load_path = Some(Arc::new(entries.clone()));
-        Ok(entries)
+        Ok(found)
     }
 
     fn is_metaparam(&self, name: &str) -> bool {
@@ -535,6 +667,10 @@ impl ProviderHost for RubyHost<'_> {
         }
         let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
         self.debug_enabled.set(Some(enabled));
+        let mut state = self.provider.state.borrow_mut();
+        if state.entry_debug.is_none() {
+            state.entry_debug = Some((self.context.as_raw(), enabled));
+        }
         enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -624,7 +760,7 @@ fn resource_label(typedef: &TypeDef, title: &Value) -> String {
 /// The title of a resource hash (its `name`), for messages.
 fn title_in(ruby: &Ruby, resource: RValue) -> Value {
     RHash::from_value(resource)
-        .and_then(|hash| hash.get(ruby.to_symbol("name")))
+        .and_then(|hash| hash.get(ruby.sym_new("name")))
         .and_then(|name| from_ruby(ruby, name, "name").ok())
         .unwrap_or(Value::Nil)
 }
@@ -653,6 +789,29 @@ fn rb_canonicalize(
     observe_run(ruby, &rb_self);
     let host = RubyHost::new(ruby, rb_self, context)?;
     let given: Vec<RValue> = resources.into_iter().collect();
+    // The Resource API canonicalizes each resource three times in a run: as
+    // it is made, as the target state of the transaction, and once more the
+    // Get result (its strict check). A resource canonicalized earlier in
+    // this run comes back unchanged (`lifecycle::canonicalize`); found by
+    // its namevars alone, it is returned as given, with no conversion either
+    // way. Only when debug messages are kept does it take the full path,
+    // which logs every resource it returns.
+    let already_canonical: Vec<bool> = if host.debug_enabled() {
+        vec![false; given.len()]
+    } else {
+        let namevars = host.with_state(|s| s.canonicalized.namevars().to_vec());
+        given
+            .iter()
+            .map(|resource| {
+                identity_of_ruby(ruby, *resource, &namevars).is_some_and(|id| {
+                    host.with_state(|s| s.canonicalized.get_identity(&id).is_some())
+                })
+            })
+            .collect()
+    };
+    if already_canonical.iter().all(|known| *known) {
+        return Ok(ruby.ary_from_iter(given));
+    }
     // Canonicalize runs while Puppet builds the catalog, where an exception
     // would abort every resource. A resource holding a value that cannot go
     // to PowerShell is returned as given; its insync?/set raise the error,
@@ -660,6 +819,9 @@ fn rb_canonicalize(
     let mut maps = Vec::with_capacity(given.len());
     let mut unconvertible = Vec::new();
     for (index, resource) in given.iter().enumerate() {
+        if already_canonical[index] {
+            continue;
+        }
         match hash_arg(ruby, *resource, "resource") {
             Ok(map) => maps.push(map),
             Err(BindingError::Core(error)) => {
@@ -675,13 +837,35 @@ fn rb_canonicalize(
     let mut canonical = lifecycle::canonicalize(&host, maps)?.into_iter();
     let out = ruby.ary_new_capa(given.len());
     for (index, resource) in given.into_iter().enumerate() {
-        if unconvertible.contains(&index) {
+        if already_canonical[index] || unconvertible.contains(&index) {
             out.push(resource)?;
         } else if let Some(map) = canonical.next() {
             out.push(map_to_ruby(ruby, &map)?)?;
         }
     }
     Ok(out)
+}
+
+/// The identity of a resource hash from its namevars alone (the rest is not
+/// converted); None when it is not a hash or a namevar cannot be converted
+/// (the full conversion then reports it).
+fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Option<Identity> {
+    let hash = RHash::from_value(resource)?;
+    let mut failed = false;
+    let identity = Identity::from_lookup(namevars, |name| {
+        // As `Map::get_named`: a Symbol or a String key.
+        let value = hash
+            .get(ruby.sym_new(name))
+            .or_else(|| hash.get(ruby.str_new(name)))?;
+        match from_ruby(ruby, value, name) {
+            Ok(value) => Some(Cow::Owned(value)),
+            Err(_) => {
+                failed = true;
+                None
+            }
+        }
+    });
+    (!failed).then_some(identity)
 }
 
 fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> BindingResult<RArray> {
@@ -727,6 +911,12 @@ fn rb_insync(
         Value::Str(s) | Value::Symbol(s) => s,
         other => other.to_string(),
     };
+    if let Some((is_hash, should_hash)) =
+        insync_arguments_in_brief(ruby, &host, &name, &property, is_hash, should_hash)
+    {
+        let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
+        return insync_to_ruby(ruby, &answer);
+    }
     let is_hash = if is_hash.is_nil() {
         None
     } else {
@@ -735,6 +925,80 @@ fn rb_insync(
     let should_hash = resource_arg(ruby, &host.typedef, &name, should_hash, "should_hash")?;
     let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
     insync_to_ruby(ruby, &answer)
+}
+
+/// The attributes `lifecycle::insync` reads, for a comparison by property
+/// (`validation_mode` other than `resource`) of a resource canonicalized in
+/// this run: from the desired state the namevars, `validation_mode` and the
+/// property, from the current state the property. The Resource API asks
+/// once per property with the same two whole hashes; converting only these
+/// is most of the cost saved. None: convert the whole hashes, as before (a
+/// Test is due, the resource is unknown, which is also where a value that
+/// cannot go to PowerShell is reported, or a needed value does not convert).
+fn insync_arguments_in_brief(
+    ruby: &Ruby,
+    host: &RubyHost,
+    name: &Value,
+    property: &str,
+    is_hash: RValue,
+    should_hash: RValue,
+) -> Option<(Option<Map>, Map)> {
+    let should_hash = RHash::from_value(should_hash)?;
+    let namevars = host.with_state(|s| s.canonicalized.namevars().to_vec());
+    let should = ruby_hash_entries(ruby, should_hash, |key| {
+        key == property
+            || key == "validation_mode"
+            || key == "title"
+            || namevars.iter().any(|n| n == key)
+    })?;
+    let resource_mode = matches!(
+        should.get_named("validation_mode"),
+        Some(Value::Str(mode)) | Some(Value::Symbol(mode)) if mode.eq_ignore_ascii_case("resource")
+    );
+    if resource_mode {
+        return None;
+    }
+    let identity = lifecycle::invocation_identity(&namevars, name, &should);
+    if !host.with_state(|s| s.canonicalized.get_identity(&identity).is_some()) {
+        return None;
+    }
+    let is = if is_hash.is_nil() {
+        None
+    } else {
+        Some(ruby_hash_entries(
+            ruby,
+            RHash::from_value(is_hash)?,
+            |key| key == property,
+        )?)
+    };
+    Some((is, should))
+}
+
+/// The entries of a Ruby hash whose key (a Symbol or a String, as
+/// `Map::get_named` finds either) is `wanted`, converted; the others are
+/// passed over unconverted. None when a wanted entry does not convert.
+fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: impl Fn(&str) -> bool) -> Option<Map> {
+    let mut entries = Map::new();
+    let mut failed = false;
+    hash.foreach(|key: RValue, value: RValue| {
+        let name = if let Some(symbol) = magnus::Symbol::from_value(key) {
+            symbol.name().ok()
+        } else {
+            RString::from_value(key).and_then(|text| text.to_string().ok().map(Cow::Owned))
+        };
+        if let Some(name) = name.filter(|name| wanted(name)) {
+            match (from_ruby(ruby, key, ""), from_ruby(ruby, value, &name)) {
+                (Ok(key), Ok(value)) => entries.0.push((key, value)),
+                _ => {
+                    failed = true;
+                    return Ok(magnus::r_hash::ForEach::Stop);
+                }
+            }
+        }
+        Ok(magnus::r_hash::ForEach::Continue)
+    })
+    .ok()?;
+    (!failed).then_some(entries)
 }
 
 /// `set(context, changes)`: each change runs inside
@@ -756,7 +1020,7 @@ fn rb_set(
         let change_hash = RHash::from_value(change);
         let field = |key: &str| -> Option<RValue> {
             change_hash
-                .and_then(|h| h.get(ruby.to_symbol(key)))
+                .and_then(|h| h.get(ruby.sym_new(key)))
                 .filter(|v| !v.is_nil())
         };
         let should_rb = field("should");
@@ -1041,8 +1305,14 @@ fn rb_invoke_dsc_resource(
 /// `Pwsh::Manager.instance(pwsh_path, pwsh_args, debug: …)`, or the Windows
 /// PowerShell path and args on Windows, all through Ruby.
 fn rb_ps_manager(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RValue> {
-    let pwsh: RModule = ruby.class_object().const_get("Pwsh")?;
-    let manager: RClass = pwsh.const_get("Manager")?;
+    let pwsh = match cached_constant(ruby, &PWSH_MODULE, "Pwsh") {
+        Some(pwsh) => RModule::try_convert(pwsh)?,
+        None => ruby.class_object().const_get("Pwsh")?,
+    };
+    let manager = match cached_constant(ruby, &PWSH_MANAGER_CLASS, "Pwsh::Manager") {
+        Some(manager) => RClass::try_convert(manager)?,
+        None => pwsh.const_get("Manager")?,
+    };
     let cached = rb_self.state.borrow().powershell.clone();
     let (path, args) = match cached {
         Some(resolved) => resolved,
@@ -1086,17 +1356,15 @@ fn powershell_executable(
 
 /// `debug: true` while Puppet logs at debug level (the host then echoes more).
 fn debug_options(ruby: &Ruby) -> BindingResult<KwArgs> {
-    let log: Result<RValue, _> = ruby
-        .class_object()
-        .funcall("const_get", ("Puppet::Util::Log",));
+    let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log");
     let debug = match log {
-        Ok(log) => log
+        Some(log) => log
             .funcall::<_, _, RValue>("level", ())?
-            .equal(ruby.to_symbol("debug"))?,
-        Err(_) => false,
+            .equal(ruby.sym_new("debug"))?,
+        None => false,
     };
     let options = ruby.hash_new();
-    options.aset(ruby.to_symbol("debug"), debug)?;
+    options.aset(ruby.sym_new("debug"), debug)?;
     Ok(KwArgs(options))
 }
 
@@ -1400,7 +1668,7 @@ mod script_methods {
     }
 
     fn symbols(ruby: &Ruby, names: Vec<&str>) -> RArray {
-        ruby.ary_from_iter(names.into_iter().map(|n| ruby.to_symbol(n)))
+        ruby.ary_from_iter(names.into_iter().map(|n| ruby.sym_new(n)))
     }
 
     fn typedef(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {

@@ -1,15 +1,28 @@
 //! Caches keyed by resource identity: the namevar values, compared
 //! case-insensitively as PowerShell compares them. Lookups are hash-map
 //! lookups, so thousands of resources cost linear time in total.
+//!
+//! A run keeps two resource hashes per resource (the canonicalized desired
+//! state and the Get result), so what an entry costs in memory counts: an
+//! identity is one allocation ([`Identity`]), each entry sits once in the
+//! map of its first namevar, and the cached hashes are packed into one
+//! allocation each ([`PackedMap`]).
 
+use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
-use crate::value::{Map, Value};
+use crate::value::{Map, Timestamp, Value};
 
 /// The identity of a resource: its namevar values, folded, in the type's
-/// namevar order. A namevar missing from the hash is `None`.
+/// namevar order. A namevar missing from the hash is absent.
+///
+/// Stored as one byte string: per namevar a 0 (absent) or a 1, the length
+/// (u32, little-endian) and the folded text. The lengths make it
+/// unambiguous, so equal bytes are equal identities.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Identity(Vec<Option<String>>);
+pub struct Identity(Box<[u8]>);
 
 fn fold_key(value: &Value) -> Option<String> {
     match value {
@@ -22,56 +35,110 @@ fn fold_key(value: &Value) -> Option<String> {
 
 impl Identity {
     pub fn of(namevars: &[String], hash: &Map) -> Identity {
-        Identity(
-            namevars
-                .iter()
-                .map(|n| {
-                    let value = hash.get_named(n).filter(|v| !v.is_nil());
-                    // Puppet::Type.new(title: …) carries the title, not `name`.
-                    let value = match (value, n.as_str()) {
-                        (None, "name") => hash.get_named("title"),
-                        (v, _) => v,
-                    };
-                    value.and_then(fold_key)
-                })
-                .collect(),
-        )
+        Identity::from_lookup(namevars, |name| hash.get_named(name).map(Cow::Borrowed))
+    }
+
+    /// The identity of a resource that is not (yet) a [`Map`]: `lookup`
+    /// gives the value of an attribute by name. The binding reads just the
+    /// namevars of a Ruby hash this way, without converting the rest.
+    pub fn from_lookup<'v>(
+        namevars: &[String],
+        mut lookup: impl FnMut(&str) -> Option<Cow<'v, Value>>,
+    ) -> Identity {
+        let mut bytes = Vec::new();
+        for name in namevars {
+            let value = lookup(name).filter(|v| !v.is_nil());
+            // Puppet::Type.new(title: …) carries the title, not `name`.
+            let value = match (value, name.as_str()) {
+                (None, "name") => lookup("title"),
+                (v, _) => v,
+            };
+            match value.as_deref().and_then(fold_key) {
+                Some(text) => {
+                    bytes.push(1);
+                    push_len(&mut bytes, text.len());
+                    bytes.extend_from_slice(text.as_bytes());
+                }
+                None => bytes.push(0),
+            }
+        }
+        Identity(bytes.into_boxed_slice())
+    }
+
+    /// The folded namevar values, in order; None for an absent one.
+    fn parts(&self) -> impl Iterator<Item = Option<&str>> {
+        let mut rest: &[u8] = &self.0;
+        std::iter::from_fn(move || {
+            let (&tag, after) = rest.split_first()?;
+            if tag == 0 {
+                rest = after;
+                return Some(None);
+            }
+            let (len, after) = read_len(after);
+            let (text, after) = after.split_at(len);
+            rest = after;
+            // Written from a String by `from_lookup`.
+            Some(Some(std::str::from_utf8(text).unwrap_or_default()))
+        })
     }
 
     pub fn is_complete(&self) -> bool {
-        self.0.iter().all(Option::is_some)
+        self.parts().all(|part| part.is_some())
     }
 
     /// True when every namevar this identity knows matches `other`.
     pub fn matches(&self, other: &Identity) -> bool {
-        self.0
-            .iter()
-            .zip(other.0.iter())
+        self.parts()
+            .zip(other.parts())
             .all(|(mine, theirs)| mine.is_none() || mine == theirs)
     }
 
     /// The first namevar (`name` in scaffolded types), the secondary index.
     fn head(&self) -> Option<&str> {
-        self.0.first().and_then(|o| o.as_deref())
+        self.parts().next().flatten()
     }
 }
 
+fn push_len(bytes: &mut Vec<u8>, len: usize) {
+    // Texts here are attribute values of one resource: far below 4 GiB.
+    bytes.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
+}
+
+fn read_len(bytes: &[u8]) -> (usize, &[u8]) {
+    let (len, rest) = bytes.split_at(4);
+    (
+        u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
+        rest,
+    )
+}
+
+/// The bucket of a head (the first namevar's folded value, or none): its
+/// hash. Entries in a bucket are told apart by their whole identity, so two
+/// heads that share a hash only share a bucket.
+fn head_key(head: Option<&str>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    head.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// A cache from identity to `V`. Partial identities (a query that carries
-/// only some namevars, e.g. only the title) are answered through an index
-/// on the first namevar, and only when they match exactly one entry.
+/// only some namevars, e.g. only the title) are answered through the
+/// entries that share the first namevar, and only when they match exactly
+/// one entry.
 #[derive(Debug, Clone)]
 pub struct IdentityCache<V> {
     namevars: Vec<String>,
-    entries: HashMap<Identity, V>,
-    by_head: HashMap<String, Vec<Identity>>,
+    /// Head bucket → the entries with that head (mostly one).
+    by_head: HashMap<u64, Vec<(Identity, V)>>,
+    len: usize,
 }
 
 impl<V> IdentityCache<V> {
     pub fn new(namevars: Vec<String>) -> Self {
         IdentityCache {
             namevars,
-            entries: HashMap::new(),
             by_head: HashMap::new(),
+            len: 0,
         }
     }
 
@@ -79,12 +146,17 @@ impl<V> IdentityCache<V> {
         Identity::of(&self.namevars, hash)
     }
 
+    /// The namevars identities are made of, in order.
+    pub fn namevars(&self) -> &[String] {
+        &self.namevars
+    }
+
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
     pub fn insert(&mut self, hash: &Map, value: V) {
@@ -93,60 +165,240 @@ impl<V> IdentityCache<V> {
     }
 
     pub fn insert_identity(&mut self, id: Identity, value: V) {
-        if let Some(head) = id.head() {
-            let list = self.by_head.entry(head.to_owned()).or_default();
-            if !list.contains(&id) {
-                list.push(id.clone());
+        let bucket = self.by_head.entry(head_key(id.head())).or_default();
+        match bucket.iter_mut().find(|(existing, _)| *existing == id) {
+            Some(slot) => slot.1 = value,
+            None => {
+                bucket.push((id, value));
+                self.len += 1;
             }
         }
-        self.entries.insert(id, value);
     }
 
-    fn resolve(&self, id: &Identity) -> Option<Identity> {
-        if id.is_complete() {
-            return self.entries.contains_key(id).then(|| id.clone());
-        }
-        let candidates: Vec<&Identity> = match id.head() {
-            Some(head) => self
+    /// Where the one entry `id` stands for is: (bucket, index).
+    fn resolve(&self, id: &Identity) -> Option<(u64, usize)> {
+        let complete = id.is_complete();
+        let found = |key: u64, bucket: &Vec<(Identity, V)>| -> Vec<(u64, usize)> {
+            bucket
+                .iter()
+                .enumerate()
+                .filter(|(_, (candidate, _))| {
+                    if complete {
+                        candidate == id
+                    } else {
+                        id.matches(candidate)
+                    }
+                })
+                .map(|(index, _)| (key, index))
+                .collect()
+        };
+        let candidates: Vec<(u64, usize)> = match (complete, id.head()) {
+            // A complete identity, or one that knows its head: the head's
+            // bucket holds every candidate.
+            (true, head) | (false, head @ Some(_)) => {
+                let key = head_key(head);
+                self.by_head
+                    .get(&key)
+                    .map(|bucket| found(key, bucket))
+                    .unwrap_or_default()
+            }
+            (false, None) => self
                 .by_head
-                .get(head)
-                .map(|l| l.iter().filter(|c| id.matches(c)).collect())
-                .unwrap_or_default(),
-            None => self.entries.keys().filter(|c| id.matches(c)).collect(),
+                .iter()
+                .flat_map(|(key, bucket)| found(*key, bucket))
+                .collect(),
         };
         match candidates.as_slice() {
-            [only] => Some((*only).clone()),
+            [only] => Some(*only),
             _ => None,
         }
     }
 
+    fn at(&self, (key, index): (u64, usize)) -> Option<&V> {
+        self.by_head
+            .get(&key)
+            .and_then(|bucket| bucket.get(index))
+            .map(|(_, value)| value)
+    }
+
     pub fn get(&self, hash: &Map) -> Option<&V> {
-        let id = self.resolve(&self.identity(hash))?;
-        self.entries.get(&id)
+        self.get_identity(&self.identity(hash))
     }
 
     pub fn get_identity(&self, id: &Identity) -> Option<&V> {
-        let id = self.resolve(id)?;
-        self.entries.get(&id)
+        self.at(self.resolve(id)?)
     }
 
     pub fn remove(&mut self, hash: &Map) -> Option<V> {
-        let id = self.resolve(&self.identity(hash))?;
-        if let Some(head) = id.head() {
-            if let Some(list) = self.by_head.get_mut(head) {
-                list.retain(|c| c != &id);
-            }
+        let (key, index) = self.resolve(&self.identity(hash))?;
+        let bucket = self.by_head.get_mut(&key)?;
+        let (_, value) = bucket.swap_remove(index);
+        if bucket.is_empty() {
+            self.by_head.remove(&key);
         }
-        self.entries.remove(&id)
+        self.len -= 1;
+        Some(value)
     }
 
     pub fn clear(&mut self) {
-        self.entries.clear();
         self.by_head.clear();
+        self.len = 0;
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.entries.values()
+        self.by_head
+            .values()
+            .flat_map(|bucket| bucket.iter().map(|(_, value)| value))
+    }
+}
+
+/// A resource hash kept in a cache: the [`Map`] written into one byte
+/// string, a fraction of the memory of the map itself (which holds a
+/// separate allocation for every key and text). Reading it back builds the
+/// map anew, which costs about what cloning the map did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedMap(Box<[u8]>);
+
+mod tag {
+    pub const NIL: u8 = 0;
+    pub const FALSE: u8 = 1;
+    pub const TRUE: u8 = 2;
+    pub const INT: u8 = 3;
+    pub const BIG_INT: u8 = 4;
+    pub const FLOAT: u8 = 5;
+    pub const STR: u8 = 6;
+    pub const SYMBOL: u8 = 7;
+    pub const ARRAY: u8 = 8;
+    pub const HASH: u8 = 9;
+    pub const SENSITIVE: u8 = 10;
+    pub const TIMESTAMP: u8 = 11;
+}
+
+impl PackedMap {
+    pub fn pack(map: &Map) -> PackedMap {
+        let mut bytes = Vec::new();
+        pack_map(&mut bytes, map);
+        PackedMap(bytes.into_boxed_slice())
+    }
+
+    pub fn unpack(&self) -> Map {
+        let mut reader = Reader(&self.0);
+        reader.map()
+    }
+}
+
+fn pack_text(bytes: &mut Vec<u8>, tag: u8, text: &str) {
+    bytes.push(tag);
+    push_len(bytes, text.len());
+    bytes.extend_from_slice(text.as_bytes());
+}
+
+fn pack_map(bytes: &mut Vec<u8>, map: &Map) {
+    push_len(bytes, map.len());
+    for (key, value) in map.iter() {
+        pack_value(bytes, key);
+        pack_value(bytes, value);
+    }
+}
+
+fn pack_value(bytes: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Nil => bytes.push(tag::NIL),
+        Value::Bool(false) => bytes.push(tag::FALSE),
+        Value::Bool(true) => bytes.push(tag::TRUE),
+        Value::Int(i) => {
+            bytes.push(tag::INT);
+            bytes.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::BigInt(text) => pack_text(bytes, tag::BIG_INT, text),
+        Value::Float(f) => {
+            bytes.push(tag::FLOAT);
+            bytes.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        Value::Str(text) => pack_text(bytes, tag::STR, text),
+        Value::Symbol(text) => pack_text(bytes, tag::SYMBOL, text),
+        Value::Array(items) => {
+            bytes.push(tag::ARRAY);
+            push_len(bytes, items.len());
+            for item in items {
+                pack_value(bytes, item);
+            }
+        }
+        Value::Hash(map) => {
+            bytes.push(tag::HASH);
+            pack_map(bytes, map);
+        }
+        Value::Sensitive(inner) => {
+            bytes.push(tag::SENSITIVE);
+            pack_value(bytes, inner);
+        }
+        Value::Timestamp(t) => {
+            bytes.push(tag::TIMESTAMP);
+            bytes.extend_from_slice(&t.nanos.to_le_bytes());
+        }
+    }
+}
+
+/// Reads what `pack_map` wrote (and nothing else: the bytes never leave
+/// the cache).
+struct Reader<'b>(&'b [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, count: usize) -> &[u8] {
+        let (taken, rest) = self.0.split_at(count);
+        self.0 = rest;
+        taken
+    }
+
+    fn len(&mut self) -> usize {
+        let (len, rest) = read_len(self.0);
+        self.0 = rest;
+        len
+    }
+
+    fn text(&mut self) -> String {
+        let len = self.len();
+        String::from_utf8_lossy(self.take(len)).into_owned()
+    }
+
+    fn array<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0; N];
+        out.copy_from_slice(self.take(N));
+        out
+    }
+
+    fn map(&mut self) -> Map {
+        let len = self.len();
+        let mut pairs = Vec::with_capacity(len);
+        for _ in 0..len {
+            let key = self.value();
+            let value = self.value();
+            pairs.push((key, value));
+        }
+        Map(pairs)
+    }
+
+    fn value(&mut self) -> Value {
+        let tag = self.take(1)[0];
+        match tag {
+            tag::FALSE => Value::Bool(false),
+            tag::TRUE => Value::Bool(true),
+            tag::INT => Value::Int(i64::from_le_bytes(self.array())),
+            tag::BIG_INT => Value::BigInt(self.text()),
+            tag::FLOAT => Value::Float(f64::from_bits(u64::from_le_bytes(self.array()))),
+            tag::STR => Value::Str(self.text()),
+            tag::SYMBOL => Value::Symbol(self.text()),
+            tag::ARRAY => {
+                let len = self.len();
+                Value::Array((0..len).map(|_| self.value()).collect())
+            }
+            tag::HASH => Value::Hash(self.map()),
+            tag::SENSITIVE => Value::Sensitive(Box::new(self.value())),
+            tag::TIMESTAMP => {
+                Value::Timestamp(Timestamp::from_nanos(i128::from_le_bytes(self.array())))
+            }
+            _ => Value::Nil,
+        }
     }
 }
 
@@ -193,5 +445,83 @@ mod tests {
         for i in 0..5000 {
             assert_eq!(cache.get(&hash(&[("name", &format!("r{i}"))])), Some(&i));
         }
+    }
+
+    #[test]
+    fn partial_identities_find_one_entry_or_none() {
+        let mut cache = IdentityCache::new(vec!["name".into(), "dsc_key".into()]);
+        cache.insert(&hash(&[("name", "a"), ("dsc_key", "1")]), 1);
+        cache.insert(&hash(&[("name", "b"), ("dsc_key", "2")]), 2);
+        cache.insert(&hash(&[("name", "b"), ("dsc_key", "3")]), 3);
+        // Only the second namevar: found by a scan, when it is unique.
+        assert_eq!(cache.get(&hash(&[("dsc_key", "2")])), Some(&2));
+        assert_eq!(cache.get(&hash(&[("name", "a")])), Some(&1));
+        assert_eq!(cache.get(&hash(&[("name", "b")])), None);
+        // The title stands in for `name`.
+        assert_eq!(
+            cache.get(&hash(&[("title", "A"), ("dsc_key", "1")])),
+            Some(&1)
+        );
+        // Inserting the same identity again replaces the value.
+        cache.insert(&hash(&[("name", "A"), ("dsc_key", "1")]), 10);
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get(&hash(&[("name", "a")])), Some(&10));
+        let mut values: Vec<i32> = cache.values().copied().collect();
+        values.sort_unstable();
+        assert_eq!(values, vec![2, 3, 10]);
+        cache.clear();
+        assert!(cache.is_empty());
+        assert_eq!(cache.get(&hash(&[("name", "a")])), None);
+    }
+
+    #[test]
+    fn an_absent_namevar_differs_from_an_empty_one() {
+        let namevars = vec!["name".to_owned(), "dsc_key".to_owned()];
+        let absent = Identity::of(&namevars, &hash(&[("name", "a")]));
+        let empty = Identity::of(&namevars, &hash(&[("name", "a"), ("dsc_key", "")]));
+        assert_ne!(absent, empty);
+        assert!(!absent.is_complete());
+        assert!(empty.is_complete());
+        assert!(absent.matches(&empty));
+        assert!(!empty.matches(&absent));
+        // The lengths keep texts apart that a separator would not.
+        let split = Identity::of(&namevars, &hash(&[("name", "a\u{0}"), ("dsc_key", "b")]));
+        let joined = Identity::of(&namevars, &hash(&[("name", "a"), ("dsc_key", "\u{0}b")]));
+        assert_ne!(split, joined);
+    }
+
+    #[test]
+    fn packed_maps_read_back_as_written() {
+        let map = Map(vec![
+            (Value::sym("name"), Value::str("r1")),
+            (Value::str("text"), Value::str("it's ✓")),
+            (Value::sym("nil"), Value::Nil),
+            (Value::sym("yes"), Value::Bool(true)),
+            (Value::sym("no"), Value::Bool(false)),
+            (Value::sym("int"), Value::Int(-42)),
+            (
+                Value::sym("big"),
+                Value::BigInt("123456789012345678901234567890".into()),
+            ),
+            (Value::sym("float"), Value::Float(-0.5)),
+            (
+                Value::sym("list"),
+                Value::Array(vec![Value::Int(1), Value::Array(vec![]), Value::str("x")]),
+            ),
+            (
+                Value::sym("secret"),
+                Value::Sensitive(Box::new(Value::Hash(Map(vec![(
+                    Value::str("password"),
+                    Value::str("hunter2"),
+                )])))),
+            ),
+            (
+                Value::sym("when"),
+                Value::Timestamp(Timestamp::from_nanos(-1_700_000_000_123_456_789)),
+            ),
+            (Value::sym("empty"), Value::Hash(Map::new())),
+        ]);
+        assert_eq!(PackedMap::pack(&map).unpack(), map);
+        assert_eq!(PackedMap::pack(&Map::new()).unpack(), Map::new());
     }
 }

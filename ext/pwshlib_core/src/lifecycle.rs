@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cache::{Identity, IdentityCache};
+use crate::cache::{Identity, IdentityCache, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::error::Error;
 use crate::munge::{munge_get_result, parse_json};
@@ -47,9 +47,9 @@ pub enum Insync {
 #[derive(Debug)]
 pub struct LifecycleState {
     /// Munged Get results: the system state.
-    pub query_results: IdentityCache<Map>,
+    pub query_results: IdentityCache<PackedMap>,
     /// Canonicalized desired state, kept apart from the system state.
-    pub canonicalized: IdentityCache<Map>,
+    pub canonicalized: IdentityCache<PackedMap>,
     /// One Test per resource: Some(in desired state), or None when it failed.
     pub test_results: IdentityCache<(Map, Option<bool>)>,
     /// (resource, property) pairs answered `[false, msg]`, whose corrective
@@ -139,6 +139,20 @@ pub trait ProviderHost {
     }
 
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
+    /// The module's vendored `dsc_resources` folder, found along
+    /// [`ProviderHost::load_path`]. The binding remembers it for the run, so
+    /// that a catalog of thousands of resources does not look at the disk
+    /// for each call.
+    fn vendored_modules_path(
+        &self,
+        module_name: &str,
+    ) -> Result<Result<String, Error>, Self::Error> {
+        let load_path = self.load_path()?;
+        Ok(crate::vendored::vendored_modules_path(
+            &load_path,
+            module_name,
+        ))
+    }
     /// Builds the script of one call. The outer error is the host's, the
     /// inner one is reported against the resource.
     fn build_script(
@@ -147,10 +161,20 @@ pub trait ProviderHost {
         props: &Map,
         method: DscMethod,
     ) -> Result<Result<Script, Error>, Self::Error> {
-        let load_path = self.load_path()?;
-        Ok(crate::script::script_for(
-            typedef, props, method, &load_path,
-        ))
+        // As `script::script_for`: Class-based resources and MOF resources
+        // with a version name their vendored folder; others need none.
+        let path = if typedef.is_class_based() || typedef.module_version.is_some() {
+            match self.vendored_modules_path(&typedef.module_name)? {
+                Ok(path) => path,
+                Err(e) => return Ok(Err(e)),
+            }
+        } else {
+            String::new()
+        };
+        Ok(
+            crate::script::InvocableResource::new(typedef, props, method, &path)
+                .and_then(|resource| crate::script::build_script(&resource)),
+        )
     }
     fn is_metaparam(&self, name: &str) -> bool;
     /// Whether this (user, password) failed to log on earlier in the run.
@@ -245,7 +269,8 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
                 _ => resource.clone(),
             }
         };
-        host.with_state(|s| s.canonicalized.insert(&resource, canonical.clone()));
+        let packed = PackedMap::pack(&canonical);
+        host.with_state(|s| s.canonicalized.insert(&resource, packed));
         out.push(canonical);
     }
     debug_lazy(host, || {
@@ -267,7 +292,8 @@ pub fn get_for_canonicalize<H: ProviderHost>(
     host: &H,
     resource: &Map,
 ) -> Result<Option<Map>, H::Error> {
-    if let Some(cached) = host.with_state(|s| s.query_results.get(resource).cloned()) {
+    if let Some(cached) = host.with_state(|s| s.query_results.get(resource).map(PackedMap::unpack))
+    {
         return Ok(Some(cached));
     }
     if get_failed(host, resource) {
@@ -317,12 +343,14 @@ fn query_for(typedef: &TypeDef, name_hash: &Map, canonical: Option<&Map>) -> Map
 }
 
 pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<Map>, H::Error> {
-    host.debug("Collecting data from the DSC Resource")?;
+    debug_lazy(host, || "Collecting data from the DSC Resource".to_owned())?;
     let typedef = host.typedef()?;
     let mut out = Vec::new();
     for name in names.unwrap_or_default() {
         let name_hash = name_hash_of(&name);
-        if let Some(mut cached) = host.with_state(|s| s.query_results.get(&name_hash).cloned()) {
+        if let Some(mut cached) =
+            host.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
+        {
             // The cached Get may have been made for a hash titled `title:`;
             // Puppet matches results on the namevars it asked for.
             if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
@@ -337,7 +365,7 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
             out.push(name_hash);
             continue;
         }
-        let canonical = host.with_state(|s| s.canonicalized.get(&name_hash).cloned());
+        let canonical = host.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
         let query = query_for(&typedef, &name_hash, canonical.as_ref());
         match host.invoke_get_method(&query)? {
             Some(result) => out.push(result),
@@ -395,7 +423,8 @@ pub fn invoke_get_method<H: ProviderHost>(
     // Sensitive-typed values go back to Puppet as Sensitive, as the type
     // schema wants them: Puppet logs the current state it is given.
     let munged = mark_attributes(&typedef, &munged);
-    host.with_state(|s| s.query_results.insert(name_hash, munged.clone()));
+    let packed = PackedMap::pack(&munged);
+    host.with_state(|s| s.query_results.insert(name_hash, packed));
     debug_lazy(host, || {
         format!(
             "Returned to Puppet as {}",
@@ -512,7 +541,9 @@ pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetActio
 pub fn delete_should<H: ProviderHost>(host: &H, name: &Value) -> Result<Map, H::Error> {
     let typedef = host.typedef()?;
     let mut should = name_hash_of(name);
-    if let Some(canonical) = host.with_state(|s| s.canonicalized.get(&should).cloned()) {
+    if let Some(canonical) =
+        host.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
+    {
         let carried = typedef
             .mandatory_set_attributes()
             .into_iter()
@@ -528,6 +559,22 @@ pub fn delete_should<H: ProviderHost>(host: &H, name: &Value) -> Result<Map, H::
     }
     should.insert_symbol("dsc_ensure", Value::str("Absent"));
     Ok(should)
+}
+
+/// The identity of [`invocation_name_hash`]`(name, should)`, without
+/// building that hash: an attribute comes from the title's hash, or else
+/// from the desired state.
+pub fn invocation_identity(namevars: &[String], name: &Value, should: &Map) -> Identity {
+    Identity::from_lookup(namevars, |attribute| {
+        let from_name = match name {
+            Value::Hash(map) => map.get_named(attribute),
+            other if attribute == "name" => Some(other),
+            _ => None,
+        };
+        from_name
+            .or_else(|| should.get_named(attribute))
+            .map(std::borrow::Cow::Borrowed)
+    })
 }
 
 /// The name hash a Set/Test call runs under: the title merged with the
@@ -645,18 +692,16 @@ pub fn insync<H: ProviderHost>(
         // Not a DSC property: nothing on the system can differ from it.
         return Ok(Insync::InSync(true));
     }
-    let identity_source = invocation_name_hash(name, should_hash);
-    let marker = host.with_state(|s| {
-        (
-            s.query_results.identity(&identity_source),
-            property.to_owned(),
-        )
-    });
+    // Every cache of the state has the same namevars: one identity serves
+    // them all, made without building the merged name hash.
+    let identity =
+        host.with_state(|s| invocation_identity(s.query_results.namevars(), name, should_hash));
+    let marker = (identity.clone(), property.to_owned());
     if host.with_state(|s| s.insync_reported.remove(&marker)) {
         // The corrective-change check that Puppet makes after a change.
         return Ok(Insync::UseDefault);
     }
-    if get_failed(host, &identity_source) {
+    if host.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
         // Nothing to compare with, and no Test either: out of sync, so that
         // `set` marks the resource failed.
         host.with_state(|s| s.insync_reported.insert(marker));
@@ -668,8 +713,8 @@ pub fn insync<H: ProviderHost>(
         Some(v) => Some(v.clone()),
         None => host.with_state(|s| {
             s.query_results
-                .get(&identity_source)
-                .and_then(|m| m.get_named(property).cloned())
+                .get_identity(&identity)
+                .and_then(|m| m.unpack().remove_named(property))
         }),
     };
     let should_value = should_hash.get_named(property);
@@ -678,7 +723,7 @@ pub fn insync<H: ProviderHost>(
         Some(Value::Str(m)) | Some(Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
     );
     if resource_mode {
-        let cached = host.with_state(|s| s.test_results.get(&identity_source).map(|e| e.1));
+        let cached = host.with_state(|s| s.test_results.get_identity(&identity).map(|e| e.1));
         let in_desired_state = match cached {
             Some(answer) => answer,
             None => {
@@ -688,10 +733,11 @@ pub fn insync<H: ProviderHost>(
                     Insync::Changed(_) => Some(false),
                     Insync::UseDefault => None,
                 };
+                let name_hash = invocation_name_hash(name, should_hash);
                 host.with_state(|s| {
-                    if s.test_results.get(&identity_source).is_none() {
+                    if s.test_results.get_identity(&identity).is_none() {
                         s.test_results
-                            .insert(&identity_source, (identity_source.clone(), answer));
+                            .insert_identity(identity.clone(), (name_hash, answer));
                     }
                 });
                 answer

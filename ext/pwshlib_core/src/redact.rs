@@ -70,6 +70,13 @@ impl Secrecy {
 /// A type string this parser cannot read is secret as a whole when it
 /// mentions `Sensitive` at all: guessing wrong must not show a secret.
 pub fn secrecy_of_type(type_string: &str) -> Secrecy {
+    // Only `Sensitive` makes anything secret (the name is case-sensitive in
+    // Puppet, as in the parser below): a type that does not mention it is
+    // public throughout, and most attributes are. Not parsing those keeps
+    // the per-call marking of a resource cheap.
+    if !type_string.contains("Sensitive") {
+        return Secrecy::default();
+    }
     let tokens = tokenize(type_string);
     let mut parser = Parser {
         tokens: &tokens,

@@ -91,6 +91,26 @@ impl Script {
         }
     }
 
+    /// This script with [`templates::PRELUDE`] in front (it ends with a
+    /// newline, a test checks, so the body starts right after it), the
+    /// secret spans moved along.
+    fn with_prelude(self) -> Script {
+        let prelude_len = templates::PRELUDE.len();
+        let mut text = String::with_capacity(prelude_len + self.text.len());
+        text.push_str(templates::PRELUDE);
+        text.push_str(&self.text);
+        Script {
+            text,
+            secret_spans: self
+                .secret_spans
+                .into_iter()
+                .map(|span| span.start + prelude_len..span.end + prelude_len)
+                .collect(),
+            secrets: self.secrets,
+            prelude_len,
+        }
+    }
+
     /// The whole text PowerShell runs, prelude included. Never log it.
     pub fn text(&self) -> &str {
         &self.text
@@ -573,10 +593,6 @@ impl ScriptParts {
     /// Joins the sections with the header and templates into the script.
     pub fn into_script(self) -> Script {
         let mut out = TrackedText::new();
-        // The prelude ends with a newline (a test checks), so the body
-        // starts right after it.
-        out.push(templates::PRELUDE);
-        let prelude_len = out.text().len();
         out.push(HEADER);
         out.push(&self.module_path);
         out.append(self.credentials);
@@ -588,9 +604,10 @@ impl ScriptParts {
             out.push(INVOKE_CALL_RESTORE);
         }
         out.push("\n");
-        let mut script = Script::from_tracked(out);
-        script.prelude_len = prelude_len;
-        script
+        // The prelude goes in front last, into a buffer of the final size:
+        // a buffer grown past the 9 KB prelude on every call cost more than
+        // building the rest of the script.
+        Script::from_tracked(out).with_prelude()
     }
 }
 

@@ -641,3 +641,33 @@ fn the_ensurable_workaround_is_in_sync_whatever_puppet_holds() {
     }
     assert!(host.methods().is_empty(), "{:?}", host.methods());
 }
+
+#[test]
+fn the_invocation_identity_is_that_of_the_merged_name_hash() {
+    let namevars = vec!["name".to_owned(), "dsc_key".to_owned()];
+    let should = Map(vec![
+        (Value::sym("name"), s("From-Should")),
+        (Value::sym("dsc_key"), s("C:\\Key")),
+        (Value::sym("dsc_other"), s("x")),
+    ]);
+    let titled = Map(vec![
+        (Value::sym("title"), s("T")),
+        (Value::sym("dsc_key"), s("k")),
+    ]);
+    let names = [
+        s("Title"),
+        Value::Nil,
+        Value::Hash(Map(vec![(Value::sym("name"), s("N"))])),
+        Value::Hash(Map(vec![(Value::sym("dsc_key"), s("other"))])),
+        Value::Hash(Map(vec![(Value::sym("name"), Value::Nil)])),
+    ];
+    for name in &names {
+        for should in [&should, &titled, &Map::new()] {
+            assert_eq!(
+                invocation_identity(&namevars, name, should),
+                Identity::of(&namevars, &invocation_name_hash(name, should)),
+                "{name:?} {should:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,90 @@
+# frozen_string_literal: true
+
+require 'spec_helper'
+
+# The lifecycle runs invoke_get_method and invoke_dsc_resource straight in
+# Rust only while Ruby would dispatch to the base class's own native method.
+# Every way of replacing one of them must still be called, with Ruby values.
+RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
+  let(:type_name) { :dsc_fixturefile }
+  let(:context) { recording_context(type_name) }
+  let(:manager) { FakePwshManager.new('DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'hello') }
+  let(:manifest) do
+    { name: 'Title', dsc_destinationpath: 'c:\\foo', dsc_ensure: 'present', dsc_contents: 'hello',
+      validation_mode: 'property' }
+  end
+  let(:seen) { [] }
+
+  def canonicalize_with(provider)
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    provider.canonicalize(context, [manifest.dup]).first
+  end
+
+  %i[invoke_get_method invoke_dsc_resource].each do |method_name|
+    context "with #{method_name}" do
+      it 'calls a subclass override' do
+        calls = seen
+        subclass = Class.new(provider_class_for(type_name)) do
+          define_method(method_name) do |*args|
+            calls << args[1].class
+            super(*args)
+          end
+        end
+        expect(canonicalize_with(subclass.new)[:dsc_contents]).to eq('hello')
+        expect(seen).to eq([Hash])
+        expect(manager.methods_called).to eq(['Get'])
+      end
+
+      it 'calls an RSpec stub on the instance' do
+        provider = provider_class_for(type_name).new
+        expect(provider).to receive(method_name).once.and_call_original
+        expect(canonicalize_with(provider)[:dsc_contents]).to eq('hello')
+      end
+
+      it 'calls a stub that answers for it (no Get is made)' do
+        provider = provider_class_for(type_name).new
+        expect(provider).to receive(method_name).once.and_return(nil)
+        canonicalize_with(provider)
+        expect(manager.methods_called).to eq([])
+      end
+
+      it 'calls a module prepended to the provider class' do
+        calls = seen
+        subclass = Class.new(provider_class_for(type_name))
+        subclass.prepend(Module.new do
+          define_method(method_name) do |*args|
+            calls << :prepended
+            super(*args)
+          end
+        end)
+        canonicalize_with(subclass.new)
+        expect(seen).to eq([:prepended])
+      end
+
+      it 'calls a Ruby redefinition in the base class itself' do
+        base = Puppet::Provider::DscBaseProvider
+        calls = seen
+        base.alias_method(:__native_for_spec, method_name)
+        base.define_method(method_name) do |*args|
+          calls << :redefined
+          __native_for_spec(*args)
+        end
+        begin
+          canonicalize_with(provider_class_for(type_name).new)
+        ensure
+          base.alias_method(method_name, :__native_for_spec)
+          base.remove_method(:__native_for_spec)
+        end
+        expect(seen).to eq([:redefined])
+        # Restored: the native method is the one found again.
+        expect(base.instance_method(method_name).source_location).to be_nil
+      end
+    end
+  end
+
+  it 'makes the same Get, and returns the same result, with no override' do
+    provider = provider_class_for(type_name).new
+    expect(canonicalize_with(provider)).to eq(manifest.merge(dsc_ensure: 'Present', dsc_destinationpath: 'C:\\Foo'))
+    expect(manager.methods_called).to eq(['Get'])
+  end
+end
