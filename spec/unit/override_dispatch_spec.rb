@@ -2,9 +2,9 @@
 
 require 'spec_helper'
 
-# The lifecycle runs invoke_get_method and invoke_dsc_resource straight in
-# Rust only while Ruby would dispatch to the base class's own native method.
-# Every way of replacing one of them must still be called, with Ruby values.
+# The lifecycle calls invoke_get_method and invoke_dsc_resource through Ruby
+# (funcall on the provider), so every way of replacing one of them is called,
+# with Ruby values.
 RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
   let(:type_name) { :dsc_fixturefile }
   let(:context) { recording_context(type_name) }

@@ -168,7 +168,6 @@ static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PWSH_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PWSH_MANAGER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
-static BASE_PROVIDER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 
 /// The constant at `path`, from `cell` once it has been found. Classes and
 /// modules bound to constants live as long as the process; each one cached
@@ -187,34 +186,6 @@ fn cached_constant(
     ruby.gc_register_mark_object(value);
     let _ = cell.set(Opaque::from(value));
     Some(value)
-}
-
-/// Whether `provider.name(...)` would run this class's own native method:
-/// the method Ruby finds is owned by `Puppet::Provider::DscBaseProvider`
-/// and is not Ruby code (no source location). A subclass's method, an
-/// RSpec stub or a prepended module (other owners), or a Ruby
-/// redefinition in the base class (a source location) all make it false.
-/// When true, the lifecycle runs the method's Rust side directly: what Ruby
-/// dispatch would run, without turning the arguments and the result into
-/// Ruby objects and back. When false, the call goes through Ruby as always.
-fn runs_own_native_method(ruby: &Ruby, provider: Obj<DscBaseProvider>, name: &str) -> bool {
-    let Some(base) = cached_constant(
-        ruby,
-        &BASE_PROVIDER_CLASS,
-        "Puppet::Provider::DscBaseProvider",
-    ) else {
-        return false;
-    };
-    let Ok(method) = provider.funcall::<_, _, RValue>("method", (ruby.sym_new(name),)) else {
-        return false;
-    };
-    let owned_by_base = method
-        .funcall::<_, _, RValue>("owner", ())
-        .is_ok_and(|owner| owner.as_raw() == base.as_raw());
-    owned_by_base
-        && method
-            .funcall::<_, _, RValue>("source_location", ())
-            .is_ok_and(|location| location.is_nil())
 }
 
 /// `{ nil }`, made once: the block of `Puppet.lookup(:loaders) { nil }`.
@@ -510,9 +481,6 @@ impl ProviderHost for RubyHost<'_> {
     }
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
-        if runs_own_native_method(self.ruby, self.provider, "invoke_get_method") {
-            return lifecycle::invoke_get_method(self, name_hash);
-        }
         let arg = map_to_ruby(self.ruby, name_hash)?;
         let result: RValue = self
             .provider
@@ -547,9 +515,6 @@ impl ProviderHost for RubyHost<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
-        if runs_own_native_method(self.ruby, self.provider, "invoke_dsc_resource") {
-            return lifecycle::invoke_dsc_resource(self, name_hash, props, method);
-        }
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         let method = method.as_str().to_lowercase();
