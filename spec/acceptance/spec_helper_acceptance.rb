@@ -60,6 +60,11 @@ module Acceptance
     def path_list(paths)
       paths.join(File::PATH_SEPARATOR)
     end
+
+    # Settings this Puppet needs beyond the harness's own, for a run's directory.
+    def extra_arguments(_run_dir)
+      []
+    end
   end
 
   class << self
@@ -208,6 +213,7 @@ module Acceptance
         '--logdir', puppet.path(File.join(run_dir, 'logdir')),
         '--rundir', puppet.path(File.join(run_dir, 'rundir')),
         '--lastrunreport', puppet.path(report_path),
+        *puppet.extra_arguments(run_dir),
         '--reports', 'none',
         *STRICT_ARGUMENTS,
         *REPORT_ARGUMENTS

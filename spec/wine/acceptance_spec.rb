@@ -43,6 +43,14 @@ module AcceptanceWindows
       paths.join(';')
     end
 
+    # Puppet 8 on Windows keeps its public files under C:/ProgramData, which a
+    # Windows agent's installer creates and wine does not: a run's own instead.
+    def extra_arguments(run_dir)
+      public_dir = File.join(run_dir, 'publicdir')
+      FileUtils.mkdir_p(public_dir)
+      ['--publicdir', path(public_dir)]
+    end
+
     # What runs Puppet, for the closing line: asked of the Windows Ruby itself.
     def description
       out, status = Open3.capture2('wine', @ruby, '-I', path(File.join(@puppet_prefix, 'lib')), '-rpuppet', '-e',
