@@ -175,8 +175,9 @@ module AcceptanceWindows
         expect(Acceptance.fetch_ci(service, 'state')).to eq('Running')
       end
 
-      it 'runs Puppet on the Windows Ruby with the Windows library, against pwshlib-sim.exe over a named pipe' do
-        expect(run.output).to match(/x64-mingw32/).or match(/windows/i)
+      it 'runs Puppet 8 on the Windows Ruby, with Facter resolving a Windows machine, and one simulated host' do
+        expect(run.output).to match(/Runtime environment: puppet_version=8\.\d+\.\d+, ruby_version=3\.3\./)
+        expect(run.output).to include('fact "os.family" has resolved to: windows')
         expect(run.calls).not_to be_empty
         expect(run.calls.map { |call| call['pid'] }.uniq.size).to eq(1)
       end
