@@ -114,7 +114,8 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
                    else
                      [Pwsh::Manager.pwsh_path, Pwsh::Manager.pwsh_args]
                    end
-      expect(Pwsh::Manager).to receive(:instance).with(path, args, debug: false).and_return(:the_manager)
+      # A positional options hash, as Pwsh::Manager.instance(cmd, args, options = {}) takes it.
+      expect(Pwsh::Manager).to receive(:instance).with(path, args, { debug: false }).and_return(:the_manager)
       expect(fresh.ps_manager).to eq(:the_manager)
     end
   end
