@@ -44,6 +44,37 @@ module Acceptance
     'dsc_fixtureservice' => 'FixtureService',
   }.freeze
 
+  # Who runs `puppet apply`, and how it spells a path of this machine: this
+  # machine's Puppet, by default. The Windows job (spec/wine/acceptance_spec.rb)
+  # sets one that starts Puppet with the Windows Ruby under wine, where this
+  # machine's files are on drive Z:.
+  class LocalPuppet
+    def command
+      ['puppet']
+    end
+
+    def path(path)
+      path
+    end
+
+    def path_list(paths)
+      paths.join(File::PATH_SEPARATOR)
+    end
+
+    # Settings this Puppet needs beyond the harness's own, for a run's directory.
+    def extra_arguments(_run_dir)
+      []
+    end
+  end
+
+  class << self
+    attr_writer :puppet
+
+    def puppet
+      @puppet ||= LocalPuppet.new
+    end
+  end
+
   # One finished `puppet apply`.
   class Run
     attr_reader :manifest, :exitcode, :stdout, :stderr, :report_text, :calls, :seconds
@@ -170,17 +201,19 @@ module Acceptance
       log_path = File.join(run_dir, 'sim-calls.jsonl')
       report_path = File.join(run_dir, 'last_run_report.yaml')
 
+      puppet = Acceptance.puppet
       command = [
         'timeout', '--kill-after=10', RUN_DEADLINE_SECONDS.to_s,
-        'puppet', 'apply', manifest_path,
-        '--modulepath', MODULE_PATH,
+        *puppet.command, 'apply', puppet.path(manifest_path),
+        '--modulepath', puppet.path(MODULE_PATH),
         '--debug', '--detailed-exitcodes', '--color', 'false',
-        '--confdir', File.join(run_dir, 'confdir'),
-        '--codedir', File.join(run_dir, 'codedir'),
-        '--vardir', File.join(run_dir, 'vardir'),
-        '--logdir', File.join(run_dir, 'logdir'),
-        '--rundir', File.join(run_dir, 'rundir'),
-        '--lastrunreport', report_path,
+        '--confdir', puppet.path(File.join(run_dir, 'confdir')),
+        '--codedir', puppet.path(File.join(run_dir, 'codedir')),
+        '--vardir', puppet.path(File.join(run_dir, 'vardir')),
+        '--logdir', puppet.path(File.join(run_dir, 'logdir')),
+        '--rundir', puppet.path(File.join(run_dir, 'rundir')),
+        '--lastrunreport', puppet.path(report_path),
+        *puppet.extra_arguments(run_dir),
         '--reports', 'none',
         *STRICT_ARGUMENTS,
         *REPORT_ARGUMENTS
@@ -230,13 +263,14 @@ module Acceptance
   end
 
   def run_env(state_path, log_path)
+    puppet = Acceptance.puppet
     {
-      'PWSHLIB_POWERSHELL' => SIM,
-      'PWSHLIB_SIM_STATE' => state_path,
-      'PWSHLIB_SIM_LOG' => log_path,
+      'PWSHLIB_POWERSHELL' => puppet.path(SIM),
+      'PWSHLIB_SIM_STATE' => puppet.path(state_path),
+      'PWSHLIB_SIM_LOG' => puppet.path(log_path),
       # pluginsync does not happen under `puppet apply`: put our lib/ (the base
       # provider and the native library) on Ruby's load path directly.
-      'RUBYLIB' => [File.join(ROOT, 'lib'), ENV['RUBYLIB']].compact.join(File::PATH_SEPARATOR),
+      'RUBYLIB' => puppet.path_list([puppet.path(File.join(ROOT, 'lib')), ENV.fetch('RUBYLIB', nil)].compact),
       'LC_ALL' => 'C.UTF-8',
       'LANG' => 'C.UTF-8',
     }

@@ -103,9 +103,19 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
       stub_const('Pwsh::Manager', Class.new do
         def self.pwsh_path(_additional_paths = []) = '/usr/bin/pwsh'
         def self.pwsh_args = ['-NoProfile']
+        def self.powershell_path = 'C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe'
+        def self.powershell_args = ['-NoProfile', '-NonInteractive']
         def self.instance(_cmd, _args, _options = {}) = nil
       end)
-      expect(Pwsh::Manager).to receive(:instance).with('/usr/bin/pwsh', ['-NoProfile'], debug: false).and_return(:the_manager)
+      # Windows PowerShell on Windows (the Windows suite runs this file too),
+      # PowerShell 7 elsewhere, as ruby-pwsh's provider chooses.
+      path, args = if Pwsh::Util.on_windows?
+                     [Pwsh::Manager.powershell_path, Pwsh::Manager.powershell_args]
+                   else
+                     [Pwsh::Manager.pwsh_path, Pwsh::Manager.pwsh_args]
+                   end
+      # A positional options hash, as Pwsh::Manager.instance(cmd, args, options = {}) takes it.
+      expect(Pwsh::Manager).to receive(:instance).with(path, args, { debug: false }).and_return(:the_manager)
       expect(fresh.ps_manager).to eq(:the_manager)
     end
   end

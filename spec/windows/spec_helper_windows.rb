@@ -11,25 +11,9 @@ lib = File.join(PWSHLIB_ROOT, 'lib')
 $LOAD_PATH.unshift(lib) unless $LOAD_PATH.include?(lib)
 require 'pwsh'
 
-# The closing line script/windows-check shows: this suite, the Windows
-# platform it ran on, its counts.
-class WindowsClosingLine
-  RSpec::Core::Formatters.register self, :dump_summary
-
-  def initialize(output)
-    @output = output
-  end
-
-  def dump_summary(summary)
-    suite = ENV.fetch('PWSHLIB_WINDOWS_SUITE', 'windows')
-    @output.puts "#{suite} on #{RUBY_PLATFORM} (Ruby #{RUBY_VERSION}, under wine): " \
-                 "#{summary.example_count} examples, #{summary.failure_count} failed, #{summary.pending_count} pending"
-  end
-end
+require_relative 'closing_line'
 
 RSpec.configure do |config|
   config.expect_with(:rspec) { |c| c.syntax = :expect }
   config.order = :defined
-  config.add_formatter('progress') if config.formatters.empty?
-  config.add_formatter(WindowsClosingLine)
 end
