@@ -118,6 +118,22 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
       expect(Pwsh::Manager).to receive(:instance).with(path, args, { debug: false }).and_return(:the_manager)
       expect(fresh.ps_manager).to eq(:the_manager)
     end
+
+    it 'ps_manager finds Pwsh::Manager anew on every call (a replaced class is used, not one seen before)' do
+      stand_in = lambda do |answer|
+        Class.new do
+          define_singleton_method(:pwsh_path) { |_additional_paths = []| '/usr/bin/pwsh' }
+          define_singleton_method(:pwsh_args) { ['-NoProfile'] }
+          define_singleton_method(:powershell_path) { 'powershell.exe' }
+          define_singleton_method(:powershell_args) { ['-NoProfile'] }
+          define_singleton_method(:instance) { |_cmd, _args, _options = {}| answer }
+        end
+      end
+      stub_const('Pwsh::Manager', stand_in.call(:first))
+      expect(provider_class_for(:dsc_fixturefile).new.ps_manager).to eq(:first)
+      stub_const('Pwsh::Manager', stand_in.call(:second))
+      expect(provider_class_for(:dsc_fixturefile).new.ps_manager).to eq(:second)
+    end
   end
 
   describe 'a value that cannot go to PowerShell' do

@@ -166,8 +166,6 @@ static PUPPET_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PUPPET_LOG_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
-static PWSH_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
-static PWSH_MANAGER_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
 
 /// The constant at `path`, from `cell` once it has been found. Classes and
 /// modules bound to constants live as long as the process; each one cached
@@ -1270,14 +1268,11 @@ fn rb_invoke_dsc_resource(
 /// `Pwsh::Manager.instance(pwsh_path, pwsh_args, debug: …)`, or the Windows
 /// PowerShell path and args on Windows, all through Ruby.
 fn rb_ps_manager(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RValue> {
-    let pwsh = match cached_constant(ruby, &PWSH_MODULE, "Pwsh") {
-        Some(pwsh) => RModule::try_convert(pwsh)?,
-        None => ruby.class_object().const_get("Pwsh")?,
-    };
-    let manager = match cached_constant(ruby, &PWSH_MANAGER_CLASS, "Pwsh::Manager") {
-        Some(manager) => RClass::try_convert(manager)?,
-        None => pwsh.const_get("Manager")?,
-    };
+    // Looked up on every call, never cached: a caller may replace
+    // `Pwsh::Manager` (RSpec's stub_const, a test double), and a class cached
+    // from an earlier lookup would keep handing out the old one.
+    let pwsh: RModule = ruby.class_object().const_get("Pwsh")?;
+    let manager: RClass = pwsh.const_get("Manager")?;
     let cached = rb_self.state.borrow().powershell.clone();
     let (path, args) = match cached {
         Some(resolved) => resolved,
