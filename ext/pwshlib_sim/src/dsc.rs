@@ -281,6 +281,15 @@ impl ScriptReader<'_> {
                 None | Some(PsValue::Null) => Vec::new(),
                 Some(_) => return Err(format!("{name}: -Property must be a hashtable")),
             };
+            for (property, value) in &properties {
+                if let Some(what) = crate::psvalue::cim_property_refusal(value) {
+                    // What MMI's CimProperty.Create throws, naming the
+                    // property so that a test failure says where.
+                    return Err(format!(
+                        "New-CimInstance : Cannot infer CimType from the .NET object type of property '{property}' of {class} ({what})"
+                    ));
+                }
+            }
             Ok(PsValue::Cim { class, properties })
         } else {
             Err(format!("pwshlib-sim does not run the command {name}"))
