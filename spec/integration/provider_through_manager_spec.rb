@@ -3,6 +3,7 @@
 require 'spec_helper'
 require 'json'
 require 'tmpdir'
+require 'securerandom'
 
 # The provider, the real Rust Pwsh::Manager and the simulated host over the
 # real socket: no test double anywhere in between.
@@ -57,5 +58,51 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     recased = manifest.merge(dsc_destinationpath: path.upcase, dsc_attributes: %w[archive hidden])
     expect(drive(second_run, second_context, recased)).to be(false)
     expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
+  end
+
+  # Issue 10, item 9: the simulated host reports a credential as Windows
+  # PowerShell 5.1's Invoke-DscResource returns it, an MSFT_Credential
+  # {UserName, Password} (password in the clear). The provider reads it as
+  # {user, password}: the second run finds the resource in sync, and no log
+  # line shows the password.
+  describe 'a credential reported in the 5.1 MSFT_Credential shape' do
+    let(:password) { "Pa55'#{SecureRandom.hex(6)}\u2019w\"rd" }
+    let(:user_manifest) do
+      { name: 'svc', dsc_username: 'svc', dsc_ensure: 'Present', dsc_fullname: 'Service account',
+        dsc_password: { 'user' => 'CONTOSO\\svc', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new(password) },
+        validation_mode: 'property' }
+    end
+
+    def drive_user(run, run_context, manifest)
+      canonical = run.canonicalize(run_context, [manifest.dup]).first
+      title = { name: canonical[:name], dsc_username: canonical[:dsc_username] }
+      current = run.get(run_context, [title]).first
+      target = run.canonicalize(run_context, [canonical]).first
+      out_of_sync = manifest.keys.select { |k| k.to_s.start_with?('dsc_') }.reject do |property|
+        run.insync?(run_context, title, property, current, target).first == true
+      end
+      run.set(run_context, title => { is: current, should: target }) unless out_of_sync.empty?
+      [out_of_sync, current]
+    end
+
+    it 'is in sync on the second run and never shows the password' do
+      first_context = recording_context(:dsc_fixtureuser)
+      changed, = drive_user(provider_class_for(:dsc_fixtureuser).new, first_context, user_manifest)
+      expect(changed).to include(:dsc_password)
+      expect(calls.map { |c| c['method'] }).to eq(%w[Get Set])
+
+      second_context = recording_context(:dsc_fixtureuser)
+      changed, current = drive_user(provider_class_for(:dsc_fixtureuser).new, second_context, user_manifest)
+      expect(changed).to eq([])
+      expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
+      expect(current[:dsc_password]['user']).to eq('CONTOSO\\svc')
+
+      # The host did report it in the 5.1 shape, password and all.
+      raw = second_context.logged(:debug).grep(/raw data received/).join
+      expect(raw).to include('"UserName" => "CONTOSO\\\\svc"', '"cim_instance_type" => "MSFT_Credential"')
+      logged = (first_context.messages + second_context.messages).map(&:last).join("\n")
+      expect(logged).not_to include(password)
+      expect(logged).not_to include(password.gsub("'", "''"))
+    end
   end
 end

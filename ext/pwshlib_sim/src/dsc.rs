@@ -616,17 +616,23 @@ fn existing_name(map: &JsonMap<String, Json>, name: &str) -> String {
         .unwrap_or_else(|| name.to_owned())
 }
 
-/// A stored value as the real postscript prints it: empty strings and
-/// empty arrays become null at any depth, and a credential shows its user
-/// but never its password.
+/// A stored value as a Get reports it: empty strings and empty arrays
+/// become null at any depth, as the prelude's canonicalisation makes them.
+/// A credential comes back as Windows PowerShell 5.1's Invoke-DscResource
+/// returns it, an MSFT_Credential CIM instance `{UserName, Password}`,
+/// password and all, as canonicalisation without the MSFT_Credential
+/// conversion leaves it: the hardest shape for the provider, which must
+/// read it as the user alone and never show the password.
 fn get_value(value: &Json) -> Json {
     match value {
         Json::String(s) if s.is_empty() => Json::Null,
         Json::Array(items) if items.is_empty() => Json::Null,
         Json::Array(items) => Json::Array(items.iter().map(get_value).collect()),
-        Json::Object(map) if is_credential(map) => {
-            json!({"user": map.get("user").cloned().unwrap_or(Json::Null), "password": null})
-        }
+        Json::Object(map) if is_credential(map) => json!({
+            "UserName": map.get("user").cloned().unwrap_or(Json::Null),
+            "Password": map.get("password").cloned().unwrap_or(Json::Null),
+            CIM_INSTANCE_TYPE: "MSFT_Credential",
+        }),
         Json::Object(map) => {
             Json::Object(map.iter().map(|(k, v)| (k.clone(), get_value(v))).collect())
         }

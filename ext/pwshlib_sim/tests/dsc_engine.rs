@@ -503,7 +503,7 @@ fn datetimes_are_iso8601_and_compare_as_instants() {
 }
 
 #[test]
-fn credentials_arrive_intact_and_passwords_never_come_back() {
+fn credentials_arrive_intact_and_come_back_in_the_5_1_shape() {
     let sim = Sim::new();
     let password = "p''ss\u{2019}\u{2019}w\"ord";
     let variables = format!(
@@ -519,7 +519,9 @@ fn credentials_arrive_intact_and_passwords_never_come_back() {
     let got = user("Get", "username = 'BOB'; psdscrunascredential = $cred_3f2a");
     assert_eq!(
         got,
-        json!({"username": "bob", "ensure": "Present", "password": {"user": "bob", "password": null}})
+        json!({"username": "bob", "ensure": "Present", "password": {
+            "UserName": "bob", "Password": "p'ss\u{2019}w\"ord", "cim_instance_type": "MSFT_Credential"
+        }})
     );
     // Keys never include the run-as credential, which is never stored.
     assert_eq!(sim.state()["keys"]["FixtureUser"], json!(["username"]));
