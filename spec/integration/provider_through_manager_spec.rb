@@ -79,7 +79,8 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
       current = run.get(run_context, [title]).first
       target = run.canonicalize(run_context, [canonical]).first
       out_of_sync = manifest.keys.select { |k| k.to_s.start_with?('dsc_') }.reject do |property|
-        run.insync?(run_context, title, property, current, target).first == true
+        in_sync, = run.insync?(run_context, title, property, current, target)
+        in_sync == true
       end
       run.set(run_context, title => { is: current, should: target }) unless out_of_sync.empty?
       [out_of_sync, current]
@@ -97,9 +98,14 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
       expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
       expect(current[:dsc_password]['user']).to eq('CONTOSO\\svc')
 
-      # The host did report it in the 5.1 shape, password and all.
+      # The host does report it in the 5.1 shape, password and all.
+      reader = provider_class_for(:dsc_fixtureuser).new
+      get = reader.invocable_resource({ name: 'svc', dsc_username: 'svc' }, recording_context(:dsc_fixtureuser), 'get')
+      reported = JSON.parse(reader.ps_manager.execute(reader.remove_secret_identifiers(reader.ps_script_content(get)))[:stdout])
+      expect(reported['password']).to eq('UserName' => 'CONTOSO\\svc', 'Password' => password,
+                                         'cim_instance_type' => 'MSFT_Credential')
       raw = second_context.logged(:debug).grep(/raw data received/).join
-      expect(raw).to include('"UserName" => "CONTOSO\\\\svc"', '"cim_instance_type" => "MSFT_Credential"')
+      expect(raw).to include('"password" => #<Sensitive [value redacted]>')
       logged = (first_context.messages + second_context.messages).map(&:last).join("\n")
       expect(logged).not_to include(password)
       expect(logged).not_to include(password.gsub("'", "''"))

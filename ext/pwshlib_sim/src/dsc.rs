@@ -25,6 +25,9 @@ const RUN_AS: &str = "PsDscRunAsCredential";
 /// The variable the provider's script assigns the Invoke-DscResource
 /// parameters to.
 const INVOKE_PARAMS: &str = "InvokeParams";
+/// The PowerShell version the simulated host plays (`7.4.6`, say); unset
+/// or empty is Windows PowerShell 5.1.
+const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
 /// How far past the caller's timeout a simulated hang sleeps; the main loop
 /// answers with the host's timeout error at the deadline.
 const HANG_BEYOND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
@@ -474,6 +477,23 @@ fn play(
     let call = json_call(invocation);
     let fail = |message: &str| stdout_reply(failure_json(method, message).to_string());
 
+    // PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource
+    // as PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource
+    // throws before Invoke-DscResource, naming the resource (issue 10,
+    // item 12), and its catch makes that the result's errormessage.
+    if let Some(version) = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5) {
+        let run_as = invocation
+            .properties
+            .iter()
+            .any(|(name, _)| eq_ignore_case(name, RUN_AS));
+        if run_as {
+            let message = format!(
+                "The DSC resource '{resource}' cannot run as PsDscRunAsCredential on PowerShell {}: Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.",
+                version.trim()
+            );
+            return (fail(&message), Some("run_as_on_powershell_7"));
+        }
+    }
     if method == Method::Get {
         let names: Vec<String> = call.properties.keys().cloned().collect();
         state.learn_keys(resource, &names);
@@ -563,6 +583,16 @@ fn play(
         );
     }
     (with_latency(stdout_reply(json.to_string())), None)
+}
+
+/// The major version of `7.4.6`; 5 (Windows PowerShell 5.1) when unreadable.
+fn major_version(version: &str) -> u32 {
+    version
+        .trim()
+        .split('.')
+        .next()
+        .and_then(|major| major.parse().ok())
+        .unwrap_or(5)
 }
 
 fn keys_or_error<'k>(resource: &str, keys: Option<&'k [String]>) -> Result<&'k [String], String> {
