@@ -21,7 +21,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     Dir.mktmpdir('pwshlib-chain') do |dir|
       @state_file = File.join(dir, 'state.json')
       @log_file = File.join(dir, 'calls.jsonl')
-      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_LOG')
+      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_LOG', 'PWSHLIB_SIM_PSVERSION')
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => @state_file, 'PWSHLIB_SIM_LOG' => @log_file)
       begin
         example.run
@@ -29,7 +29,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
         # A host keeps the environment it was spawned with (the state file):
         # the next example needs a fresh one.
         Pwsh::Manager.shutdown_all
-        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_LOG].each { |k| ENV[k] = saved[k] }
+        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_LOG PWSHLIB_SIM_PSVERSION].each { |k| ENV[k] = saved[k] }
       end
     end
   end
@@ -110,5 +110,50 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
       expect(logged).not_to include(password)
       expect(logged).not_to include(password.gsub("'", "''"))
     end
+  end
+
+  # Issue 10, item 8: a value New-CimInstance cannot take fails its own
+  # resource, naming the attribute path, before anything is sent; the
+  # other resource of the same call is set.
+  it 'fails a resource with a plain hash inside a CIM instance alone, naming the path' do
+    website = provider_class_for(:dsc_fixturewebsite).new
+    website_context = recording_context(:dsc_fixturewebsite)
+    good = { name: 'good', dsc_name: 'good', dsc_ensure: 'Present',
+             dsc_bindinginfo: [{ 'protocol' => 'http', 'port' => 80, 'hostname' => nil, 'certificatesubjects' => [] }] }
+    bad = { name: 'bad', dsc_name: 'bad', dsc_ensure: 'Present',
+            dsc_bindinginfo: [{ 'protocol' => 'http', 'port' => 81, 'options' => { 'fast' => true } }] }
+    changes = [bad, good].to_h do |should|
+      [{ name: should[:name], dsc_name: should[:dsc_name] }, { is: should.merge(dsc_ensure: 'Absent'), should: should }]
+    end
+    File.write(@state_file, JSON.generate(keys: { FixtureWebsite: ['name'] }))
+    website.set(website_context, changes)
+    expect(calls.map { |c| [c['method'], c['properties']['name']] }).to eq([%w[Set good]])
+    # The empty array is typed from the Struct member (Array[String]); nil is left out.
+    expect(calls.first['properties']['bindinginfo']).to eq(
+      [{ 'protocol' => 'http', 'port' => 80, 'certificatesubjects' => [], 'cim_instance_type' => 'MSFT_FixtureBindingInformation' }],
+    )
+    errors = website_context.logged(:err)
+    expect(errors.grep(/good/)).to eq([])
+    expect(errors.first).to start_with('dsc_fixturewebsite[bad]: dsc_bindinginfo.options: ')
+    expect(errors.first).to include('plain hashtable')
+  end
+
+  # Issue 10, item 12: on PowerShell 7 a run-as credential fails its own
+  # resource with a message that names it and says why; a resource without
+  # one runs.
+  it 'names the resource that asks for PsDscRunAsCredential on PowerShell 7' do
+    ENV['PWSHLIB_SIM_PSVERSION'] = '7.4.6'
+    users = provider_class_for(:dsc_fixtureuser).new
+    users_context = recording_context(:dsc_fixtureuser)
+    run_as = { 'user' => 'CONTOSO\\admin', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new('runas-pw-77') }
+    found = users.get(users_context, [{ name: 'alice', dsc_username: 'alice', dsc_psdscrunascredential: run_as },
+                                      { name: 'bob', dsc_username: 'bob' }])
+    expect(found.map { |r| r[:name] }).to eq(%w[alice bob])
+    expect(found.last).to include(dsc_ensure: 'Absent')
+    errors = users_context.logged(:err)
+    expect(errors.size).to eq(1)
+    expect(errors.first).to include('alice', "The DSC resource 'FixtureUser' cannot run as PsDscRunAsCredential on PowerShell 7.4.6",
+                                    'does not support PsDscRunAsCredential')
+    expect(users_context.messages.map(&:last).join).not_to include('runas-pw-77')
   end
 end
