@@ -32,11 +32,31 @@ function New-PsCredential {
 }
 
 function Add-PwshlibVendoredModulePath {
-    # Class-based resources are discovered through the machine-level
-    # PSModulePath, which the DSC engine reads; our own process needs the
-    # folder too. Add it only where it is missing. Returns the previous
-    # machine-level value (wrapped, because it may itself be $null) when it
-    # was changed, so that Restore-PwshlibVendoredModulePath can put it back.
+    # Puts a module's vendored dsc_resources folder on PSModulePath, for every
+    # resource: a vendored module may import a vendored sibling by name
+    # (SqlServerDsc imports DscResource.Common), and Import-Module finds a
+    # module by name only through PSModulePath.
+    #
+    # This process: $env:PSModulePath gains the folder when it lacks it. The
+    # host puts the process environment back before each call.
+    #
+    # The machine: only on Windows PowerShell 5.1 (and older), whose
+    # Invoke-DscResource hands the call to the LCM in another process; the
+    # LCM resolves class-based resources through the machine-level
+    # PSModulePath, which it reads from the registry, so our process
+    # environment does not reach it. PowerShell 7's PSDesiredStateConfiguration
+    # 2.x runs the resource in this process, so there the machine value is
+    # never touched. The value is read and written through
+    # Microsoft.Win32.Registry, never [Environment]::SetEnvironmentVariable(
+    # ..., 'Machine'): that broadcasts WM_SETTINGCHANGE to every top-level
+    # window (over a minute per call on some servers) and writes the value
+    # back expanded, as REG_SZ. GetValue with DoNotExpandEnvironmentNames
+    # returns the stored text (%ProgramFiles% stays as it is), and SetValue
+    # with the kind GetValueKind reported keeps REG_EXPAND_SZ a REG_EXPAND_SZ.
+    #
+    # Returns what Restore-PwshlibVendoredModulePath needs to undo the
+    # machine-level change, or $null when the machine value was left alone
+    # (PowerShell 7, or the folder already there).
     param(
         [Parameter(Mandatory = $true)]
         [string] $Path
@@ -46,27 +66,71 @@ function Add-PwshlibVendoredModulePath {
         $Path = $Path.Replace('/', '\')
     }
     $Wanted = $Path.TrimEnd('\', '/')
-    $Restore = $null
-    $Machine = [System.Environment]::GetEnvironmentVariable('PSModulePath', 'Machine')
-    $MachineEntries = @("$Machine".Split($Separator) | ForEach-Object { $_.TrimEnd('\', '/') })
-    if ($MachineEntries -notcontains $Wanted) {
-        $Restore = @{ Value = $Machine }
-        $Munged = if ([string]::IsNullOrEmpty($Machine)) { $Path } else { $Machine + $Separator + $Path }
-        [System.Environment]::SetEnvironmentVariable('PSModulePath', $Munged, 'Machine')
-    }
     $ProcessEntries = @("$env:PSModulePath".Split($Separator) | ForEach-Object { $_.TrimEnd('\', '/') })
     if ($ProcessEntries -notcontains $Wanted) {
-        $env:PSModulePath = "$env:PSModulePath$Separator$Path"
+        if ([string]::IsNullOrEmpty($env:PSModulePath)) {
+            $env:PSModulePath = $Path
+        }
+        else {
+            $env:PSModulePath = "$env:PSModulePath$Separator$Path"
+        }
     }
-    $Restore
+    if ($PSVersionTable.PSVersion.Major -gt 5) {
+        return $null
+    }
+    $EnvironmentKey = 'SYSTEM\CurrentControlSet\Control\Session Manager\Environment'
+    $Key = [Microsoft.Win32.Registry]::LocalMachine.OpenSubKey($EnvironmentKey, $true)
+    if ($null -eq $Key) {
+        throw "Cannot open HKEY_LOCAL_MACHINE\$EnvironmentKey to add $Path to the machine-level PSModulePath"
+    }
+    try {
+        # GetValueKind throws for a missing value, so ask first.
+        $Existed = @($Key.GetValueNames()) -contains 'PSModulePath'
+        $Kind = [Microsoft.Win32.RegistryValueKind]::ExpandString
+        $Machine = $null
+        if ($Existed) {
+            $Kind = $Key.GetValueKind('PSModulePath')
+            $Machine = $Key.GetValue('PSModulePath', $null, [Microsoft.Win32.RegistryValueOptions]::DoNotExpandEnvironmentNames)
+        }
+        # An entry counts as present written either way: as stored, or
+        # with its %VARIABLES% expanded.
+        $MachineEntries = @("$Machine".Split($Separator) | ForEach-Object {
+                $_.TrimEnd('\', '/')
+                [System.Environment]::ExpandEnvironmentVariables($_).TrimEnd('\', '/')
+            })
+        if ($MachineEntries -contains $Wanted) {
+            return $null
+        }
+        $Munged = if ([string]::IsNullOrEmpty($Machine)) { $Path } else { $Machine + $Separator + $Path }
+        $Key.SetValue('PSModulePath', $Munged, $Kind)
+        @{ Existed = $Existed; Value = $Machine; Kind = $Kind }
+    }
+    finally {
+        $Key.Close()
+    }
 }
 
 function Restore-PwshlibVendoredModulePath {
     # Puts back the machine-level PSModulePath that
-    # Add-PwshlibVendoredModulePath changed; does nothing when it did not.
+    # Add-PwshlibVendoredModulePath changed, with its value kind, through the
+    # registry as well (no broadcast); removes it when there was none. Does
+    # nothing when $Previous is $null (nothing was changed).
     param($Previous)
-    if ($null -ne $Previous) {
-        [System.Environment]::SetEnvironmentVariable('PSModulePath', $Previous.Value, 'Machine')
+    if ($null -eq $Previous) {
+        return
+    }
+    $EnvironmentKey = 'SYSTEM\CurrentControlSet\Control\Session Manager\Environment'
+    $Key = [Microsoft.Win32.Registry]::LocalMachine.OpenSubKey($EnvironmentKey, $true)
+    try {
+        if ($Previous.Existed) {
+            $Key.SetValue('PSModulePath', $Previous.Value, $Previous.Kind)
+        }
+        else {
+            $Key.DeleteValue('PSModulePath', $false)
+        }
+    }
+    finally {
+        $Key.Close()
     }
 }
 
@@ -92,11 +156,34 @@ function ConvertTo-PwshlibCanonicalValue {
         }
         return $Value
     }
+    if ($Value -is [enum]) {
+        # On PowerShell 7, PSDesiredStateConfiguration 2.x calls a
+        # class-based resource's Get() itself and hands back its object, so
+        # an enum-typed property arrives as the enum value. ConvertTo-Json
+        # writes an enum as its number (always on 5.1; on 7 unless
+        # -EnumsAsStrings), which never equals the declared name Puppet
+        # holds. ToString() gives the name ("A, B" for a [Flags] set).
+        return $Value.ToString()
+    }
     if ($Value -is [datetime]) {
         return $Value.ToUniversalTime().ToString('o', [System.Globalization.CultureInfo]::InvariantCulture)
     }
     if ($Value -is [System.Management.Automation.PSCredential]) {
         return @{ user = $Value.UserName; password = $null }
+    }
+    if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -and
+        $Value.CimClass.CimClassName -eq 'MSFT_Credential') {
+        # Windows PowerShell 5.1's Invoke-DscResource returns a credential
+        # as an MSFT_Credential CIM instance with UserName and Password (the
+        # password may be there in the clear). It reads as the PSCredential
+        # above: the user only. The password never leaves this function.
+        $User = $null
+        foreach ($Property in $Value.CimInstanceProperties) {
+            if ($Property.Name -eq 'UserName') {
+                $User = $Property.Value
+            }
+        }
+        return @{ user = $User; password = $null }
     }
     if ($Value -is [Microsoft.Management.Infrastructure.CimInstance]) {
         $Instance = [ordered]@{}
@@ -163,15 +250,12 @@ function ConvertTo-PwshlibCanonicalResult {
 function Invoke-PwshlibDscResource {
     # Runs the one DSC call that $InvokeParams describes and writes its
     # outcome as a single line of compressed JSON, the only output the
-    # provider reads. $PSModulePathRestore is what
-    # Add-PwshlibVendoredModulePath returned (Class-based resources only);
-    # the finally block puts that machine-level value back, also when the
-    # call fails or is stopped.
+    # provider reads. The machine-level PSModulePath is put back by the
+    # generated script's own try/finally, which also covers the lines that
+    # build credentials and CIM instances before this call.
     param(
         [Parameter(Mandatory = $true)]
-        [hashtable] $InvokeParams,
-
-        $PSModulePathRestore = $null
+        [hashtable] $InvokeParams
     )
     # The outcome of a Set, and of any failed Get or Set.
     $Response = [ordered]@{
@@ -180,6 +264,15 @@ function Invoke-PwshlibDscResource {
         errormessage   = ''
     }
     try {
+        if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
+            # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
+            # runs the resource in this process and cannot start it as the
+            # PsDscRunAsCredential account, as the 5.1 LCM did. It rejects
+            # the property with a message that does not say why; this one
+            # names the resource and the reason. Checked before the call,
+            # so nothing runs as the wrong account.
+            throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+        }
         $PwshlibResult = Invoke-DscResource @InvokeParams
         switch ($InvokeParams.Method) {
             'Get' {
@@ -215,9 +308,6 @@ function Invoke-PwshlibDscResource {
         else {
             $PwshlibOutput = $Response
         }
-    }
-    finally {
-        Restore-PwshlibVendoredModulePath -Previous $PSModulePathRestore
     }
     ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10
 }

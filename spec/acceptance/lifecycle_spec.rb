@@ -310,13 +310,18 @@ module AcceptanceLifecycle
         expect(class_get['module']).to eq('ModuleName' => 'PwshlibFixtureClass', 'RequiredVersion' => '0.3.1')
       end
 
-      it 'adds the vendored path to PSModulePath for the Class-based resource only' do
-        class_dir = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x', 'pwshlibfixtureclass', 'dsc_resources')
+      # Issue 10, item 11: every resource puts its module's vendored folder
+      # on PSModulePath (a vendored module may import a sibling by name).
+      it 'adds the vendored path to PSModulePath for every resource, each its own module\'s' do
+        lib = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x')
+        class_dir = File.join(lib, 'pwshlibfixtureclass', 'dsc_resources')
+        dsc_dir = File.join(lib, 'pwshlibfixturedsc', 'dsc_resources')
         additions = run.output.lines.grep(/\A\$\w+ = Add-PwshlibVendoredModulePath -Path /)
         class_calls = run.calls_for('dsc_fixtureclassresource')
         expect(class_calls.size).to eq(2)
-        expect(additions.size).to eq(class_calls.size)
-        expect(additions).to all(include("'#{class_dir}'"))
+        expect(additions.size).to eq(run.calls.size)
+        expect(additions.grep(/'#{Regexp.escape(class_dir)}'/).size).to eq(class_calls.size)
+        expect(additions.grep(/'#{Regexp.escape(dsc_dir)}'/).size).to eq(run.calls.size - class_calls.size)
       end
 
       it 'passes the run-as credential to every call of the resources that declare it, intact' do

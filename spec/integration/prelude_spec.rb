@@ -16,9 +16,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     { name: 'chain', dsc_destinationpath: path, dsc_ensure: 'Present', dsc_contents: "it's here", validation_mode: 'property' }
   end
   let(:prelude) { File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1')) }
-  let(:module_path) do
-    File.join(PWSHLIB_ROOT, 'spec/fixtures/modules/dscfixtures/lib/puppet_x/pwshlibfixturedsc/dsc_resources',
-              'PwshlibFixtureDsc/PwshlibFixtureDsc.psd1')
+  let(:vendored) { File.join(PWSHLIB_ROOT, 'spec/fixtures/modules/dscfixtures/lib/puppet_x/pwshlibfixturedsc/dsc_resources') }
+  let(:module_path) { File.join(vendored, 'PwshlibFixtureDsc/PwshlibFixtureDsc.psd1') }
+  let(:call_and_restore) do
+    "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
+      "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
   end
 
   around do |example|
@@ -56,11 +58,14 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
                       prelude: prelude).bytesize
   end
 
+  # Every body puts the vendored folder on PSModulePath first and runs the
+  # rest in the try whose finally restores it (issue 10, item 11).
   def body_for(method, properties)
     "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n" \
+      "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{vendored}'\ntry {\n" \
       "$InvokeParams = @{Name = 'FixtureFile'; Method = '#{method}'; Property = @{#{properties}}; " \
       "ModuleName = @{ModuleName = '#{module_path}'; RequiredVersion = '1.2.0'}}\n" \
-      "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"
+      "#{call_and_restore}"
   end
 
   it 'sends the prelude with the first call only; an in-sync Get and a Set carry their own lines alone' do
@@ -79,11 +84,13 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     expect(sent.map { |call| call[:bytes] }).to eq([frame_bytes(get, id, request: 1, prelude_code: prelude),
                                                          frame_bytes(set, id, request: 2), frame_bytes(get, id, request: 3)])
     in_sync_get, set_call = sent[2][:bytes], sent[1][:bytes]
-    # Exact, apart from the checkout's path to the vendored module (request
-    # ids below 10 take 7 bytes: `"id":3,`).
-    expect(in_sync_get - module_path.bytesize).to eq(442)
-    expect(set_call - module_path.bytesize).to eq(487)
-    expect(in_sync_get).to be <= 1024
+    # Exact, apart from the checkout's path to the vendored module, which
+    # each body holds twice (request ids below 10 take 7 bytes: `"id":3,`).
+    # The PSModulePath line and the try/finally around the call (issue 10,
+    # item 11) added 167 bytes to each frame, besides the path.
+    expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(609)
+    expect(set_call - module_path.bytesize - vendored.bytesize).to eq(654)
+    expect(in_sync_get).to be <= 1024 + vendored.bytesize
     expect(sent.first[:bytes]).to be > prelude.bytesize
   end
 
@@ -93,7 +100,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     scripts = context.logged(:debug).filter_map { |m| m[/Script:\n.*/m] }
     expect(scripts.size).to eq(2)
     expect(scripts).to all(start_with("Script:\n#{prelude}$script:ErrorActionPreference = 'Stop'\n"))
-    expect(scripts).to all(end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n"))
+    expect(scripts).to all(end_with(call_and_restore))
   end
 
   it 'gives a restarted host the prelude again' do
@@ -153,6 +160,6 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     provider.get(context, [{ name: 'chain', dsc_destinationpath: path }])
     expect(fake.calls.size).to eq(1)
     expect(fake.calls.first.script).to start_with(prelude)
-    expect(fake.calls.first.script).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n")
+    expect(fake.calls.first.script).to end_with(call_and_restore)
   end
 end

@@ -3,6 +3,7 @@
 require 'spec_helper'
 require 'json'
 require 'tmpdir'
+require 'securerandom'
 
 # The provider, the real Rust Pwsh::Manager and the simulated host over the
 # real socket: no test double anywhere in between.
@@ -20,7 +21,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     Dir.mktmpdir('pwshlib-chain') do |dir|
       @state_file = File.join(dir, 'state.json')
       @log_file = File.join(dir, 'calls.jsonl')
-      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_LOG')
+      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_LOG', 'PWSHLIB_SIM_PSVERSION')
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => @state_file, 'PWSHLIB_SIM_LOG' => @log_file)
       begin
         example.run
@@ -28,7 +29,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
         # A host keeps the environment it was spawned with (the state file):
         # the next example needs a fresh one.
         Pwsh::Manager.shutdown_all
-        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_LOG].each { |k| ENV[k] = saved[k] }
+        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_LOG PWSHLIB_SIM_PSVERSION].each { |k| ENV[k] = saved[k] }
       end
     end
   end
@@ -57,5 +58,102 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     recased = manifest.merge(dsc_destinationpath: path.upcase, dsc_attributes: %w[archive hidden])
     expect(drive(second_run, second_context, recased)).to be(false)
     expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
+  end
+
+  # Issue 10, item 9: the simulated host reports a credential as Windows
+  # PowerShell 5.1's Invoke-DscResource returns it, an MSFT_Credential
+  # {UserName, Password} (password in the clear). The provider reads it as
+  # {user, password}: the second run finds the resource in sync, and no log
+  # line shows the password.
+  describe 'a credential reported in the 5.1 MSFT_Credential shape' do
+    let(:password) { "Pa55'#{SecureRandom.hex(6)}\u2019w\"rd" }
+    let(:user_manifest) do
+      { name: 'svc', dsc_username: 'svc', dsc_ensure: 'Present', dsc_fullname: 'Service account',
+        dsc_password: { 'user' => 'CONTOSO\\svc', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new(password) },
+        validation_mode: 'property' }
+    end
+
+    def drive_user(run, run_context, manifest)
+      canonical = run.canonicalize(run_context, [manifest.dup]).first
+      title = { name: canonical[:name], dsc_username: canonical[:dsc_username] }
+      current = run.get(run_context, [title]).first
+      target = run.canonicalize(run_context, [canonical]).first
+      out_of_sync = manifest.keys.select { |k| k.to_s.start_with?('dsc_') }.reject do |property|
+        in_sync, = run.insync?(run_context, title, property, current, target)
+        in_sync == true
+      end
+      run.set(run_context, title => { is: current, should: target }) unless out_of_sync.empty?
+      [out_of_sync, current]
+    end
+
+    it 'is in sync on the second run and never shows the password' do
+      first_context = recording_context(:dsc_fixtureuser)
+      changed, = drive_user(provider_class_for(:dsc_fixtureuser).new, first_context, user_manifest)
+      expect(changed).to include(:dsc_password)
+      expect(calls.map { |c| c['method'] }).to eq(%w[Get Set])
+
+      second_context = recording_context(:dsc_fixtureuser)
+      changed, current = drive_user(provider_class_for(:dsc_fixtureuser).new, second_context, user_manifest)
+      expect(changed).to eq([])
+      expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
+      expect(current[:dsc_password]['user']).to eq('CONTOSO\\svc')
+
+      # The host does report it in the 5.1 shape, password and all.
+      reader = provider_class_for(:dsc_fixtureuser).new
+      get = reader.invocable_resource({ name: 'svc', dsc_username: 'svc' }, recording_context(:dsc_fixtureuser), 'get')
+      reported = JSON.parse(reader.ps_manager.execute(reader.remove_secret_identifiers(reader.ps_script_content(get)))[:stdout])
+      expect(reported['password']).to eq('UserName' => 'CONTOSO\\svc', 'Password' => password,
+                                         'cim_instance_type' => 'MSFT_Credential')
+      raw = second_context.logged(:debug).grep(/raw data received/).join
+      expect(raw).to include('"password" => #<Sensitive [value redacted]>')
+      logged = (first_context.messages + second_context.messages).map(&:last).join("\n")
+      expect(logged).not_to include(password)
+      expect(logged).not_to include(password.gsub("'", "''"))
+    end
+  end
+
+  # Issue 10, item 8: a value New-CimInstance cannot take fails its own
+  # resource, naming the attribute path, before anything is sent; the
+  # other resource of the same call is set.
+  it 'fails a resource with a plain hash inside a CIM instance alone, naming the path' do
+    website = provider_class_for(:dsc_fixturewebsite).new
+    website_context = recording_context(:dsc_fixturewebsite)
+    good = { name: 'good', dsc_name: 'good', dsc_ensure: 'Present',
+             dsc_bindinginfo: [{ 'protocol' => 'http', 'port' => 80, 'hostname' => nil, 'certificatesubjects' => [] }] }
+    bad = { name: 'bad', dsc_name: 'bad', dsc_ensure: 'Present',
+            dsc_bindinginfo: [{ 'protocol' => 'http', 'port' => 81, 'options' => { 'fast' => true } }] }
+    changes = [bad, good].to_h do |should|
+      [{ name: should[:name], dsc_name: should[:dsc_name] }, { is: should.merge(dsc_ensure: 'Absent'), should: should }]
+    end
+    File.write(@state_file, JSON.generate(keys: { FixtureWebsite: ['name'] }))
+    website.set(website_context, changes)
+    expect(calls.map { |c| [c['method'], c['properties']['name']] }).to eq([%w[Set good]])
+    # The empty array is typed from the Struct member (Array[String]); nil is left out.
+    expect(calls.first['properties']['bindinginfo']).to eq(
+      [{ 'protocol' => 'http', 'port' => 80, 'certificatesubjects' => [], 'cim_instance_type' => 'MSFT_FixtureBindingInformation' }],
+    )
+    errors = website_context.logged(:err)
+    expect(errors.grep(/good/)).to eq([])
+    expect(errors.first).to start_with('dsc_fixturewebsite[bad]: dsc_bindinginfo.options: ')
+    expect(errors.first).to include('plain hashtable')
+  end
+
+  # Issue 10, item 12: on PowerShell 7 a run-as credential fails its own
+  # resource with a message that names it and says why; a resource without
+  # one runs.
+  it 'names the resource that asks for PsDscRunAsCredential on PowerShell 7' do
+    ENV['PWSHLIB_SIM_PSVERSION'] = '7.4.6'
+    users = provider_class_for(:dsc_fixtureuser).new
+    users_context = recording_context(:dsc_fixtureuser)
+    run_as = { 'user' => 'CONTOSO\\admin', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new('runas-pw-77') }
+    found = users.get(users_context, [{ name: 'alice', dsc_username: 'alice', dsc_psdscrunascredential: run_as },
+                                      { name: 'bob', dsc_username: 'bob' }])
+    expect(found.map { |r| r[:name] }).to eq(%w[alice bob])
+    expect(found.last).to include(dsc_ensure: 'Absent')
+    errors = users_context.logged(:err)
+    expect(errors.size).to eq(1)
+    expect(errors.first).to include('alice', "The DSC resource 'FixtureUser' cannot run as PsDscRunAsCredential on PowerShell 7.4.6",
+                                    'does not support PsDscRunAsCredential')
+    expect(users_context.messages.map(&:last).join).not_to include('runas-pw-77')
   end
 end

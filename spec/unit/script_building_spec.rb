@@ -95,8 +95,14 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
                    '$InvokeParams = @{', 'Invoke-PwshlibDscResource -InvokeParams $InvokeParams'].map { |needle| script.index(needle) }
       expect(positions).to all(be_an(Integer))
       expect(positions).to eq(positions.sort)
-      expect(script).not_to include('Add-PwshlibVendoredModulePath -Path')
-      expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq('')
+      # Every resource puts its vendored folder on PSModulePath (issue 10,
+      # item 11), and the rest of the body runs in the try whose finally
+      # restores the machine-level value.
+      munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{dsc_vendored}'"
+      expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq("#{munge}\n")
+      expect(body.lines[2..3]).to eq(["#{munge}\n", "try {\n"])
+      expect(body).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
+                               "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n")
     end
 
     it 'embeds the shipped prelude verbatim' do
@@ -116,15 +122,17 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       )
     end
 
-    it 'adds the vendored path to PSModulePath before the call and has the call restore it' do
+    it 'adds the vendored path to PSModulePath before the call and restores it in a finally around the rest' do
       script = provider.remove_secret_identifiers(provider.ps_script_content(resource))
       munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{class_vendored}'"
       expect(provider.munge_psmodulepath(resource)).to eq("#{munge}\n")
+      expect(script).to include("#{munge}\ntry {\n")
       expect(script.index(munge)).to be < script.index('$InvokeParams = @{')
       expect(script).to end_with(
-        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -PSModulePathRestore $PwshlibPSModulePathRestore\n",
+        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
+        "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n",
       )
-      expect(script).to include('Restore-PwshlibVendoredModulePath -Previous $PSModulePathRestore')
+      expect(script).not_to include('-PSModulePathRestore')
     end
   end
 
@@ -217,6 +225,24 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       redacted = provider.redact_secrets(script_for(:dsc_fixturewebsite, should, 'set'))
       expect(redacted).not_to include('hidden.example')
       expect(redacted).to include("hostname = '#<Sensitive [value redacted]>'")
+    end
+
+    # Issue 10, item 8: what New-CimInstance -Property cannot take never
+    # reaches it.
+    it 'leaves nil members out, builds a nested credential as MSFT_Credential, refuses a plain hash' do
+      nested = { 'protocol' => 'http', 'port' => 80, 'hostname' => nil,
+                 'login' => { 'user' => 'svc', 'password' => sensitive('pw-secret-1') } }
+      script = script_for(:dsc_fixturewebsite, should.merge(dsc_bindinginfo: [nested]), 'set')
+      cims = provider.remove_secret_identifiers(script).lines.map(&:chomp).grep(/\A\$cim_/)
+      expect(cims.size).to eq(2)
+      login = cims[0][/\A\$(cim_\h{32})/, 1]
+      expect(cims[0]).to end_with("= New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 'pw-secret-1'}")
+      expect(cims[1]).to end_with("-Property @{protocol = 'http'; port = 80; login = $#{login}}")
+      expect(provider.redact_secrets(script)).not_to include('pw-secret-1')
+
+      plain = { 'protocol' => 'http', 'settings' => { 'mode' => 'fast' } }
+      resource = provider.invocable_resource(should.merge(dsc_bindinginfo: [plain]), context_for(:dsc_fixturewebsite), 'set')
+      expect { provider.ps_script_content(resource) }.to raise_error(/dsc_bindinginfo\.settings: .*plain hashtable/)
     end
 
     it 'passes an empty instance array typed' do

@@ -304,7 +304,7 @@ pub fn conform_enums(shape: &TypeShape, value: &mut Value) {
 /// other casing of an Enum).
 pub fn enums_allowed(shape: &TypeShape, value: &Value) -> bool {
     match (shape, value) {
-        (TypeShape::Other, _) | (_, Value::Nil) => true,
+        (TypeShape::Other | TypeShape::Scalar(_), _) | (_, Value::Nil) => true,
         (_, Value::Sensitive(inner)) => enums_allowed(shape, inner),
         (TypeShape::Enum(declared), Value::Str(text)) => declared.iter().any(|d| d == text),
         (TypeShape::Enum(_), _) => false,

@@ -116,6 +116,37 @@ pub fn stringify_nil_attributes(typedef: &TypeDef, data: &mut Map) {
     }
 }
 
+/// A credential as Get reports it, in either shape: `{user, password}`
+/// (a PSCredential, as the prelude writes it, and as it now writes an
+/// MSFT_Credential too) or Windows PowerShell 5.1's MSFT_Credential CIM
+/// instance `{UserName, Password}` with its `cim_instance_type` (what a
+/// result canonicalised without that conversion holds). Either becomes
+/// `{"user" => …, "password" => …}`, so that it compares with the desired
+/// `{user, password}`; a reported password stays (the caller marks every
+/// `password` Sensitive, so it never shows), a missing one is nil for
+/// [`fill_credential_password`]. Keys are matched without case.
+fn credential_from_get(value: Value) -> Value {
+    let Value::Hash(map) = value else {
+        return value;
+    };
+    let named = |wanted: &str| {
+        map.iter()
+            .find(|(k, _)| k.key_name().is_some_and(|n| n.eq_ignore_ascii_case(wanted)))
+            .map(|(_, v)| v)
+    };
+    let user = named("user").or_else(|| named("username"));
+    match user {
+        Some(user) => {
+            let mut out = Map::new();
+            out.insert(Value::str("user"), user.clone());
+            let password = named("password").cloned().unwrap_or(Value::Nil);
+            out.insert(Value::str("password"), password);
+            Value::Hash(out)
+        }
+        None => Value::Hash(map),
+    }
+}
+
 /// DSC's Get never returns a password: a PSCredential comes back as
 /// `{"user" => …, "password" => nil}`. That cannot be compared on the
 /// password and does not satisfy the type schema (`password =>
@@ -193,6 +224,7 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
             });
         }
         if attribute.is_credential() {
+            value = credential_from_get(value);
             value = fill_credential_password(value, query.get_named(&type_key));
         }
         if value.is_nil() && matches!(query.get_named(&type_key), Some(Value::Array(_))) {
@@ -406,6 +438,54 @@ mod tests {
             password.to_string(),
             r#"{"password" => #<Sensitive [value redacted]>, "user" => "Bob"}"#
         );
+    }
+
+    #[test]
+    fn a_credential_in_the_5_1_shape_reads_as_user_and_the_desired_password() {
+        let def = fixture_typedef();
+        let desired = Value::Hash(Map(vec![
+            (Value::str("user"), Value::str("Alice")),
+            (
+                Value::str("password"),
+                Value::Sensitive(Box::new(Value::str("wanted-pw"))),
+            ),
+        ]));
+        let mut q = query();
+        q.insert_symbol("dsc_password", desired.clone());
+        for json in [
+            // MSFT_Credential as 5.1 returns it.
+            r#"{"Password":{"UserName":"alice","Password":null,"cim_instance_type":"MSFT_Credential"}}"#,
+            r#"{"Password":{"UserName":"alice","cim_instance_type":"MSFT_Credential"}}"#,
+            r#"{"Password":{"user":"alice","password":null}}"#,
+        ] {
+            let (out, _) = munge_get_result(&def, &q, &json_map(json));
+            let password = out.get_named("dsc_password").unwrap();
+            assert_eq!(
+                password,
+                &Value::Hash(Map(vec![
+                    (
+                        Value::str("password"),
+                        Value::Sensitive(Box::new(Value::str("wanted-pw")))
+                    ),
+                    (Value::str("user"), Value::str("alice")),
+                ])),
+                "{json}"
+            );
+            assert!(crate::canonical::values_equal(password, &desired), "{json}");
+        }
+        // A password reported in the clear is kept to compare, as Sensitive.
+        let (out, _) = munge_get_result(
+            &def,
+            &q,
+            &json_map(
+                r#"{"Password":{"UserName":"alice","Password":"reported-pw","cim_instance_type":"MSFT_Credential"}}"#,
+            ),
+        );
+        let password = out.get_named("dsc_password").unwrap();
+        assert!(!crate::canonical::values_equal(password, &desired));
+        let shown = crate::redact::shown_resource(&def, &out);
+        assert!(!shown.contains("reported-pw"), "{shown}");
+        assert!(shown.contains(r#""user" => "alice""#), "{shown}");
     }
 
     #[test]

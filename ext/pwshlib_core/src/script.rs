@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::literal::{powershell_type, read_single_quoted, TrackedText};
 use crate::templates;
-use crate::typedef::{Behaviour, TypeDef};
+use crate::typedef::{Behaviour, TypeDef, TypeShape};
 use crate::value::{Map, Value};
 use crate::vendored;
 
@@ -64,9 +64,20 @@ pub const HEADER: &str =
 /// and prints the outcome.
 pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokeParams";
 
-/// Appended to [`INVOKE_CALL`] for Class-based resources: what
-/// `Add-PwshlibVendoredModulePath` returned, restored after the call.
-pub const INVOKE_CALL_RESTORE: &str = " -PSModulePathRestore $PwshlibPSModulePathRestore";
+/// Opens the block that follows the PSModulePath line: everything after
+/// that first generated line (credentials, CIM instances, `[DateTime]`
+/// casts, the call) runs inside it, so that a failure anywhere still
+/// reaches [`RESTORE_MODULE_PATH`]. PowerShell runs a `finally` block when
+/// the `try` block ends by a terminating error (the script sets
+/// `$ErrorActionPreference = 'Stop'`, so every error is one) or by the
+/// pipeline being stopped.
+pub const TRY_OPEN: &str = "try {\n";
+
+/// Closes [`TRY_OPEN`]: puts back the machine-level PSModulePath that
+/// `Add-PwshlibVendoredModulePath` changed (it returned `$null`, and this
+/// does nothing, when it changed nothing).
+pub const RESTORE_MODULE_PATH: &str =
+    "}\nfinally {\nRestore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n";
 
 /// A finished script: the real text for PowerShell, the byte ranges of every
 /// secret literal in it, and the plain texts of those secrets.
@@ -301,6 +312,10 @@ pub struct InvokeParameter {
     pub value: Value,
     pub mof_type: Option<String>,
     pub mof_is_embedded: bool,
+    /// The shape of the attribute's Puppet type: for a CIM instance, the
+    /// types of its members (empty and mixed arrays inside instances are
+    /// typed from it). `Other` when unknown.
+    pub shape: TypeShape,
 }
 
 impl InvokeParameter {
@@ -391,6 +406,7 @@ impl InvocableResource {
                     value: value.clone(),
                     mof_type: attr.mof_type.clone(),
                     mof_is_embedded: attr.mof_is_embedded,
+                    shape: attr.shape.clone(),
                 })
             })
             .collect();
@@ -409,18 +425,22 @@ impl InvocableResource {
     }
 
     /// Like [`InvocableResource::new`], looking the vendored path up on the
-    /// load path only when the script needs it (Class-based resources, and
-    /// MOF resources with a version).
+    /// load path. Every resource gets it on PSModulePath (a vendored module
+    /// may import its vendored siblings by name); it must exist for
+    /// Class-based resources and MOF resources with a version, whose
+    /// module is loaded from it.
     pub fn from_load_path(
         typedef: &TypeDef,
         should: &Map,
         method: DscMethod,
         load_path: &[String],
     ) -> Result<Self> {
-        let path = if needs_vendored_path(typedef.is_class_based(), &typedef.module_version) {
-            vendored::vendored_modules_path(load_path, &typedef.module_name)?
-        } else {
-            String::new()
+        let path = match vendored::vendored_modules_path(load_path, &typedef.module_name) {
+            Ok(path) => path,
+            Err(e) if needs_vendored_path(typedef.is_class_based(), &typedef.module_version) => {
+                return Err(e)
+            }
+            Err(_) => String::new(),
         };
         InvocableResource::new(typedef, should, method, &path)
     }
@@ -512,6 +532,13 @@ impl InvocableResource {
                         entry.get_named("mof_is_embedded"),
                         Some(Value::Bool(true))
                     ),
+                    // The 2.x hash has no Puppet type; one given under
+                    // `type` is used.
+                    shape: entry
+                        .get_named("type")
+                        .and_then(Value::key_name)
+                        .map(TypeShape::parse)
+                        .unwrap_or_default(),
                 });
             }
         }
@@ -548,7 +575,8 @@ fn needs_vendored_path(class_based: bool, version: &Option<String>) -> bool {
 /// `prepare_cim_instances` and `invoke_params` each return one of them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScriptParts {
-    /// Class-based resources only: adds the vendored path to PSModulePath.
+    /// Adds the vendored path to PSModulePath (every resource whose vendored
+    /// folder is known); empty otherwise.
     pub module_path: String,
     /// `$cred_… = New-PsCredential …` lines.
     pub credentials: TrackedText,
@@ -571,7 +599,8 @@ impl ScriptParts {
             cim_instances: TrackedText::new(),
         };
         let invoke_params = builder.invoke_params(resource)?;
-        let module_path = if resource.is_class_based() {
+        let module_path = if resource.is_class_based() || !resource.vendored_modules_path.is_empty()
+        {
             let path = crate::literal::quote(resource.vendored_path()?).map_err(|_| {
                 Error::MissingVendoredPath {
                     module: resource.module_name.clone(),
@@ -594,18 +623,22 @@ impl ScriptParts {
     pub fn into_script(self) -> Script {
         let mut out = TrackedText::new();
         out.push(HEADER);
-        out.push(&self.module_path);
+        let restores = !self.module_path.is_empty();
+        if restores {
+            out.push(&self.module_path);
+            out.push(TRY_OPEN);
+        }
         out.append(self.credentials);
         out.append(self.cim_instances);
         out.append(self.invoke_params);
         ensure_newline(&mut out);
         out.push(INVOKE_CALL);
-        if !self.module_path.is_empty() {
-            out.push(INVOKE_CALL_RESTORE);
-        }
         out.push("\n");
+        if restores {
+            out.push(RESTORE_MODULE_PATH);
+        }
         // The prelude goes in front last, into a buffer of the final size:
-        // a buffer grown past the 9 KB prelude on every call cost more than
+        // a buffer grown past the prelude on every call cost more than
         // building the rest of the script.
         Script::from_tracked(out).with_prelude()
     }
@@ -733,6 +766,7 @@ impl Builder<'_> {
         }
         if let Some(class) = parameter.cim_class() {
             let class = class.to_owned();
+            let shape = parameter.shape.element();
             return match value {
                 Value::Nil => {
                     out.push("$null");
@@ -744,7 +778,8 @@ impl Builder<'_> {
                         if i > 0 {
                             out.push(", ");
                         }
-                        let variable = self.cim_instance(Some(&class), item, secret, attribute)?;
+                        let variable =
+                            self.cim_instance(Some(&class), item, secret, attribute, shape)?;
                         out.push("$");
                         out.push(&variable);
                     }
@@ -752,7 +787,8 @@ impl Builder<'_> {
                     Ok(())
                 }
                 Value::Hash(_) => {
-                    let variable = self.cim_instance(Some(&class), value, secret, attribute)?;
+                    let variable =
+                        self.cim_instance(Some(&class), value, secret, attribute, shape)?;
                     if parameter.is_array() {
                         out.push("[CimInstance[]]@($");
                         out.push(&variable);
@@ -792,28 +828,9 @@ impl Builder<'_> {
     /// `$cred_… = New-PsCredential -User '…' -Password '…'`; the password is
     /// always a secret, the user when it is Sensitive.
     fn credential(&mut self, value: &Value, secret: bool, attribute: &str) -> Result<String> {
-        let (value, hash_secret) = peel(value);
+        let (_, hash_secret) = peel(value);
         let secret = secret || hash_secret;
-        let invalid = |message: &str| Error::InvalidValue {
-            attribute: attribute.to_owned(),
-            message: message.to_owned(),
-        };
-        let map = value
-            .as_map()
-            .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
-        let member = |name: &str| -> Result<(&str, bool)> {
-            let (_, raw) = named_entry(map, name)
-                .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
-            let (inner, is_secret) = peel(raw);
-            match inner {
-                Value::Str(s) | Value::Symbol(s) => Ok((s, is_secret)),
-                _ => Err(invalid(
-                    "a credential's 'user' and 'password' must be strings",
-                )),
-            }
-        };
-        let (user, user_secret) = member("user")?;
-        let (password, _) = member("password")?;
+        let (user, user_secret, password) = credential_parts(value, attribute)?;
         let variable = (self.names)("cred_");
         let mut line = TrackedText::new();
         line.push("$");
@@ -830,13 +847,29 @@ impl Builder<'_> {
     /// `$cim_… = New-CimInstance -ClientOnly -ClassName '…' -Property @{…}`,
     /// after the lines of the instances nested in it. A top-level instance
     /// takes its class from the attribute's mof_type, a nested one from its
-    /// `cim_instance_type` key (which is not passed as a property).
+    /// `cim_instance_type` key (which is not passed as a property). `shape`
+    /// is the instance's Struct type, when known, for its members' types.
+    ///
+    /// `New-CimInstance -ClientOnly -Property` makes each entry a property
+    /// with `CimProperty.Create(name, value, flags)`, which infers the CIM
+    /// type from the .NET value (MMI's `CimConverter`) and throws
+    /// ArgumentException when it cannot: for `$null`, a hashtable, a
+    /// PSCredential, an untyped empty array (`object[]` has no element
+    /// type to go by) and an untyped array whose items are of more than one
+    /// CIM type (`@(1, 'a')`, or Int32 and Int64). Typed arrays (`[string[]]`,
+    /// `[CimInstance[]]`) are typed by their element type. Same in Windows
+    /// PowerShell 5.1 and PowerShell 7: both use that cmdlet and MMI. So
+    /// here nil members are left out, empty arrays are typed from the
+    /// Puppet type (or left out when it does not say), mixed arrays are
+    /// typed from it (or refused), credentials become MSFT_Credential
+    /// instances, and a plain hash is refused, naming its path.
     fn cim_instance(
         &mut self,
         class: Option<&str>,
         value: &Value,
         secret: bool,
         attribute: &str,
+        shape: &TypeShape,
     ) -> Result<String> {
         let (value, instance_secret) = peel(value);
         let secret = secret || instance_secret;
@@ -870,6 +903,24 @@ impl Builder<'_> {
             if type_entry.is_some_and(|(k, _)| std::ptr::eq(k, key)) {
                 continue;
             }
+            let member_shape = key
+                .key_name()
+                .and_then(|name| shape.member(name))
+                .unwrap_or(&TypeShape::Other);
+            let (inner, _) = peel(property);
+            let empty_array_type = match inner {
+                // New-CimInstance cannot type $null: the member is left
+                // out, which is what nil means to a DSC resource anyway.
+                Value::Nil => continue,
+                Value::Array(items) if items.is_empty() => {
+                    match member_shape.element().cim_element_type() {
+                        Some(element) => Some(element),
+                        // Nothing to type it by: left out, as nil is.
+                        None => continue,
+                    }
+                }
+                _ => None,
+            };
             if !first {
                 properties.push("; ");
             }
@@ -880,7 +931,16 @@ impl Builder<'_> {
             };
             properties.maybe_secret(secret, |w| w.key(key, &child))?;
             properties.push(" = ");
-            self.nested_value(&mut properties, property, secret, &child)?;
+            match empty_array_type {
+                Some(element) => properties.maybe_secret(secret, |w| {
+                    w.push("[");
+                    w.push(element);
+                    w.push("[]]@()");
+                }),
+                None => {
+                    self.nested_value(&mut properties, property, secret, &child, member_shape)?
+                }
+            }
         }
         properties.push("}");
         let variable = (self.names)("cim_");
@@ -896,47 +956,195 @@ impl Builder<'_> {
         Ok(variable)
     }
 
-    /// A property value inside a CIM instance: nested instances and arrays
-    /// of them become variables, a user/password hash a credential, anything
-    /// else a literal.
+    /// A credential inside a CIM instance, as DSC's MOF schemas declare it:
+    /// an `MSFT_Credential` instance with `UserName` and `Password`
+    /// (New-CimInstance cannot take a PSCredential). The password is always
+    /// a secret, the user when it is Sensitive.
+    fn credential_instance(
+        &mut self,
+        value: &Value,
+        secret: bool,
+        attribute: &str,
+    ) -> Result<String> {
+        let (user, user_secret, password) = credential_parts(value, attribute)?;
+        let variable = (self.names)("cim_");
+        let mut line = TrackedText::new();
+        line.push("$");
+        line.push(&variable);
+        line.push(
+            " = New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = ",
+        );
+        line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
+        line.push("; Password = ");
+        line.secret_string(password, attribute)?;
+        line.push("}\n");
+        self.cim_instances.append(line);
+        Ok(variable)
+    }
+
+    /// A property value inside a CIM instance (never nil: the caller leaves
+    /// nil members out): nested instances and credentials become variables,
+    /// arrays are typed where New-CimInstance could not type them, a plain
+    /// hash is refused, anything else is a literal.
     fn nested_value(
         &mut self,
         out: &mut TrackedText,
         value: &Value,
         secret: bool,
         attribute: &str,
+        shape: &TypeShape,
     ) -> Result<()> {
         let (inner, inner_secret) = peel(value);
         let secret = secret || inner_secret;
         if is_cim_hash(inner) {
-            let variable = self.cim_instance(None, inner, secret, attribute)?;
+            let variable = self.cim_instance(None, inner, secret, attribute, shape.element())?;
             out.push("$");
             out.push(&variable);
             return Ok(());
-        }
-        if let Value::Array(items) = inner {
-            if !items.is_empty() && items.iter().all(is_cim_hash) {
-                out.push("[CimInstance[]]@(");
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(", ");
-                    }
-                    let variable = self.cim_instance(None, item, secret, attribute)?;
-                    out.push("$");
-                    out.push(&variable);
-                }
-                out.push(")");
-                return Ok(());
-            }
         }
         if is_credential_hash(inner) {
-            let variable = self.credential(inner, secret, attribute)?;
+            let variable = self.credential_instance(inner, secret, attribute)?;
             out.push("$");
             out.push(&variable);
             return Ok(());
         }
-        out.maybe_secret(secret, |w| w.value(inner, attribute))
+        match inner {
+            Value::Hash(_) => Err(plain_hash_error(attribute)),
+            Value::Array(items) => self.nested_array(out, items, secret, attribute, shape),
+            _ => out.maybe_secret(secret, |w| w.value(inner, attribute)),
+        }
     }
+
+    /// A non-empty array inside a CIM instance. Instances and credentials
+    /// become `[CimInstance[]]@($a, $b)`. Scalars stay an untyped literal
+    /// when New-CimInstance can type it (one CIM type among the items, as
+    /// pwshlib 2.x wrote them), are cast to the Puppet type's element type
+    /// when they mix types, and are refused when they mix types and the
+    /// type does not say.
+    fn nested_array(
+        &mut self,
+        out: &mut TrackedText,
+        items: &[Value],
+        secret: bool,
+        attribute: &str,
+        shape: &TypeShape,
+    ) -> Result<()> {
+        let instances = items
+            .iter()
+            .all(|item| is_cim_hash(item) || is_credential_hash(item));
+        if instances {
+            out.push("[CimInstance[]]@(");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(", ");
+                }
+                let (item, item_secret) = peel(item);
+                let variable = if is_cim_hash(item) {
+                    self.cim_instance(
+                        None,
+                        item,
+                        secret || item_secret,
+                        attribute,
+                        shape.element(),
+                    )?
+                } else {
+                    self.credential_instance(item, secret || item_secret, attribute)?
+                };
+                out.push("$");
+                out.push(&variable);
+            }
+            out.push(")");
+            return Ok(());
+        }
+        for item in items {
+            match peel(item).0 {
+                Value::Hash(_) => return Err(plain_hash_error(attribute)),
+                Value::Array(_) => {
+                    return Err(Error::InvalidValue {
+                        attribute: attribute.to_owned(),
+                        message: "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)".into(),
+                    })
+                }
+                _ => {}
+            }
+        }
+        let kinds = cim_kinds(items);
+        if kinds <= 1 {
+            return out.maybe_secret(secret, |w| {
+                w.value(&Value::Array(items.to_vec()), attribute)
+            });
+        }
+        let Some(element) = shape.element().cim_element_type() else {
+            return Err(Error::InvalidValue {
+                attribute: attribute.to_owned(),
+                message: "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say".into(),
+            });
+        };
+        out.maybe_secret(secret, |w| {
+            w.push("[");
+            w.push(element);
+            w.push("[]]");
+            w.value(&Value::Array(items.to_vec()), attribute)
+        })
+    }
+}
+
+fn plain_hash_error(attribute: &str) -> Error {
+    Error::InvalidValue {
+        attribute: attribute.to_owned(),
+        message: "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property".into(),
+    }
+}
+
+/// The user, whether it is Sensitive, and the password of a credential hash.
+fn credential_parts<'v>(value: &'v Value, attribute: &str) -> Result<(&'v str, bool, &'v str)> {
+    let invalid = |message: &str| Error::InvalidValue {
+        attribute: attribute.to_owned(),
+        message: message.to_owned(),
+    };
+    let map = peel(value)
+        .0
+        .as_map()
+        .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
+    let member = |name: &str| -> Result<(&'v str, bool)> {
+        let (_, raw) = named_entry(map, name)
+            .ok_or_else(|| invalid("a credential must be a hash with 'user' and 'password'"))?;
+        let (inner, is_secret) = peel(raw);
+        match inner {
+            Value::Str(s) | Value::Symbol(s) => Ok((s, is_secret)),
+            _ => Err(invalid(
+                "a credential's 'user' and 'password' must be strings",
+            )),
+        }
+    };
+    let (user, user_secret) = member("user")?;
+    let (password, _) = member("password")?;
+    Ok((user, user_secret, password))
+}
+
+/// How many CIM types the items of an untyped array literal have, as MMI's
+/// `CimConverter` counts them: PowerShell reads an integer literal as
+/// Int32, or Int64 beyond Int32's range, or Decimal beyond that; a float
+/// as Double. Nil items have no type and are not counted.
+fn cim_kinds(items: &[Value]) -> usize {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for item in items {
+        let kind = match peel(item).0 {
+            Value::Nil => continue,
+            Value::Bool(_) => "bool",
+            Value::Int(i) if i32::try_from(*i).is_ok() => "int32",
+            Value::Int(_) => "int64",
+            Value::BigInt(_) => "decimal",
+            Value::Float(_) => "double",
+            Value::Str(_) | Value::Symbol(_) => "string",
+            Value::Timestamp(_) => "datetime",
+            Value::Array(_) | Value::Hash(_) | Value::Sensitive(_) => "other",
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds.len()
 }
 
 /// A DateTime property: Timestamps and date-time strings become

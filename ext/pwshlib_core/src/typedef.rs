@@ -126,6 +126,11 @@ pub enum TypeShape {
     Array(Box<TypeShape>),
     /// Member names (lowercase, as scaffolded) and their shapes.
     Struct(Vec<(String, TypeShape)>),
+    /// A scalar the scaffolder writes for a CIM type (`String`, `Boolean`,
+    /// `Float`, `Timestamp`, `Integer[min, max]`), as the PowerShell type
+    /// that holds it (`string`, `bool`, `double`, `DateTime`, `uint32`, …).
+    /// The script builder types arrays inside CIM instances with it.
+    Scalar(&'static str),
     #[default]
     Other,
 }
@@ -145,7 +150,29 @@ impl TypeShape {
             TypeShape::Enum(_) => true,
             TypeShape::Array(inner) => inner.has_enum(),
             TypeShape::Struct(members) => members.iter().any(|(_, m)| m.has_enum()),
-            TypeShape::Other => false,
+            TypeShape::Scalar(_) | TypeShape::Other => false,
+        }
+    }
+
+    /// The PowerShell type of one element of this shape inside a CIM
+    /// instance: scalars as [`TypeShape::Scalar`] names them, Enums as
+    /// `string`, Structs (nested instances) as `CimInstance`; None when
+    /// the type does not say.
+    pub fn cim_element_type(&self) -> Option<&'static str> {
+        match self {
+            TypeShape::Scalar(name) => Some(name),
+            TypeShape::Enum(_) => Some("string"),
+            TypeShape::Struct(_) => Some("CimInstance"),
+            TypeShape::Array(_) | TypeShape::Other => None,
+        }
+    }
+
+    /// The element shape of an Array, or the shape itself (a CIM array
+    /// property given as one instance).
+    pub fn element(&self) -> &TypeShape {
+        match self {
+            TypeShape::Array(inner) => inner,
+            other => other,
         }
     }
 
@@ -262,18 +289,53 @@ impl ShapeParser {
         let Some(Token::Word(name)) = self.next() else {
             return TypeShape::Other;
         };
+        let scalar = match name.as_str() {
+            "String" => Some("string"),
+            "Boolean" => Some("bool"),
+            "Float" => Some("double"),
+            "Timestamp" => Some("DateTime"),
+            "Integer" => Some("int64"),
+            _ => None,
+        };
         if !self.eat('[') {
-            return TypeShape::Other;
+            return scalar.map_or(TypeShape::Other, TypeShape::Scalar);
         }
         let shape = match name.as_str() {
             "Optional" | "Sensitive" | "NotUndef" => self.parse_type(),
             "Array" => TypeShape::Array(Box::new(self.parse_type())),
             "Enum" => self.parse_enum_values(),
             "Struct" => self.parse_struct_members(),
-            _ => TypeShape::Other,
+            "Integer" => TypeShape::Scalar(self.parse_integer_range()),
+            _ => scalar.map_or(TypeShape::Other, TypeShape::Scalar),
         };
         self.skip_to_close();
         shape
+    }
+
+    /// The CIM integer type the scaffolder's `Integer[min, max]` stands for
+    /// (it writes each CIM integer type's full range); `int64` for any
+    /// other range. Reads up to (not past) the closing `]`.
+    fn parse_integer_range(&mut self) -> &'static str {
+        let mut bounds = Vec::new();
+        while let Some(token) = self.peek() {
+            match token {
+                Token::Word(word) => bounds.push(word.clone()),
+                Token::Punct(',') => {}
+                _ => break,
+            }
+            self.at += 1;
+        }
+        let bounds: Vec<&str> = bounds.iter().map(String::as_str).collect();
+        match bounds.as_slice() {
+            ["0", "255"] => "byte",
+            ["-128", "127"] => "sbyte",
+            ["0", "65535"] => "uint16",
+            ["-32768", "32767"] => "int16",
+            ["0", "4294967295"] => "uint32",
+            ["-2147483648", "2147483647"] => "int32",
+            ["0", "18446744073709551615"] => "uint64",
+            _ => "int64",
+        }
     }
 
     /// Reads enum values up to (not past) the closing `]`.
@@ -582,7 +644,10 @@ mod tests {
         let TypeShape::Array(element) = &shape else {
             panic!("{shape:?}")
         };
-        assert_eq!(element.member("principal"), Some(&TypeShape::Other));
+        assert_eq!(
+            element.member("principal"),
+            Some(&TypeShape::Scalar("string"))
+        );
         assert_eq!(
             element.member("AccessControlType"),
             Some(&TypeShape::Enum(vec!["Grant".into(), "grant".into()]))
@@ -606,6 +671,24 @@ mod tests {
         assert!(shape.has_enum());
         assert!(!TypeShape::parse("Optional[Hash[String, Enum[a]]]").has_enum());
         assert!(!TypeShape::parse("Optional[Integer[0, 4294967295]]").has_enum());
+    }
+
+    #[test]
+    fn scalar_shapes_name_the_powershell_type_of_their_cim_type() {
+        let shape = TypeShape::parse(
+            "Optional[Struct[{ port => Optional[Integer[0, 4294967295]], offset => Integer[-2147483648, 2147483647], big => Integer, ratio => Optional[Float], on => Boolean, when => Optional[Timestamp], names => Optional[Array[String[1]]], mode => Enum['A'], inner => Struct[{ a => String }], any => Any }]]",
+        );
+        let element = |name: &str| shape.member(name).unwrap().element().cim_element_type();
+        assert_eq!(element("port"), Some("uint32"));
+        assert_eq!(element("offset"), Some("int32"));
+        assert_eq!(element("big"), Some("int64"));
+        assert_eq!(element("ratio"), Some("double"));
+        assert_eq!(element("on"), Some("bool"));
+        assert_eq!(element("when"), Some("DateTime"));
+        assert_eq!(element("names"), Some("string"));
+        assert_eq!(element("mode"), Some("string"));
+        assert_eq!(element("inner"), Some("CimInstance"));
+        assert_eq!(element("any"), None);
     }
 
     #[test]

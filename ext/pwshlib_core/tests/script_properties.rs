@@ -162,10 +162,34 @@ fn credential() -> impl Strategy<Value = Value> {
     )
 }
 
+/// A value New-CimInstance can type as a property (or nil, which the
+/// builder leaves out): a scalar, or an array whose items are all strings,
+/// all Int32 or all booleans (possibly empty), any of them Sensitive.
+fn cim_value() -> impl Strategy<Value = Value> {
+    let scalar = prop_oneof![
+        Just(Value::Nil),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::Int),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::Float),
+        any_text().prop_map(Value::Str),
+        timestamp().prop_map(Value::Timestamp),
+    ];
+    let array = prop_oneof![
+        prop::collection::vec(any_text().prop_map(Value::Str), 0..4),
+        prop::collection::vec(any::<i32>().prop_map(|i| Value::Int(i.into())), 0..4),
+        prop::collection::vec(any::<bool>().prop_map(Value::Bool), 0..4),
+    ]
+    .prop_map(Value::Array);
+    (prop_oneof![3 => scalar, 1 => array], any::<bool>())
+        .prop_map(|(value, wrap)| maybe_secret(value, wrap))
+}
+
 /// A CIM instance hash; nested ones carry `cim_instance_type`.
 fn cim_instance(nested: bool) -> BoxedStrategy<Value> {
     let property = prop_oneof![
-        4 => value(),
+        4 => cim_value(),
         1 => credential(),
     ];
     let base = (
@@ -400,6 +424,36 @@ proptest! {
         assert_no_leak(&from_marked, &first, skeleton.text())?;
         let errors = parse_errors(a.text());
         prop_assert!(errors.is_empty(), "{errors:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Any value inside a CIM instance either builds into a script that
+    /// parses, or is refused with an error naming its attribute path
+    /// (a plain hash, an array of mixed or nested types): never a panic,
+    /// never a `-Property` value New-CimInstance would throw for.
+    #[test]
+    fn any_value_in_a_cim_instance_builds_or_is_refused_naming_its_path(
+        member in value(),
+        method in prop::sample::select(vec![DscMethod::Set, DscMethod::Test]),
+    ) {
+        let def = kitchen_sink(Some("MOF"), Some("1.2.0"));
+        let should = resource(vec![
+            ("dsc_name", s("x")),
+            ("dsc_bindings", Value::Array(vec![hash(vec![("member", member)])])),
+        ]);
+        let resource = pwshlib_core::script::InvocableResource::new(&def, &should, method, VENDORED).unwrap();
+        match pwshlib_core::script::build_script(&resource) {
+            Ok(script) => {
+                let errors = parse_errors(script.text());
+                prop_assert!(errors.is_empty(), "{errors:?}");
+                let line = script.text().lines().find(|l| l.starts_with("$cim_") && l.contains("MSFT_Binding")).unwrap();
+                prop_assert!(!line.contains("= $null") && !line.contains("= @()") && !line.contains("= @{"), "{line}");
+            }
+            Err(e) => prop_assert!(e.to_string().starts_with("dsc_bindings.member"), "{e}"),
+        }
     }
 }
 

@@ -25,6 +25,9 @@ const RUN_AS: &str = "PsDscRunAsCredential";
 /// The variable the provider's script assigns the Invoke-DscResource
 /// parameters to.
 const INVOKE_PARAMS: &str = "InvokeParams";
+/// The PowerShell version the simulated host plays (`7.4.6`, say); unset
+/// or empty is Windows PowerShell 5.1.
+const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
 /// How far past the caller's timeout a simulated hang sleeps; the main loop
 /// answers with the host's timeout error at the deadline.
 const HANG_BEYOND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
@@ -281,6 +284,15 @@ impl ScriptReader<'_> {
                 None | Some(PsValue::Null) => Vec::new(),
                 Some(_) => return Err(format!("{name}: -Property must be a hashtable")),
             };
+            for (property, value) in &properties {
+                if let Some(what) = crate::psvalue::cim_property_refusal(value) {
+                    // What MMI's CimProperty.Create throws, naming the
+                    // property so that a test failure says where.
+                    return Err(format!(
+                        "New-CimInstance : Cannot infer CimType from the .NET object type of property '{property}' of {class} ({what})"
+                    ));
+                }
+            }
             Ok(PsValue::Cim { class, properties })
         } else {
             Err(format!("pwshlib-sim does not run the command {name}"))
@@ -465,6 +477,23 @@ fn play(
     let call = json_call(invocation);
     let fail = |message: &str| stdout_reply(failure_json(method, message).to_string());
 
+    // PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource
+    // as PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource
+    // throws before Invoke-DscResource, naming the resource (issue 10,
+    // item 12), and its catch makes that the result's errormessage.
+    if let Some(version) = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5) {
+        let run_as = invocation
+            .properties
+            .iter()
+            .any(|(name, _)| eq_ignore_case(name, RUN_AS));
+        if run_as {
+            let message = format!(
+                "The DSC resource '{resource}' cannot run as PsDscRunAsCredential on PowerShell {}: Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.",
+                version.trim()
+            );
+            return (fail(&message), Some("run_as_on_powershell_7"));
+        }
+    }
     if method == Method::Get {
         let names: Vec<String> = call.properties.keys().cloned().collect();
         state.learn_keys(resource, &names);
@@ -556,6 +585,16 @@ fn play(
     (with_latency(stdout_reply(json.to_string())), None)
 }
 
+/// The major version of `7.4.6`; 5 (Windows PowerShell 5.1) when unreadable.
+fn major_version(version: &str) -> u32 {
+    version
+        .trim()
+        .split('.')
+        .next()
+        .and_then(|major| major.parse().ok())
+        .unwrap_or(5)
+}
+
 fn keys_or_error<'k>(resource: &str, keys: Option<&'k [String]>) -> Result<&'k [String], String> {
     keys.ok_or_else(|| {
         format!(
@@ -607,17 +646,23 @@ fn existing_name(map: &JsonMap<String, Json>, name: &str) -> String {
         .unwrap_or_else(|| name.to_owned())
 }
 
-/// A stored value as the real postscript prints it: empty strings and
-/// empty arrays become null at any depth, and a credential shows its user
-/// but never its password.
+/// A stored value as a Get reports it: empty strings and empty arrays
+/// become null at any depth, as the prelude's canonicalisation makes them.
+/// A credential comes back as Windows PowerShell 5.1's Invoke-DscResource
+/// returns it, an MSFT_Credential CIM instance `{UserName, Password}`,
+/// password and all, as canonicalisation without the MSFT_Credential
+/// conversion leaves it: the hardest shape for the provider, which must
+/// read it as the user alone and never show the password.
 fn get_value(value: &Json) -> Json {
     match value {
         Json::String(s) if s.is_empty() => Json::Null,
         Json::Array(items) if items.is_empty() => Json::Null,
         Json::Array(items) => Json::Array(items.iter().map(get_value).collect()),
-        Json::Object(map) if is_credential(map) => {
-            json!({"user": map.get("user").cloned().unwrap_or(Json::Null), "password": null})
-        }
+        Json::Object(map) if is_credential(map) => json!({
+            "UserName": map.get("user").cloned().unwrap_or(Json::Null),
+            "Password": map.get("password").cloned().unwrap_or(Json::Null),
+            CIM_INSTANCE_TYPE: "MSFT_Credential",
+        }),
         Json::Object(map) => {
             Json::Object(map.iter().map(|(k, v)| (k.clone(), get_value(v))).collect())
         }

@@ -21,6 +21,14 @@ pub enum PsValue {
     Float(f64),
     Str(String),
     Array(Vec<PsValue>),
+    /// A typed array, `[string[]]@(…)`: `element` is the lowercase element
+    /// type as written (`string`, `uint32`, `ciminstance`, …). Kept apart
+    /// from `Array` (an `object[]`) because New-CimInstance can type the
+    /// one and not the other.
+    TypedArray {
+        element: String,
+        items: Vec<PsValue>,
+    },
     /// A hashtable; keys in source order.
     Hash(Vec<(String, PsValue)>),
     /// A `[DateTime]` cast, already checked to parse.
@@ -52,7 +60,9 @@ impl PsValue {
             PsValue::Int(i) => json!(i),
             PsValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
             PsValue::Str(s) => Json::String(s.clone()),
-            PsValue::Array(items) => Json::Array(items.iter().map(PsValue::to_json).collect()),
+            PsValue::Array(items) | PsValue::TypedArray { items, .. } => {
+                Json::Array(items.iter().map(PsValue::to_json).collect())
+            }
             PsValue::Hash(entries) => Json::Object(entries_to_json(entries)),
             PsValue::DateTime(t) => Json::String(round_trip_text(*t)),
             PsValue::Credential { user, password } => json!({"user": user, "password": password}),
@@ -90,6 +100,7 @@ impl PsValue {
             PsValue::Float(_) => "System.Double",
             PsValue::Str(_) => "System.String",
             PsValue::Array(_) => "System.Object[]",
+            PsValue::TypedArray { .. } => "System.Array",
             PsValue::Hash(_) => "System.Collections.Hashtable",
             PsValue::DateTime(_) => "System.DateTime",
             PsValue::Credential { .. } => "System.Management.Automation.PSCredential",
@@ -424,7 +435,9 @@ impl<'src> Evaluator<'src> {
                 }
                 // `@()` enumerates what each statement yields, one level.
                 match self.eval_at(statement, depth)? {
-                    PsValue::Array(inner) => items.extend(inner),
+                    PsValue::Array(inner) | PsValue::TypedArray { items: inner, .. } => {
+                        items.extend(inner)
+                    }
                     single => items.push(single),
                 }
             }
@@ -501,6 +514,75 @@ fn variable_key(name: &str) -> String {
     name.to_lowercase()
 }
 
+/// Why real `New-CimInstance -ClientOnly -Property` would refuse this
+/// property value, or None when it takes it. The cmdlet makes each entry a
+/// property with MMI's `CimProperty.Create(name, value, flags)`, which asks
+/// `CimConverter` for the CIM type of the .NET value and throws
+/// ArgumentException when there is none: `$null`, a hashtable, a
+/// PSCredential, and an `object[]` (an untyped `@(…)`) unless exactly one
+/// CIM type occurs among its items (nulls and untypable items do not
+/// count; an array item is an array type, which has no array of its own).
+/// A typed array is typed by its element type when CIM has an array of it;
+/// otherwise (`[object[]]`) its items decide, as for an untyped one.
+pub fn cim_property_refusal(value: &PsValue) -> Option<&'static str> {
+    match value {
+        PsValue::Null => Some("a null value"),
+        PsValue::Hash(_) => Some("a hashtable"),
+        PsValue::Credential { .. } => Some("a PSCredential"),
+        PsValue::TypedArray { element, .. } if cim_array_element(element).is_some() => None,
+        PsValue::Array(items) | PsValue::TypedArray { items, .. } => {
+            let mut kinds: Vec<&'static str> = Vec::new();
+            for item in items {
+                let kind = match item {
+                    PsValue::Null | PsValue::Hash(_) | PsValue::Credential { .. } => continue,
+                    PsValue::Bool(_) => "Boolean",
+                    PsValue::Int(i) if i32::try_from(*i).is_ok() => "SInt32",
+                    PsValue::Int(_) => "SInt64",
+                    PsValue::Float(_) => "Real64",
+                    PsValue::Str(_) => "String",
+                    PsValue::DateTime(_) => "DateTime",
+                    PsValue::Cim { .. } => "Instance",
+                    PsValue::Array(_) | PsValue::TypedArray { .. } => "Array",
+                };
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+            match kinds.as_slice() {
+                [] => Some("an untyped empty array (or one with only nulls)"),
+                ["Array"] => Some("an array of arrays"),
+                [_] => None,
+                _ => Some("an untyped array whose items have different CIM types"),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The CIM array type of a typed array's element type, by its PowerShell
+/// name.
+fn cim_array_element(element: &str) -> Option<&'static str> {
+    let element = element.strip_prefix("system.").unwrap_or(element);
+    Some(match element {
+        "string" => "StringArray",
+        "bool" | "boolean" => "BooleanArray",
+        "byte" => "UInt8Array",
+        "sbyte" => "SInt8Array",
+        "uint16" => "UInt16Array",
+        "int16" => "SInt16Array",
+        "uint32" => "UInt32Array",
+        "int" | "int32" => "SInt32Array",
+        "uint64" => "UInt64Array",
+        "long" | "int64" => "SInt64Array",
+        "single" | "float" => "Real32Array",
+        "double" => "Real64Array",
+        "char" => "Char16Array",
+        "datetime" => "DateTimeArray",
+        "ciminstance" => "InstanceArray",
+        _ => return None,
+    })
+}
+
 /// Applies a `[type]` cast from the subset: DateTime, typed arrays (the
 /// provider types empty arrays and CIM instance arrays), and the common
 /// scalar types. Unknown types leave the value as it is.
@@ -510,14 +592,21 @@ fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
     if let Some(element) = lower.strip_suffix("[]") {
         let items = match value {
             PsValue::Null => return Ok(PsValue::Null),
-            PsValue::Array(items) => items,
+            PsValue::Array(items) | PsValue::TypedArray { items, .. } => items,
             single => vec![single],
         };
+        let element_name = element
+            .strip_prefix("microsoft.management.infrastructure.")
+            .unwrap_or(element)
+            .to_owned();
         return items
             .into_iter()
             .map(|item| cast(element, item))
             .collect::<Result<Vec<_>, _>>()
-            .map(PsValue::Array);
+            .map(|items| PsValue::TypedArray {
+                element: element_name,
+                items,
+            });
     }
     let cannot = |value: &PsValue| {
         format!(
@@ -620,7 +709,10 @@ mod tests {
     fn casts_follow_powershell() {
         assert_eq!(
             cast("string[]", PsValue::Array(vec![])).unwrap(),
-            PsValue::Array(vec![])
+            PsValue::TypedArray {
+                element: "string".into(),
+                items: vec![]
+            }
         );
         assert!(matches!(
             cast("DateTime", PsValue::Str("2024-01-02T03:04:05Z".into())).unwrap(),

@@ -503,7 +503,7 @@ fn datetimes_are_iso8601_and_compare_as_instants() {
 }
 
 #[test]
-fn credentials_arrive_intact_and_passwords_never_come_back() {
+fn credentials_arrive_intact_and_come_back_in_the_5_1_shape() {
     let sim = Sim::new();
     let password = "p''ss\u{2019}\u{2019}w\"ord";
     let variables = format!(
@@ -519,7 +519,9 @@ fn credentials_arrive_intact_and_passwords_never_come_back() {
     let got = user("Get", "username = 'BOB'; psdscrunascredential = $cred_3f2a");
     assert_eq!(
         got,
-        json!({"username": "bob", "ensure": "Present", "password": {"user": "bob", "password": null}})
+        json!({"username": "bob", "ensure": "Present", "password": {
+            "UserName": "bob", "Password": "p'ss\u{2019}w\"ord", "cim_instance_type": "MSFT_Credential"
+        }})
     );
     // Keys never include the run-as credential, which is never stored.
     assert_eq!(sim.state()["keys"]["FixtureUser"], json!(["username"]));
@@ -881,4 +883,29 @@ fn two_engines_sharing_a_state_file_do_not_lose_writes() {
         40
     );
     assert_eq!(sim.log().len(), 40);
+}
+
+/// Issue 10, item 12: playing PowerShell 7, a call with a run-as credential
+/// fails with the prelude's message, which names the resource and says
+/// why; without one, or playing 5.1, it runs.
+#[test]
+fn powershell_7_refuses_a_run_as_credential_naming_the_resource() {
+    let mut sim = Sim::new();
+    let variables = "$cred_1 = New-PsCredential -User 'CONTOSO\\Admin' -Password 'runas-secret'";
+    let get = |sim: &Sim, props: &str| sim.json(&script(variables, "FixtureUser", "Get", props));
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.4.6");
+    let refused = get(&sim, "username = 'bob'; psdscrunascredential = $cred_1");
+    assert_eq!(
+        refused["errormessage"],
+        "The DSC resource 'FixtureUser' cannot run as PsDscRunAsCredential on PowerShell 7.4.6: \
+         Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. \
+         Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+    );
+    assert!(!refused.to_string().contains("runas-secret"));
+    assert_eq!(sim.log()[0]["fault"], "run_as_on_powershell_7");
+    let plain = get(&sim, "username = 'bob'");
+    assert_eq!(plain["username"], "bob");
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "5.1.17763.1");
+    let on_5_1 = get(&sim, "username = 'bob'; psdscrunascredential = $cred_1");
+    assert_eq!(on_5_1["username"], "bob");
 }

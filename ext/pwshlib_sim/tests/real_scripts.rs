@@ -13,12 +13,15 @@ use serde_json::{json, Value as Json};
 const KITCHEN_SINK_SET_GENERATED: &str = include_str!("fixtures/kitchen_sink_set_generated.ps1");
 
 /// The whole script, joined as `Script::into_script` joins it: the prelude
-/// (as this build embeds it), the header, the generated lines, the call.
+/// (as this build embeds it), the header, the PSModulePath line, then the
+/// other generated lines and the call inside the try whose finally puts
+/// PSModulePath back.
 fn kitchen_sink_set() -> String {
-    use pwshlib_core::script::{HEADER, INVOKE_CALL, INVOKE_CALL_RESTORE};
+    use pwshlib_core::script::{HEADER, INVOKE_CALL, RESTORE_MODULE_PATH, TRY_OPEN};
     use pwshlib_core::templates;
+    let (module_path, rest) = KITCHEN_SINK_SET_GENERATED.split_once('\n').unwrap();
     format!(
-        "{}{HEADER}{KITCHEN_SINK_SET_GENERATED}{INVOKE_CALL}{INVOKE_CALL_RESTORE}\n",
+        "{}{HEADER}{module_path}\n{TRY_OPEN}{rest}{INVOKE_CALL}\n{RESTORE_MODULE_PATH}",
         templates::PRELUDE
     )
 }
@@ -81,7 +84,7 @@ fn the_kitchen_sink_script_is_read_whole() {
                 "cim_instance_type": "MSFT_Binding"
             },
             {
-                "protocol": "http", "port": 80, "certificatesubjects": [],
+                "protocol": "http", "port": 80,
                 "inner": [
                     {"key": "a", "cim_instance_type": "MSFT_Inner"},
                     {"key": "b-secret", "cim_instance_type": "MSFT_Inner"}
@@ -159,4 +162,218 @@ fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     let dir = tempfile::tempdir().unwrap();
     let got = run(&code, &dir.path().join("state.json"));
     assert_eq!(got, json!({"destinationpath": "C:\\a", "Ensure": "Absent"}));
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10, item 8: values inside CIM instances, as New-CimInstance takes them
+
+use pwshlib_core::script::{build_script_with, DscMethod, InvocableResource};
+use pwshlib_core::{Map, TypeDef, Value};
+
+fn definition(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Hash(pairs.into_iter().map(|(k, v)| (Value::sym(k), v)).collect())
+}
+
+/// A scaffolded type whose CIM instances have typed members, a credential
+/// member, and a free-form one.
+fn site_typedef() -> TypeDef {
+    let attribute = |type_string: &str, mof: &str, embedded: bool, namevar: bool| {
+        let mut pairs = vec![
+            ("type", Value::str(type_string)),
+            ("mof_type", Value::str(mof)),
+            ("mof_is_embedded", Value::Bool(embedded)),
+        ];
+        if namevar {
+            pairs.push(("behaviour", Value::sym("namevar")));
+            pairs.push(("mandatory_for_get", Value::Bool(true)));
+        }
+        definition(pairs)
+    };
+    let sites = "Optional[Array[Struct[{ host => String, ports => Optional[Array[Integer[0, 4294967295]]], \
+                 tags => Optional[Array[String]], weights => Optional[Array[Float]], \
+                 login => Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]], \
+                 note => Optional[String], settings => Optional[Hash] }]]]";
+    TypeDef::from_definition(&definition(vec![
+        ("name", Value::str("dsc_fixturesite")),
+        ("dscmeta_resource_friendly_name", Value::str("FixtureSite")),
+        ("dscmeta_resource_name", Value::str("MSFT_FixtureSite")),
+        ("dscmeta_resource_implementation", Value::str("MOF")),
+        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
+        ("dscmeta_module_version", Value::str("1.2.0")),
+        (
+            "attributes",
+            definition(vec![
+                ("dsc_name", attribute("String", "String", false, true)),
+                (
+                    "dsc_sites",
+                    attribute(sites, "MSFT_FixtureSite[]", true, false),
+                ),
+            ]),
+        ),
+    ]))
+    .unwrap()
+}
+
+fn hash(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Hash(pairs.into_iter().map(|(k, v)| (Value::str(k), v)).collect())
+}
+
+fn site_script(sites: Value) -> Result<pwshlib_core::script::Script, pwshlib_core::Error> {
+    let should: Map = [
+        (Value::sym("dsc_name"), Value::str("web")),
+        (Value::sym("dsc_sites"), sites),
+    ]
+    .into_iter()
+    .collect();
+    let resource = InvocableResource::new(
+        &site_typedef(),
+        &should,
+        DscMethod::Set,
+        "C:/puppet/lib/puppet_x/pwshlibfixturedsc/dsc_resources",
+    )?;
+    let mut counter = 0;
+    build_script_with(&resource, &mut |prefix| {
+        counter += 1;
+        format!("{prefix}{counter}")
+    })
+}
+
+#[test]
+fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
+    let secret = || Value::Sensitive(Box::new(Value::str("s3cr3t-Pa55")));
+    let sites = Value::Array(vec![
+        hash(vec![
+            ("host", Value::str("a")),
+            ("ports", Value::Array(vec![])),
+            ("tags", Value::Array(vec![])),
+            (
+                "weights",
+                Value::Array(vec![Value::Int(1), Value::Float(2.5)]),
+            ),
+            (
+                "login",
+                hash(vec![("user", Value::str("svc")), ("password", secret())]),
+            ),
+            ("note", Value::Nil),
+            ("unknown", Value::Array(vec![])),
+        ]),
+        hash(vec![
+            ("host", Value::str("b")),
+            (
+                "ports",
+                Value::Array(vec![Value::Int(80), Value::Int(3_000_000_000)]),
+            ),
+        ]),
+    ]);
+    let script = site_script(sites).unwrap();
+    let cim_lines: Vec<&str> = script
+        .text()
+        .lines()
+        .filter(|l| l.starts_with("$cim_"))
+        .collect();
+    assert_eq!(
+        cim_lines,
+        [
+            "$cim_1 = New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 's3cr3t-Pa55'}",
+            // nil and the empty array the type does not name are left
+            // out; the empty arrays it names are typed; the mixed one
+            // (Int32 and Double) is cast to the member's element type.
+            "$cim_2 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'a'; ports = [uint32[]]@(); tags = [string[]]@(); weights = [double[]]@(1, 2.5); login = $cim_1}",
+            // Int32 and Int64 literals are two CIM types too.
+            "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'b'; ports = [uint32[]]@(80, 3000000000)}",
+        ]
+    );
+    // The password is still a tracked secret.
+    assert!(
+        !script.redacted().contains("s3cr3t"),
+        "{}",
+        script.redacted()
+    );
+    assert!(script
+        .redacted()
+        .contains("Password = '#<Sensitive [value redacted]>'"));
+    // The simulated host, which refuses what New-CimInstance refuses,
+    // reads the whole script.
+    let invocation = read_invocation(script.text()).unwrap().unwrap();
+    let sites = invocation
+        .properties
+        .iter()
+        .find(|(k, _)| k == "sites")
+        .unwrap()
+        .1
+        .to_json();
+    assert_eq!(
+        sites[0]["login"],
+        json!({"UserName": "svc", "Password": "s3cr3t-Pa55", "cim_instance_type": "MSFT_Credential"})
+    );
+    assert_eq!(sites[0]["ports"], json!([]));
+    assert!(sites[0].get("note").is_none());
+    assert_eq!(sites[1]["ports"], json!([80, 3_000_000_000u64]));
+}
+
+#[test]
+fn a_plain_nested_hash_or_an_untypable_array_is_refused_naming_its_path() {
+    let cases = [
+        (
+            hash(vec![("settings", hash(vec![("mode", Value::str("fast"))]))]),
+            "dsc_sites.settings: ",
+            "plain hashtable",
+        ),
+        (
+            hash(vec![(
+                "unknown",
+                Value::Array(vec![Value::Int(1), Value::str("x")]),
+            )]),
+            "dsc_sites.unknown: ",
+            "mixes value types",
+        ),
+    ];
+    for (site, path, why) in cases {
+        let err = site_script(Value::Array(vec![site]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(path), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+/// What the builder wrote before: each of these makes real New-CimInstance
+/// throw (MMI's CimConverter finds no CIM type), and the simulated host
+/// refuses it; the forms the builder writes now pass.
+#[test]
+fn the_simulated_new_ciminstance_refuses_what_the_real_one_refuses() {
+    let script = |property: &str, prelude: &str| {
+        format!(
+            "{prelude}$cim_1 = New-CimInstance -ClientOnly -ClassName 'MSFT_X' -Property @{{{property}}}\n\
+             $InvokeParams = @{{Name = 'X'; Method = 'Set'; Property = @{{inst = $cim_1}}; ModuleName = 'M'}}\n"
+        )
+    };
+    let cred = "$cred_1 = New-PsCredential -User 'u' -Password 'p'\n";
+    for (property, prelude) in [
+        ("a = $null", ""),
+        ("a = @()", ""),
+        ("a = @($null)", ""),
+        ("a = @{b = 1}", ""),
+        ("a = $cred_1", cred),
+        ("a = @(1, 'x')", ""),
+        ("a = @(1, 3000000000)", ""),
+        ("a = @(@('x'), @('y'))", ""),
+        ("a = [object[]]@()", ""),
+    ] {
+        let err = read_invocation(&script(property, prelude)).unwrap_err();
+        assert!(err.contains("New-CimInstance"), "{property}: {err}");
+        assert!(err.contains("'a'"), "{property}: {err}");
+    }
+    for property in [
+        "a = 'x'",
+        "a = @('x', 'y')",
+        "a = @('x', $null)",
+        "a = [string[]]@()",
+        "a = [uint32[]]@(1, 3000000000)",
+        "a = [CimInstance[]]@()",
+        "a = [object[]]@('x')",
+        "a = [DateTime]'2024-01-02T03:04:05Z'",
+    ] {
+        assert!(read_invocation(&script(property, "")).is_ok(), "{property}");
+    }
 }

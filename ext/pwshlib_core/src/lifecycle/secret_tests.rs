@@ -260,7 +260,12 @@ fn forms_that_must_not_show(secret: &str) -> Vec<String> {
     let mut forms = vec![secret.to_owned(), escaped.clone()];
     for form in [secret, escaped.as_str()] {
         if form.contains(['\n', '\r']) {
-            forms.extend(form.split(['\n', '\r']).map(str::to_owned));
+            // Each line, and each line trimmed: Script::guarded_secrets
+            // guards both (a log may show one line alone).
+            forms.extend(
+                form.split(['\n', '\r'])
+                    .flat_map(|l| [l.to_owned(), l.trim().to_owned()]),
+            );
         }
     }
     forms.retain(|f| guarded(f));

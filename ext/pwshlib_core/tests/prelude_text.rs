@@ -1,0 +1,305 @@
+//! The shipped prelude and the generated script, checked through their
+//! syntax trees (tree-sitter-powershell): the branches issue 10 asks for
+//! are where PowerShell reaches them, not merely somewhere in the text.
+//! There is no PowerShell here; each check names the behaviour it relies on.
+
+mod common;
+
+use common::*;
+use pwshlib_core::pslint::with_tree;
+use pwshlib_core::script::DscMethod;
+use pwshlib_core::templates;
+use tree_sitter::Node;
+
+/// Whitespace collapsed, so that checks do not depend on line breaks.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn text<'a>(code: &'a str, node: Node) -> &'a str {
+    &code[node.byte_range()]
+}
+
+/// Every node of `kind` under `node`, in document order.
+fn all<'t>(node: Node<'t>, kind: &str) -> Vec<Node<'t>> {
+    let mut found = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == kind {
+            found.push(n);
+        }
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    found
+}
+
+/// The definition of function `name` in the prelude.
+fn function<'t>(code: &str, root: Node<'t>, name: &str) -> Node<'t> {
+    all(root, "function_statement")
+        .into_iter()
+        .find(|f| {
+            let mut cursor = f.walk();
+            let found = f
+                .children(&mut cursor)
+                .find(|c| c.kind() == "function_name")
+                .is_some_and(|n| text(code, n).eq_ignore_ascii_case(name));
+            found
+        })
+        .unwrap_or_else(|| panic!("the prelude defines no {name}"))
+}
+
+/// The `if` statements directly in a function body (not nested in other
+/// blocks): the order PowerShell tries them in.
+fn top_level_ifs<'t>(code: &str, function: Node<'t>) -> Vec<(String, Node<'t>)> {
+    let body = all(function, "script_block_body")[0];
+    let list = body.child_by_field_name("statement_list").unwrap();
+    let mut cursor = list.walk();
+    let ifs: Vec<(String, Node<'t>)> = list
+        .named_children(&mut cursor)
+        .filter(|s| s.kind() == "if_statement")
+        .map(|s| {
+            let condition = s.child_by_field_name("condition").unwrap();
+            (flat(text(code, condition)), s)
+        })
+        .collect();
+    ifs
+}
+
+/// The statements of an `if`'s own block (its first statement_block).
+fn block_statements(code: &str, statement: Node) -> Vec<String> {
+    let mut cursor = statement.walk();
+    let block = statement
+        .children(&mut cursor)
+        .find(|c| c.kind() == "statement_block")
+        .unwrap();
+    let list = block.child_by_field_name("statement_list").unwrap();
+    let mut cursor = list.walk();
+    let statements: Vec<String> = list
+        .named_children(&mut cursor)
+        .filter(|s| s.kind() != "comment")
+        .map(|s| flat(text(code, s)))
+        .collect();
+    statements
+}
+
+fn position(ifs: &[(String, Node)], condition: &str) -> usize {
+    ifs.iter()
+        .position(|(c, _)| c == condition)
+        .unwrap_or_else(|| {
+            panic!(
+                "no `if ({condition})`; the conditions are {:?}",
+                ifs.iter().map(|(c, _)| c).collect::<Vec<_>>()
+            )
+        })
+}
+
+/// Item 10: an enum value becomes its name. `-is [enum]` is true for any
+/// enum type's value ([System.Enum] is their base class); ToString() gives
+/// the name. Tried before the IEnumerable branch and the final `$Value`
+/// (which ConvertTo-Json would write as the number).
+#[test]
+fn canonical_values_write_enums_as_their_names() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let convert = function(code, tree.root_node(), "ConvertTo-PwshlibCanonicalValue");
+        let ifs = top_level_ifs(code, convert);
+        let at = position(&ifs, "$Value -is [enum]");
+        assert_eq!(
+            block_statements(code, ifs[at].1),
+            ["return $Value.ToString()"]
+        );
+        assert!(at < position(&ifs, "$Value -is [System.Collections.IEnumerable]"));
+        assert!(at < position(&ifs, "$Value -is [System.Collections.IDictionary]"));
+    })
+    .unwrap();
+}
+
+/// Item 9: an MSFT_Credential CIM instance (how 5.1's Invoke-DscResource
+/// returns a credential) reads as `{user, password = $null}`, tried before
+/// the generic CIM instance branch (which would copy UserName and Password
+/// out as they are). Its block never reads the Password property.
+#[test]
+fn canonical_values_read_an_msft_credential_as_its_user_alone() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let convert = function(code, tree.root_node(), "ConvertTo-PwshlibCanonicalValue");
+        let ifs = top_level_ifs(code, convert);
+        let credential = position(
+            &ifs,
+            "$Value -is [Microsoft.Management.Infrastructure.CimInstance] -and $Value.CimClass.CimClassName -eq 'MSFT_Credential'",
+        );
+        let generic = position(
+            &ifs,
+            "$Value -is [Microsoft.Management.Infrastructure.CimInstance]",
+        );
+        assert!(credential < generic);
+        let statements = block_statements(code, ifs[credential].1);
+        assert_eq!(
+            statements.last().unwrap(),
+            "return @{ user = $User; password = $null }"
+        );
+        let block = statements.join("\n");
+        assert!(block.contains("if ($Property.Name -eq 'UserName')"), "{block}");
+        assert!(!block.contains("'Password'"), "{block}");
+        // A PSCredential (PowerShell 7, class-based resources) reads the same.
+        let pscredential = position(
+            &ifs,
+            "$Value -is [System.Management.Automation.PSCredential]",
+        );
+        assert_eq!(
+            block_statements(code, ifs[pscredential].1),
+            ["return @{ user = $Value.UserName; password = $null }"]
+        );
+    })
+    .unwrap();
+}
+
+/// Item 12: on PowerShell 7 (PSVersion.Major above 5) a call that carries
+/// PsDscRunAsCredential throws, naming the resource and the reason, as
+/// the first statement of the try block: before Invoke-DscResource runs,
+/// and inside the try so that the catch turns it into the result's
+/// errormessage.
+#[test]
+fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let invoke = function(code, tree.root_node(), "Invoke-PwshlibDscResource");
+        let tries = all(invoke, "try_statement");
+        assert_eq!(tries.len(), 1);
+        let block = tries[0].child(1).unwrap();
+        assert_eq!(block.kind(), "statement_block");
+        let list = block.child_by_field_name("statement_list").unwrap();
+        let mut cursor = list.walk();
+        let statements: Vec<Node> = list
+            .named_children(&mut cursor)
+            .filter(|s| s.kind() != "comment")
+            .collect();
+        let first = statements[0];
+        assert_eq!(first.kind(), "if_statement");
+        assert_eq!(
+            flat(text(code, first.child_by_field_name("condition").unwrap())),
+            "$PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')"
+        );
+        let thrown = block_statements(code, first);
+        assert_eq!(thrown.len(), 1);
+        assert!(thrown[0].starts_with("throw \"The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): "), "{}", thrown[0]);
+        assert!(thrown[0].contains("does not support PsDscRunAsCredential"));
+        assert_eq!(
+            flat(text(code, statements[1])),
+            "$PwshlibResult = Invoke-DscResource @InvokeParams"
+        );
+    })
+    .unwrap();
+}
+
+/// Item 11, the functions: the process value always; the machine value
+/// only on 5.1 (a `return $null` for PSVersion.Major above 5 comes before
+/// any registry access), through Microsoft.Win32.Registry with
+/// DoNotExpandEnvironmentNames and the value's own kind; no
+/// [Environment]::SetEnvironmentVariable anywhere.
+#[test]
+fn the_machine_psmodulepath_is_touched_only_on_5_1_through_the_registry() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let root = tree.root_node();
+        let calls: Vec<String> = all(root, "invokation_expression")
+            .into_iter()
+            .map(|n| flat(text(code, n)))
+            .collect();
+        assert!(
+            !calls.iter().any(|c| c.contains("SetEnvironmentVariable")),
+            "{calls:?}"
+        );
+        let add = function(code, root, "Add-PwshlibVendoredModulePath");
+        let add_text = text(code, add);
+        let ifs = top_level_ifs(code, add);
+        let edition = position(&ifs, "$PSVersionTable.PSVersion.Major -gt 5");
+        assert_eq!(block_statements(code, ifs[edition].1), ["return $null"]);
+        let edition_end = ifs[edition].1.end_byte() - add.start_byte();
+        let first_registry = add_text.find("[Microsoft.Win32.Registry]").unwrap();
+        assert!(edition_end < first_registry);
+        let process = add_text.find("$env:PSModulePath = ").unwrap();
+        assert!(process < edition_end, "the process value is set on every edition");
+        let add_calls: Vec<String> = all(add, "invokation_expression")
+            .into_iter()
+            .map(|n| flat(text(code, n)))
+            .collect();
+        for wanted in [
+            "$Key.GetValue('PSModulePath', $null, [Microsoft.Win32.RegistryValueOptions]::DoNotExpandEnvironmentNames)",
+            "$Key.GetValueKind('PSModulePath')",
+            "$Key.SetValue('PSModulePath', $Munged, $Kind)",
+        ] {
+            assert!(add_calls.iter().any(|c| c == wanted), "{wanted}: {add_calls:?}");
+        }
+        let restore = function(code, root, "Restore-PwshlibVendoredModulePath");
+        let restore_calls: Vec<String> = all(restore, "invokation_expression")
+            .into_iter()
+            .map(|n| flat(text(code, n)))
+            .collect();
+        assert!(restore_calls
+            .iter()
+            .any(|c| c == "$Key.SetValue('PSModulePath', $Previous.Value, $Previous.Kind)"));
+        assert!(restore_calls
+            .iter()
+            .any(|c| c == "$Key.DeleteValue('PSModulePath', $false)"));
+    })
+    .unwrap();
+}
+
+/// Item 11, the generated script: for every resource (MOF too) the
+/// PSModulePath line is the first generated line, and every statement after
+/// it sits in one try whose finally restores the machine value. A failure
+/// building a credential, a CIM instance or a `[DateTime]` cast then still
+/// runs the restore: PowerShell runs `finally` when its try block ends by a
+/// terminating error or by being stopped.
+#[test]
+fn everything_after_the_psmodulepath_line_runs_inside_the_restoring_try() {
+    let def = kitchen_sink(Some("MOF"), Some("1.2.0"));
+    let should = resource(vec![
+        ("dsc_name", s("x")),
+        ("dsc_when", s("2024-01-01 10:00")),
+        (
+            "dsc_password",
+            hash(vec![("user", s("u")), ("password", secret(s("pw-1234")))]),
+        ),
+        ("dsc_single", hash(vec![("value", s("one"))])),
+    ]);
+    let script = build(&def, &should, DscMethod::Set);
+    let body = script.body();
+    with_tree(body, |tree| {
+        let list = tree.root_node().named_child(0).unwrap();
+        assert_eq!(list.kind(), "statement_list");
+        let mut cursor = list.walk();
+        let statements: Vec<Node> = list.named_children(&mut cursor).collect();
+        let texts: Vec<String> = statements.iter().map(|s| flat(text(body, *s))).collect();
+        assert_eq!(texts.len(), 4, "{texts:?}");
+        assert!(texts[0].starts_with("$script:ErrorActionPreference = 'Stop'"));
+        assert_eq!(
+            texts[2],
+            format!(
+                "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '{VENDORED}'"
+            )
+        );
+        let attempt = statements[3];
+        assert_eq!(attempt.kind(), "try_statement");
+        let block = flat(text(body, attempt.child(1).unwrap()));
+        for inside in [
+            "$cred_",
+            "$cim_",
+            "[DateTime]'2024-01-01 10:00'",
+            "$InvokeParams = @{",
+            "Invoke-PwshlibDscResource -InvokeParams $InvokeParams",
+        ] {
+            assert!(block.contains(inside), "{inside} not in the try: {block}");
+        }
+        let finally = all(attempt, "finally_clause");
+        assert_eq!(finally.len(), 1);
+        assert_eq!(
+            flat(text(body, finally[0])),
+            "finally { Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore }"
+        );
+    })
+    .unwrap();
+}
