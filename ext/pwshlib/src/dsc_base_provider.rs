@@ -14,7 +14,7 @@ use magnus::{
 use pwshlib_core::cache::Identity;
 use pwshlib_core::canonical;
 use pwshlib_core::lifecycle::{
-    self, ExecuteOutput, Insync, LifecycleState, ProviderHost, SetAction,
+    self, ExecuteOutput, Insync, LifecycleState, ProviderCallbacks, SetAction,
 };
 use pwshlib_core::munge;
 use pwshlib_core::redact;
@@ -309,7 +309,7 @@ fn env_collision_wait() -> Option<f64> {
 
 /// The provider seen from the core lifecycle: state access plus Ruby
 /// dispatch for every overridable method and every `context` call.
-struct RubyHost<'r> {
+struct RubyProvider<'r> {
     ruby: &'r Ruby,
     provider: Obj<DscBaseProvider>,
     context: RValue,
@@ -319,7 +319,7 @@ struct RubyHost<'r> {
     debug_enabled: std::cell::Cell<Option<bool>>,
 }
 
-impl<'r> RubyHost<'r> {
+impl<'r> RubyProvider<'r> {
     fn new(ruby: &'r Ruby, provider: Obj<DscBaseProvider>, context: RValue) -> BindingResult<Self> {
         let cached = provider.state.borrow().typedef.clone();
         let typedef = match cached {
@@ -348,7 +348,7 @@ impl<'r> RubyHost<'r> {
                 .filter(|(context_bits, _)| *context_bits == context.as_raw())
                 .map(|(_, enabled)| enabled)
         };
-        Ok(RubyHost {
+        Ok(RubyProvider {
             ruby,
             provider,
             context,
@@ -389,7 +389,7 @@ impl<'r> RubyHost<'r> {
     }
 }
 
-impl Drop for RubyHost<'_> {
+impl Drop for RubyProvider<'_> {
     fn drop(&mut self) {
         let mut state = self.provider.state.borrow_mut();
         state.entry_depth = state.entry_depth.saturating_sub(1);
@@ -463,7 +463,7 @@ fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<St
     }
 }
 
-impl ProviderHost for RubyHost<'_> {
+impl ProviderCallbacks for RubyProvider<'_> {
     type Error = BindingError;
 
     fn typedef(&self) -> BindingResult<Arc<TypeDef>> {
@@ -649,10 +649,10 @@ impl ProviderHost for RubyHost<'_> {
 
 fn insync_from_ruby(ruby: &Ruby, value: RValue) -> Insync {
     if value.is_kind_of(ruby.class_true_class()) {
-        return Insync::InSync(true);
+        return Insync::InSync;
     }
     if value.is_kind_of(ruby.class_false_class()) {
-        return Insync::InSync(false);
+        return Insync::OutOfSync(None);
     }
     if let Some(array) = RArray::from_value(value) {
         let message = array
@@ -660,7 +660,7 @@ fn insync_from_ruby(ruby: &Ruby, value: RValue) -> Insync {
             .ok()
             .and_then(RString::from_value)
             .and_then(|s| s.to_string().ok());
-        return Insync::Changed(message.unwrap_or_default());
+        return Insync::OutOfSync(Some(message.unwrap_or_default()));
     }
     Insync::UseDefault
 }
@@ -668,8 +668,9 @@ fn insync_from_ruby(ruby: &Ruby, value: RValue) -> Insync {
 fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
     Ok(match answer {
         Insync::UseDefault => ruby.qnil().as_value(),
-        Insync::InSync(b) => b.into_value_with(ruby),
-        Insync::Changed(message) => {
+        Insync::InSync => true.into_value_with(ruby),
+        Insync::OutOfSync(None) => false.into_value_with(ruby),
+        Insync::OutOfSync(Some(message)) => {
             let array = ruby.ary_new_capa(2);
             array.push(false)?;
             array.push(message.as_str())?;
@@ -750,7 +751,7 @@ fn rb_canonicalize(
     resources: RArray,
 ) -> BindingResult<RArray> {
     observe_run(ruby, &rb_self);
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let given: Vec<RValue> = resources.into_iter().collect();
     // The Resource API canonicalizes each resource three times in a run: as
     // it is made, as the target state of the transaction, and once more the
@@ -759,15 +760,15 @@ fn rb_canonicalize(
     // its namevars alone, it is returned as given, with no conversion either
     // way. Only when debug messages are kept does it take the full path,
     // which logs every resource it returns.
-    let already_canonical: Vec<bool> = if host.debug_enabled() {
+    let already_canonical: Vec<bool> = if provider.debug_enabled() {
         vec![false; given.len()]
     } else {
-        let namevars = host.with_state(|s| s.canonicalized.namevars().to_vec());
+        let namevars = provider.with_state(|s| s.canonicalized.namevars().to_vec());
         given
             .iter()
             .map(|resource| {
                 identity_of_ruby(ruby, *resource, &namevars).is_some_and(|id| {
-                    host.with_state(|s| s.canonicalized.get_identity(&id).is_some())
+                    provider.with_state(|s| s.canonicalized.get_identity(&id).is_some())
                 })
             })
             .collect()
@@ -788,16 +789,16 @@ fn rb_canonicalize(
         match hash_arg(ruby, *resource, "resource") {
             Ok(map) => maps.push(map),
             Err(BindingError::Core(error)) => {
-                host.debug(&format!(
+                provider.debug(&format!(
                     "{}: not canonicalized: {error}",
-                    resource_label(&host.typedef, &title_in(ruby, *resource))
+                    resource_label(&provider.typedef, &title_in(ruby, *resource))
                 ))?;
                 unconvertible.push(index);
             }
             Err(ruby_error) => return Err(ruby_error),
         }
     }
-    let mut canonical = lifecycle::canonicalize(&host, maps)?.into_iter();
+    let mut canonical = lifecycle::canonicalize(&provider, maps)?.into_iter();
     let out = ruby.ary_new_capa(given.len());
     for (index, resource) in given.into_iter().enumerate() {
         if already_canonical[index] || unconvertible.contains(&index) {
@@ -847,7 +848,7 @@ fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> Bindin
         }
     };
     observe_run(ruby, &rb_self);
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let names = match names {
         Some(names) if !names.is_nil() => match from_ruby(ruby, names, "names")? {
             Value::Array(items) => Some(items),
@@ -855,7 +856,7 @@ fn rb_get(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, args: &[RValue]) -> Bindin
         },
         _ => None,
     };
-    let results = lifecycle::get(&host, names)?;
+    let results = lifecycle::get(&provider, names)?;
     maps_to_ruby(ruby, &results)
 }
 
@@ -868,16 +869,17 @@ fn rb_insync(
     is_hash: RValue,
     should_hash: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let property = match from_ruby(ruby, property_name, "property_name")? {
         Value::Str(s) | Value::Symbol(s) => s,
         other => other.to_string(),
     };
     if let Some((is_hash, should_hash)) =
-        insync_arguments_in_brief(ruby, &host, &name, &property, is_hash, should_hash)
+        insync_arguments_in_brief(ruby, &provider, &name, &property, is_hash, should_hash)
     {
-        let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
+        let answer =
+            lifecycle::insync(&provider, &name, &property, is_hash.as_ref(), &should_hash)?;
         return insync_to_ruby(ruby, &answer);
     }
     let is_hash = if is_hash.is_nil() {
@@ -885,8 +887,8 @@ fn rb_insync(
     } else {
         Some(hash_arg(ruby, is_hash, "is_hash")?)
     };
-    let should_hash = resource_arg(ruby, &host.typedef, &name, should_hash, "should_hash")?;
-    let answer = lifecycle::insync(&host, &name, &property, is_hash.as_ref(), &should_hash)?;
+    let should_hash = resource_arg(ruby, &provider.typedef, &name, should_hash, "should_hash")?;
+    let answer = lifecycle::insync(&provider, &name, &property, is_hash.as_ref(), &should_hash)?;
     insync_to_ruby(ruby, &answer)
 }
 
@@ -900,14 +902,14 @@ fn rb_insync(
 /// cannot go to PowerShell is reported, or a needed value does not convert).
 fn insync_arguments_in_brief(
     ruby: &Ruby,
-    host: &RubyHost,
+    provider: &RubyProvider,
     name: &Value,
     property: &str,
     is_hash: RValue,
     should_hash: RValue,
 ) -> Option<(Option<Map>, Map)> {
     let should_hash = RHash::from_value(should_hash)?;
-    let namevars = host.with_state(|s| s.canonicalized.namevars().to_vec());
+    let namevars = provider.with_state(|s| s.canonicalized.namevars().to_vec());
     let should = ruby_hash_entries(ruby, should_hash, |key| {
         key == property
             || key == "validation_mode"
@@ -922,7 +924,7 @@ fn insync_arguments_in_brief(
         return None;
     }
     let identity = lifecycle::invocation_identity(&namevars, name, &should);
-    if !host.with_state(|s| s.canonicalized.get_identity(&identity).is_some()) {
+    if !provider.with_state(|s| s.canonicalized.get_identity(&identity).is_some()) {
         return None;
     }
     let is = if is_hash.is_nil() {
@@ -973,7 +975,7 @@ fn rb_set(
     changes: RHash,
 ) -> BindingResult<RValue> {
     observe_run(ruby, &rb_self);
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
     changes.foreach(|name: RValue, change: RValue| {
         pairs.push((name, change));
@@ -999,14 +1001,14 @@ fn rb_set(
         };
         let name_value = from_ruby(ruby, name, "name")?;
         let should = match should_rb {
-            Some(v) => resource_arg(ruby, &host.typedef, &name_value, v, "should")?,
+            Some(v) => resource_arg(ruby, &provider.typedef, &name_value, v, "should")?,
             None => lifecycle::name_hash_of(&name_value),
         };
         let is = match is_rb {
             Some(v) => Some(hash_arg(ruby, v, "is")?),
             None => None,
         };
-        let action = lifecycle::set_action(&host.typedef, is.as_ref(), &should);
+        let action = lifecycle::set_action(&provider.typedef, is.as_ref(), &should);
         let should_rb = match should_rb {
             Some(v) => v,
             None => map_to_ruby(ruby, &should)?.as_value(),
@@ -1020,9 +1022,9 @@ fn rb_set(
             }
         }
         // The Get of this resource failed (and was reported): no blind Set.
-        let get_failed = lifecycle::get_failed(&host, &identity).then(|| {
+        let get_failed = lifecycle::get_failed(&provider, &identity).then(|| {
             let title = lifecycle::title_of(&name_value);
-            lifecycle::get_failed_message(&host.typedef, title.as_ref())
+            lifecycle::get_failed_message(&provider.typedef, title.as_ref())
         });
         run_in_context_block(ruby, rb_self, context, name, should_rb, action, get_failed)?;
     }
@@ -1146,13 +1148,13 @@ fn set_with_log(
     should: RValue,
     verb: &str,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
-    let should_map = resource_arg(ruby, &host.typedef, &name_value, should, "should")?;
-    host.debug(&format!(
+    let should_map = resource_arg(ruby, &provider.typedef, &name_value, should, "should")?;
+    provider.debug(&format!(
         "{verb} '{}' with {}",
         lifecycle::title_text(&name_value),
-        redact::shown_resource(&host.typedef, &should_map)
+        redact::shown_resource(&provider.typedef, &should_map)
     ))?;
     // Through Ruby, and its answer (the DSC result hash) returned, as in
     // pwshlib 2.x: subclasses check `rebootrequired` on it.
@@ -1165,13 +1167,13 @@ fn rb_delete(
     context: RValue,
     name: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
-    host.debug(&format!(
+    provider.debug(&format!(
         "Deleting '{}'",
         lifecycle::title_text(&name_value)
     ))?;
-    let should = lifecycle::delete_should(&host, &name_value)?;
+    let should = lifecycle::delete_should(&provider, &name_value)?;
     let should = map_to_ruby(ruby, &should)?;
     Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
 }
@@ -1182,9 +1184,9 @@ fn rb_invoke_get_method(
     context: RValue,
     name_hash: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let result = lifecycle::invoke_get_method(&host, &name_hash)?;
+    let result = lifecycle::invoke_get_method(&provider, &name_hash)?;
     option_map_to_ruby(ruby, result)
 }
 
@@ -1194,9 +1196,9 @@ fn rb_invoke_get_method_for_canonicalize(
     context: RValue,
     resource: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let resource = hash_arg(ruby, resource, "resource")?;
-    let result = lifecycle::get_for_canonicalize(&host, &resource)?;
+    let result = lifecycle::get_for_canonicalize(&provider, &resource)?;
     option_map_to_ruby(ruby, result)
 }
 
@@ -1207,10 +1209,10 @@ fn rb_invoke_set_method(
     name: RValue,
     should: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
-    match lifecycle::invoke_set_method(&host, &name, &should)? {
+    match lifecycle::invoke_set_method(&provider, &name, &should)? {
         Some(result) => to_ruby(ruby, &result),
         None => Ok(ruby.qnil().as_value()),
     }
@@ -1223,10 +1225,10 @@ fn rb_invoke_test_method(
     name: RValue,
     should: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
-    let answer = lifecycle::invoke_test_method(&host, &name, &should)?;
+    let answer = lifecycle::invoke_test_method(&provider, &name, &should)?;
     insync_to_ruby(ruby, &answer)
 }
 
@@ -1255,11 +1257,11 @@ fn rb_invoke_dsc_resource(
     props: RValue,
     method: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
     let props = hash_arg(ruby, props, "props")?;
     let method = parse_method(ruby, method)?;
-    match lifecycle::invoke_dsc_resource(&host, &name_hash, &props, method)? {
+    match lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)? {
         Some(value) => to_ruby(ruby, &value),
         None => Ok(ruby.qnil().as_value()),
     }
@@ -1472,9 +1474,9 @@ fn rb_stringify_nil_attributes(
     context: RValue,
     data: RValue,
 ) -> BindingResult<RValue> {
-    let host = RubyHost::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
     let mut map = hash_arg(ruby, data, "data")?;
-    munge::stringify_nil_attributes(&host.typedef, &mut map);
+    munge::stringify_nil_attributes(&provider.typedef, &mut map);
     replace_in_place(ruby, data, &Value::Hash(map))
 }
 

@@ -1,10 +1,10 @@
 //! The provider lifecycle (behavior.md §3 and §4 "Errors") as pure Rust over
-//! a [`ProviderHost`]. The binding implements the host with Ruby dispatch,
+//! a [`ProviderCallbacks`]. The binding implements the callbacks with Ruby dispatch,
 //! so that the overridable methods (`invoke_get_method`, …, `ps_manager`)
 //! stay overridable; unit tests implement it with fakes.
 //!
-//! Rule for implementors: `with_state` must not call back into the host, and
-//! no state borrow is held across a host call.
+//! Rule for implementors: `with_state` must not call back into the provider, and
+//! no state borrow is held across a provider call.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,12 +35,16 @@ pub struct ExecuteOutput {
     pub errormessage: Option<String>,
 }
 
-/// The answer of `insync?`: nil, a boolean, or `[false, message]`.
+/// The answer of `insync?`: nil, `true`, or `false` / `[false, message]`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Insync {
+    /// `nil`: Puppet compares the values itself.
     UseDefault,
-    InSync(bool),
-    Changed(String),
+    /// `true`.
+    InSync,
+    /// `false` without a message, or `[false, message]`, which Puppet shows
+    /// as the change.
+    OutOfSync(Option<String>),
 }
 
 /// Owned per-run provider state.
@@ -102,15 +106,18 @@ impl LifecycleState {
 }
 
 /// Builds and logs a debug message only when debug messages are kept.
-fn debug_lazy<H: ProviderHost>(host: &H, message: impl FnOnce() -> String) -> Result<(), H::Error> {
-    if host.debug_enabled() {
-        host.debug(&message())
+fn debug_lazy<P: ProviderCallbacks>(
+    provider: &P,
+    message: impl FnOnce() -> String,
+) -> Result<(), P::Error> {
+    if provider.debug_enabled() {
+        provider.debug(&message())
     } else {
         Ok(())
     }
 }
 
-pub trait ProviderHost {
+pub trait ProviderCallbacks {
     type Error: From<Error>;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
@@ -140,7 +147,7 @@ pub trait ProviderHost {
 
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
     /// The module's vendored `dsc_resources` folder, found along
-    /// [`ProviderHost::load_path`]. The binding remembers it for the run, so
+    /// [`ProviderCallbacks::load_path`]. The binding remembers it for the run, so
     /// that a catalog of thousands of resources does not look at the disk
     /// for each call.
     fn vendored_modules_path(
@@ -246,34 +253,39 @@ fn dsc_props(map: &Map) -> Map {
 
 // ---------------------------------------------------------------- canonicalize
 
-pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Vec<Map>, H::Error> {
-    let typedef = host.typedef()?;
+pub fn canonicalize<P: ProviderCallbacks>(
+    provider: &P,
+    resources: Vec<Map>,
+) -> Result<Vec<Map>, P::Error> {
+    let typedef = provider.typedef()?;
     let mut out = Vec::with_capacity(resources.len());
     for resource in resources {
-        if host.with_state(|s| s.canonicalized.get(&resource).is_some()) {
+        if provider.with_state(|s| s.canonicalized.get(&resource).is_some()) {
             // Already canonicalized in this run: this is the target state or
             // a Get result; return it unchanged and at no cost.
             out.push(resource);
             continue;
         }
-        debug_lazy(host, || {
+        debug_lazy(provider, || {
             format!("Canonicalizing {}", shown_resource(&typedef, &resource))
         })?;
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
             resource.clone()
         } else {
-            match get_for_canonicalize(host, &resource)? {
+            match get_for_canonicalize(provider, &resource)? {
                 Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
-                    canonicalize_resource(&typedef, &resource, &system, &|n| host.is_metaparam(n))
+                    canonicalize_resource(&typedef, &resource, &system, &|n| {
+                        provider.is_metaparam(n)
+                    })
                 }
                 _ => resource.clone(),
             }
         };
         let packed = PackedMap::pack(&canonical);
-        host.with_state(|s| s.canonicalized.insert(&resource, packed));
+        provider.with_state(|s| s.canonicalized.insert(&resource, packed));
         out.push(canonical);
     }
-    debug_lazy(host, || {
+    debug_lazy(provider, || {
         let shown_out: Vec<Value> = out
             .iter()
             .map(|m| Value::Hash(mark_attributes(&typedef, m)))
@@ -288,27 +300,28 @@ pub fn canonicalize<H: ProviderHost>(host: &H, resources: Vec<Map>) -> Result<Ve
 
 /// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
 /// cache when this resource was already queried.
-pub fn get_for_canonicalize<H: ProviderHost>(
-    host: &H,
+pub fn get_for_canonicalize<P: ProviderCallbacks>(
+    provider: &P,
     resource: &Map,
-) -> Result<Option<Map>, H::Error> {
-    if let Some(cached) = host.with_state(|s| s.query_results.get(resource).map(PackedMap::unpack))
+) -> Result<Option<Map>, P::Error> {
+    if let Some(cached) =
+        provider.with_state(|s| s.query_results.get(resource).map(PackedMap::unpack))
     {
         return Ok(Some(cached));
     }
-    if get_failed(host, resource) {
+    if get_failed(provider, resource) {
         return Ok(None);
     }
-    let result = host.invoke_get_method(resource)?;
+    let result = provider.invoke_get_method(resource)?;
     if result.is_none() {
-        host.with_state(|s| s.failed_gets.insert(resource, ()));
+        provider.with_state(|s| s.failed_gets.insert(resource, ()));
     }
     Ok(result)
 }
 
 /// Whether this resource's Get failed earlier in the run (already reported).
-pub fn get_failed<H: ProviderHost>(host: &H, resource: &Map) -> bool {
-    host.with_state(|s| s.failed_gets.get(resource).is_some())
+pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
+    provider.with_state(|s| s.failed_gets.get(resource).is_some())
 }
 
 /// The message of the error that marks a resource whose Get failed as
@@ -342,14 +355,19 @@ fn query_for(typedef: &TypeDef, name_hash: &Map, canonical: Option<&Map>) -> Map
     query
 }
 
-pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<Map>, H::Error> {
-    debug_lazy(host, || "Collecting data from the DSC Resource".to_owned())?;
-    let typedef = host.typedef()?;
+pub fn get<P: ProviderCallbacks>(
+    provider: &P,
+    names: Option<Vec<Value>>,
+) -> Result<Vec<Map>, P::Error> {
+    debug_lazy(provider, || {
+        "Collecting data from the DSC Resource".to_owned()
+    })?;
+    let typedef = provider.typedef()?;
     let mut out = Vec::new();
     for name in names.unwrap_or_default() {
         let name_hash = name_hash_of(&name);
         if let Some(mut cached) =
-            host.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
+            provider.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
         {
             // The cached Get may have been made for a hash titled `title:`;
             // Puppet matches results on the namevars it asked for.
@@ -359,18 +377,19 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
             out.push(cached);
             continue;
         }
-        if get_failed(host, &name_hash) {
+        if get_failed(provider, &name_hash) {
             // Reported already: no second call. The title alone keeps
             // Puppet going; `set` then marks the resource failed.
             out.push(name_hash);
             continue;
         }
-        let canonical = host.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
+        let canonical =
+            provider.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
         let query = query_for(&typedef, &name_hash, canonical.as_ref());
-        match host.invoke_get_method(&query)? {
+        match provider.invoke_get_method(&query)? {
             Some(result) => out.push(result),
             None => {
-                host.with_state(|s| s.failed_gets.insert(&query, ()));
+                provider.with_state(|s| s.failed_gets.insert(&query, ()));
                 out.push(name_hash);
             }
         }
@@ -378,12 +397,12 @@ pub fn get<H: ProviderHost>(host: &H, names: Option<Vec<Value>>) -> Result<Vec<M
     Ok(out)
 }
 
-pub fn invoke_get_method<H: ProviderHost>(
-    host: &H,
+pub fn invoke_get_method<P: ProviderCallbacks>(
+    provider: &P,
     name_hash: &Map,
-) -> Result<Option<Map>, H::Error> {
-    let typedef = host.typedef()?;
-    debug_lazy(host, || {
+) -> Result<Option<Map>, P::Error> {
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
         format!("retrieving {}", shown_resource(&typedef, name_hash))
     })?;
     let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
@@ -396,12 +415,12 @@ pub fn invoke_get_method<H: ProviderHost>(
         })
         .cloned()
         .collect();
-    let Some(data) = host.invoke_dsc_resource(name_hash, &query_props, DscMethod::Get)? else {
+    let Some(data) = provider.invoke_dsc_resource(name_hash, &query_props, DscMethod::Get)? else {
         return Ok(None);
     };
     let title = title_of_map(name_hash);
     let Value::Hash(data) = data else {
-        host.err(
+        provider.err(
             title.as_ref(),
             "Invoke-DscResource Get returned a value that is not an object",
         )?;
@@ -413,7 +432,7 @@ pub fn invoke_get_method<H: ProviderHost>(
         let mut redactor = redactor_for(&typedef, &[name_hash]);
         redactor.add_value(&Value::Hash(mark_attributes(&typedef, &data)));
         for message in errors {
-            host.err(title.as_ref(), &redactor.scrub(&message))?;
+            provider.err(title.as_ref(), &redactor.scrub(&message))?;
         }
     }
     for (key, value) in munged.iter_mut() {
@@ -424,8 +443,8 @@ pub fn invoke_get_method<H: ProviderHost>(
     // schema wants them: Puppet logs the current state it is given.
     let munged = mark_attributes(&typedef, &munged);
     let packed = PackedMap::pack(&munged);
-    host.with_state(|s| s.query_results.insert(name_hash, packed));
-    debug_lazy(host, || {
+    provider.with_state(|s| s.query_results.insert(name_hash, packed));
+    debug_lazy(provider, || {
         format!(
             "Returned to Puppet as {}",
             shown_resource(&typedef, &munged)
@@ -538,11 +557,11 @@ pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetActio
 /// What `delete` sends: the title plus the mandatory-for-set properties,
 /// the run-as credential and the timeout from the canonicalized resource,
 /// with `Ensure = 'Absent'`.
-pub fn delete_should<H: ProviderHost>(host: &H, name: &Value) -> Result<Map, H::Error> {
-    let typedef = host.typedef()?;
+pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result<Map, P::Error> {
+    let typedef = provider.typedef()?;
     let mut should = name_hash_of(name);
     if let Some(canonical) =
-        host.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
+        provider.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
     {
         let carried = typedef
             .mandatory_set_attributes()
@@ -591,14 +610,14 @@ fn invocation_name_hash(name: &Value, should: &Map) -> Map {
     hash
 }
 
-pub fn invoke_set_method<H: ProviderHost>(
-    host: &H,
+pub fn invoke_set_method<P: ProviderCallbacks>(
+    provider: &P,
     name: &Value,
     should: &Map,
-) -> Result<Option<Value>, H::Error> {
+) -> Result<Option<Value>, P::Error> {
     let title = title_of(name);
-    let typedef = host.typedef()?;
-    debug_lazy(host, || {
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
         format!(
             "Invoking Set Method for '{}' with {}",
             title_text(name),
@@ -606,31 +625,31 @@ pub fn invoke_set_method<H: ProviderHost>(
         )
     })?;
     let name_hash = invocation_name_hash(name, should);
-    host.with_state(|s| s.failed_sets.remove(&name_hash));
+    provider.with_state(|s| s.failed_sets.remove(&name_hash));
     let apply_props = dsc_props(should);
-    let data = host.invoke_dsc_resource(&name_hash, &apply_props, DscMethod::Set)?;
-    host.with_state(|s| s.forget(&name_hash));
+    let data = provider.invoke_dsc_resource(&name_hash, &apply_props, DscMethod::Set)?;
+    provider.with_state(|s| s.forget(&name_hash));
     match &data {
         Some(Value::Hash(result)) => {
             if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
-                host.warning(
+                provider.warning(
                     title.as_ref(),
                     "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node",
                 )?;
             }
         }
         Some(_) => {}
-        None => host.with_state(|s| s.failed_sets.insert(&name_hash, "Set failed".into())),
+        None => provider.with_state(|s| s.failed_sets.insert(&name_hash, "Set failed".into())),
     }
     Ok(data)
 }
 
-pub fn invoke_test_method<H: ProviderHost>(
-    host: &H,
+pub fn invoke_test_method<P: ProviderCallbacks>(
+    provider: &P,
     name: &Value,
     should: &Map,
-) -> Result<Insync, H::Error> {
-    debug_lazy(host, || {
+) -> Result<Insync, P::Error> {
+    debug_lazy(provider, || {
         format!(
             "Relying on DSC Test method for validating if '{}' is in the desired state",
             title_text(name)
@@ -638,20 +657,20 @@ pub fn invoke_test_method<H: ProviderHost>(
     })?;
     let name_hash = invocation_name_hash(name, should);
     let test_props = dsc_props(should);
-    let data = host.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
+    let data = provider.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
     let in_desired_state = data
         .as_ref()
         .and_then(Value::as_map)
         .and_then(|m| m.get_named("indesiredstate"))
         .map(|v| matches!(v, Value::Bool(true)));
-    host.with_state(|s| {
+    provider.with_state(|s| {
         s.test_results
             .insert(&name_hash, (name_hash.clone(), in_desired_state))
     });
     Ok(match in_desired_state {
         None => Insync::UseDefault,
-        Some(true) => Insync::InSync(true),
-        Some(false) => Insync::Changed(NOT_IN_DESIRED_STATE.to_owned()),
+        Some(true) => Insync::InSync,
+        Some(false) => Insync::OutOfSync(Some(NOT_IN_DESIRED_STATE.to_owned())),
     })
 }
 
@@ -677,41 +696,41 @@ fn change_message(typedef: &TypeDef, property: &str, is: &Value, should: &Value)
     ))
 }
 
-pub fn insync<H: ProviderHost>(
-    host: &H,
+pub fn insync<P: ProviderCallbacks>(
+    provider: &P,
     name: &Value,
     property: &str,
     is_hash: Option<&Map>,
     should_hash: &Map,
-) -> Result<Insync, H::Error> {
-    let typedef = host.typedef()?;
+) -> Result<Insync, P::Error> {
+    let typedef = provider.typedef()?;
     if typedef
         .attribute(property)
         .is_some_and(|a| a.is_ensurable_workaround())
     {
         // Not a DSC property: nothing on the system can differ from it.
-        return Ok(Insync::InSync(true));
+        return Ok(Insync::InSync);
     }
     // Every cache of the state has the same namevars: one identity serves
     // them all, made without building the merged name hash.
     let identity =
-        host.with_state(|s| invocation_identity(s.query_results.namevars(), name, should_hash));
+        provider.with_state(|s| invocation_identity(s.query_results.namevars(), name, should_hash));
     let marker = (identity.clone(), property.to_owned());
-    if host.with_state(|s| s.insync_reported.remove(&marker)) {
+    if provider.with_state(|s| s.insync_reported.remove(&marker)) {
         // The corrective-change check that Puppet makes after a change.
         return Ok(Insync::UseDefault);
     }
-    if host.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
+    if provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
         // Nothing to compare with, and no Test either: out of sync, so that
         // `set` marks the resource failed.
-        host.with_state(|s| s.insync_reported.insert(marker));
-        return Ok(Insync::Changed(format!(
+        provider.with_state(|s| s.insync_reported.insert(marker));
+        return Ok(Insync::OutOfSync(Some(format!(
             "{property}: the current state could not be read"
-        )));
+        ))));
     }
     let is_value = match is_hash.and_then(|h| h.get_named(property)) {
         Some(v) => Some(v.clone()),
-        None => host.with_state(|s| {
+        None => provider.with_state(|s| {
             s.query_results
                 .get_identity(&identity)
                 .and_then(|m| m.unpack().remove_named(property))
@@ -723,18 +742,18 @@ pub fn insync<H: ProviderHost>(
         Some(Value::Str(m)) | Some(Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
     );
     if resource_mode {
-        let cached = host.with_state(|s| s.test_results.get_identity(&identity).map(|e| e.1));
+        let cached = provider.with_state(|s| s.test_results.get_identity(&identity).map(|e| e.1));
         let in_desired_state = match cached {
             Some(answer) => answer,
             None => {
-                let answer = host.invoke_test_method(name, should_hash)?;
+                let answer = provider.invoke_test_method(name, should_hash)?;
                 let answer = match answer {
-                    Insync::InSync(b) => Some(b),
-                    Insync::Changed(_) => Some(false),
+                    Insync::InSync => Some(true),
+                    Insync::OutOfSync(_) => Some(false),
                     Insync::UseDefault => None,
                 };
                 let name_hash = invocation_name_hash(name, should_hash);
-                host.with_state(|s| {
+                provider.with_state(|s| {
                     if s.test_results.get_identity(&identity).is_none() {
                         s.test_results
                             .insert_identity(identity.clone(), (name_hash, answer));
@@ -744,12 +763,12 @@ pub fn insync<H: ProviderHost>(
             }
         };
         match in_desired_state {
-            Some(true) => return Ok(Insync::InSync(true)),
+            Some(true) => return Ok(Insync::InSync),
             Some(false) => {
                 let message = match should_value {
                     Some(sv) if !values_equal(is_value.as_ref().unwrap_or(&Value::Nil), sv) => {
                         change_message(
-                            host.typedef()?.as_ref(),
+                            provider.typedef()?.as_ref(),
                             property,
                             is_value.as_ref().unwrap_or(&Value::Nil),
                             sv,
@@ -757,8 +776,8 @@ pub fn insync<H: ProviderHost>(
                     }
                     _ => NOT_IN_DESIRED_STATE.to_owned(),
                 };
-                host.with_state(|s| s.insync_reported.insert(marker));
-                return Ok(Insync::Changed(message));
+                provider.with_state(|s| s.insync_reported.insert(marker));
+                return Ok(Insync::OutOfSync(Some(message)));
             }
             None => {} // The Test failed: fall back on comparing properties.
         }
@@ -771,15 +790,15 @@ pub fn insync<H: ProviderHost>(
     };
     let is_value = is_value.unwrap_or(Value::Nil);
     if values_equal(&is_value, should_value) {
-        return Ok(Insync::InSync(true));
+        return Ok(Insync::InSync);
     }
-    host.with_state(|s| s.insync_reported.insert(marker));
-    Ok(Insync::Changed(change_message(
-        host.typedef()?.as_ref(),
+    provider.with_state(|s| s.insync_reported.insert(marker));
+    Ok(Insync::OutOfSync(Some(change_message(
+        provider.typedef()?.as_ref(),
         property,
         &is_value,
         should_value,
-    )))
+    ))))
 }
 
 // ------------------------------------------------------------- invocation
@@ -846,12 +865,12 @@ enum Outcome {
     Collision,
 }
 
-pub fn invoke_dsc_resource<H: ProviderHost>(
-    host: &H,
+pub fn invoke_dsc_resource<P: ProviderCallbacks>(
+    provider: &P,
     name_hash: &Map,
     props: &Map,
     method: DscMethod,
-) -> Result<Option<Value>, H::Error> {
+) -> Result<Option<Value>, P::Error> {
     let title = title_of_map(name_hash);
     let title = title.as_ref();
     let credential = name_hash
@@ -859,9 +878,9 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         .filter(|c| !c.is_nil())
         .cloned();
     if let Some(credential) = &credential {
-        if credential_pair(credential).is_some_and(|pair| host.logon_failed_already(&pair)) {
+        if credential_pair(credential).is_some_and(|pair| provider.logon_failed_already(&pair)) {
             let user = credential_pair(credential).map(|p| p.0).unwrap_or_default();
-            host.err(
+            provider.err(
                 title,
                 &format!("Skipping Invoke-DscResource {}: the PSDscRunAsCredential account '{user}' failed to log on earlier in this run", method.as_str()),
             )?;
@@ -869,18 +888,18 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         }
     }
     let timeout_ms = specify_dsc_timeout(name_hash);
-    host.with_state(|s| s.timeout_ms = timeout_ms);
-    let typedef = host.typedef()?;
+    provider.with_state(|s| s.timeout_ms = timeout_ms);
+    let typedef = provider.typedef()?;
     let mut redactor = redactor_for(&typedef, &[name_hash, props]);
-    let script = match host.build_script(&typedef, props, method)? {
+    let script = match provider.build_script(&typedef, props, method)? {
         Ok(script) => script,
         Err(e) => {
-            host.err(title, &redactor.scrub(&e.to_string()))?;
+            provider.err(title, &redactor.scrub(&e.to_string()))?;
             return Ok(None);
         }
     };
     redactor.add_script(&script);
-    debug_lazy(host, || {
+    debug_lazy(provider, || {
         format!(
             "Invoke-DscResource {} for {} ({} {}), properties: {}",
             method.as_str(),
@@ -890,7 +909,7 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
             shown_resource(&typedef, props)
         )
     })?;
-    debug_lazy(host, || format!("Script:\n{}", script.redacted()))?;
+    debug_lazy(provider, || format!("Script:\n{}", script.redacted()))?;
     let invocation = Invocation {
         title,
         credential: credential.as_ref(),
@@ -899,10 +918,10 @@ pub fn invoke_dsc_resource<H: ProviderHost>(
         timeout_ms,
         redactor: &redactor,
     };
-    match invocation.run_once(host)? {
+    match invocation.run_once(provider)? {
         Outcome::Data(data) => Ok(Some(data)),
         Outcome::Failed => Ok(None),
-        Outcome::Collision => invocation.retry_after_collision(host),
+        Outcome::Collision => invocation.retry_after_collision(provider),
     }
 }
 
@@ -919,7 +938,7 @@ struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
-    fn run_once<H: ProviderHost>(self, host: &H) -> Result<Outcome, H::Error> {
+    fn run_once<P: ProviderCallbacks>(self, provider: &P) -> Result<Outcome, P::Error> {
         let Invocation {
             title,
             credential,
@@ -929,9 +948,9 @@ impl Invocation<'_> {
             redactor,
         } = self;
         let started = Instant::now();
-        let output = host.execute_script(script, timeout_ms);
+        let output = provider.execute_script(script, timeout_ms);
         let elapsed = started.elapsed();
-        debug_lazy(host, || {
+        debug_lazy(provider, || {
             format!(
                 "Invoke-DscResource {} took {:.3} s",
                 method.as_str(),
@@ -941,8 +960,8 @@ impl Invocation<'_> {
         let output = match output {
             Ok(output) => output,
             Err(e) => {
-                let message = redactor.scrub(&host.describe_error(&e));
-                host.err(
+                let message = redactor.scrub(&provider.describe_error(&e));
+                provider.err(
                     title,
                     &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
                 )?;
@@ -971,13 +990,13 @@ impl Invocation<'_> {
             {
                 message.push_str(&format!(" {}", redactor.scrub(report)));
             }
-            host.err(title, &message)?;
+            provider.err(title, &message)?;
             return Ok(Outcome::Failed);
         }
         let data = match parse_json(stdout) {
             Ok(data) => data,
             Err(e) => {
-                host.err(
+                provider.err(
                     title,
                     &format!(
                     "Invoke-DscResource {} returned invalid JSON ({e}); the output starts with: {}",
@@ -991,11 +1010,11 @@ impl Invocation<'_> {
         // What the system reports for a Sensitive-typed attribute is as
         // secret as what the manifest says: marked before it is shown, and
         // scrubbed from the error messages that follow.
-        let marked = mark_value(host.typedef()?.as_ref(), &data);
+        let marked = mark_value(provider.typedef()?.as_ref(), &data);
         let mut redactor = redactor.clone();
         redactor.add_value(&marked);
         let redactor = &redactor;
-        debug_lazy(host, || {
+        debug_lazy(provider, || {
             format!("raw data received: {}", redactor.scrub(&marked.to_string()))
         })?;
         let error = data
@@ -1011,44 +1030,47 @@ impl Invocation<'_> {
         }
         if error.to_lowercase().contains("logon failure") {
             if let Some((user, password)) = credential.and_then(credential_pair) {
-                host.err(
+                provider.err(
                 title,
                 &redactor.scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run.")),
             )?;
-                host.remember_logon_failure((user, password));
+                provider.remember_logon_failure((user, password));
                 return Ok(Outcome::Failed);
             }
         }
-        host.err(title, &redactor.scrub(error))?;
+        provider.err(title, &redactor.scrub(error))?;
         Ok(Outcome::Failed)
     }
 
-    fn retry_after_collision<H: ProviderHost>(self, host: &H) -> Result<Option<Value>, H::Error> {
+    fn retry_after_collision<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+    ) -> Result<Option<Value>, P::Error> {
         let Invocation { title, method, .. } = self;
-        host.notice(
+        provider.notice(
         title,
         "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.",
     )?;
-        let wait = host.with_state(|s| s.collision_wait_seconds);
+        let wait = provider.with_state(|s| s.collision_wait_seconds);
         for attempt in 1..=COLLISION_MAX_RETRIES {
-            host.notice(title, &format!("Sleeping for {wait} seconds."))?;
-            host.sleep(wait)?;
-            host.notice(
+            provider.notice(title, &format!("Sleeping for {wait} seconds."))?;
+            provider.sleep(wait)?;
+            provider.notice(
                 title,
                 &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
             )?;
-            match self.run_once(host)? {
+            match self.run_once(provider)? {
                 Outcome::Data(data) => return Ok(Some(data)),
                 Outcome::Failed => return Ok(None),
                 Outcome::Collision => {
-                    host.notice(
+                    provider.notice(
                         title,
                         &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
                     )?;
                 }
             }
         }
-        host.err(
+        provider.err(
         title,
         &format!("Invoke-DscResource {} still collided after {COLLISION_MAX_RETRIES} retries: {COLLISION_MESSAGE}", method.as_str()),
     )?;

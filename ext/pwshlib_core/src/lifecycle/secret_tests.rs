@@ -14,7 +14,7 @@ use crate::literal::escape_quotes;
 use crate::script::{build_script, InvocableResource, GUARDED_SECRET_CHARS};
 use crate::test_support::secret_typedef;
 
-struct SecretHost {
+struct SecretProvider {
     typedef: Arc<TypeDef>,
     state: RefCell<LifecycleState>,
     answers: RefCell<VecDeque<ExecuteOutput>>,
@@ -22,10 +22,10 @@ struct SecretHost {
     logs: RefCell<Vec<(String, String)>>,
 }
 
-impl SecretHost {
+impl SecretProvider {
     fn new() -> Self {
         let typedef = Arc::new(secret_typedef());
-        SecretHost {
+        SecretProvider {
             state: RefCell::new(LifecycleState::new(&typedef)),
             typedef,
             answers: RefCell::new(VecDeque::new()),
@@ -57,7 +57,7 @@ impl SecretHost {
     }
 }
 
-impl ProviderHost for SecretHost {
+impl ProviderCallbacks for SecretProvider {
     type Error = Error;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
@@ -277,15 +277,15 @@ proptest! {
 
     #[test]
     fn what_the_system_reports_for_sensitive_attributes_is_never_logged(current in any_secret()) {
-        let host = SecretHost::new();
-        host.answer(&json(&system_state(&s(&current))));
+        let provider = SecretProvider::new();
+        provider.answer(&json(&system_state(&s(&current))));
         let query = sym_map(vec![("name", s("vault-one")), ("dsc_vaultname", s("vault-one"))]);
-        let munged = invoke_get_method(&host, &query).unwrap().unwrap();
+        let munged = invoke_get_method(&provider, &query).unwrap().unwrap();
 
         // The raw data line is the result with each Sensitive-typed value
         // replaced by the marker, whatever the secret (even one character).
         let expected = system_state(&secret(&current));
-        let raw_lines: Vec<String> = host
+        let raw_lines: Vec<String> = provider
             .logged("debug")
             .into_iter()
             .filter(|l| l.starts_with("raw data received: "))
@@ -315,7 +315,7 @@ proptest! {
         prop_assert_eq!(member("dsc_settings", "label"), Some(s("label-text")));
 
         // No log line quotes it, in any form.
-        let shown = host.everything_shown();
+        let shown = provider.everything_shown();
         prop_assert!(!shown.contains(&format!("{current:?}")), "{}", shown);
         for form in forms_that_must_not_show(&current) {
             prop_assert!(!shown.contains(&form), "{:?} shows in {}", form, shown);
@@ -331,7 +331,7 @@ proptest! {
 /// The property above, for one secret; the cases below once got through.
 fn check_errors_that_quote_the_script(password: &str) {
     let password = password.to_owned();
-    let host = SecretHost::new();
+    let provider = SecretProvider::new();
     let should = sym_map(vec![
         ("name", s("v1")),
         ("dsc_vaultname", s("v1")),
@@ -353,8 +353,8 @@ fn check_errors_that_quote_the_script(password: &str) {
     ]);
     // PowerShell's parse and runtime errors quote the offending script
     // line after `+ `: answer with every line that holds a secret.
-    let probe = host
-        .build_script(&host.typedef, &dsc_props(&should), DscMethod::Set)
+    let probe = provider
+        .build_script(&provider.typedef, &dsc_props(&should), DscMethod::Set)
         .unwrap()
         .unwrap();
     let text = probe.text();
@@ -374,17 +374,17 @@ fn check_errors_that_quote_the_script(password: &str) {
         quoted.join("\n")
     );
     let answer = serde_json::json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message});
-    host.answer(&answer.to_string());
-    invoke_set_method(&host, &s("v1"), &should).unwrap();
+    provider.answer(&answer.to_string());
+    invoke_set_method(&provider, &s("v1"), &should).unwrap();
 
-    let errors = host.logged("err");
+    let errors = provider.logged("err");
     assert_eq!(errors.len(), 1);
     assert!(
         errors[0].starts_with("[\"v1\"] At line:40 char:1\n+ "),
         "{}",
         errors[0]
     );
-    let shown = host.everything_shown();
+    let shown = provider.everything_shown();
     for form in forms_that_must_not_show(&password) {
         assert!(!shown.contains(&form), "{:?} shows in {}", form, shown);
     }
@@ -408,7 +408,7 @@ fn errors_that_quote_the_script_hide_secrets_the_property_once_let_through() {
 
 #[test]
 fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
-    let host = SecretHost::new();
+    let provider = SecretProvider::new();
     let password = "p'ss\u{2019}word\nsecond-line";
     let should = sym_map(vec![
         ("name", s("v1")),
@@ -418,9 +418,9 @@ fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
     let excerpt =
         "At line:9 char:5\n+ ... secret = 'p''ss\u{2019}\u{2019}word\n+ second-line'; ensure ...";
     let answer = serde_json::json!({"indesiredstate": false, "rebootrequired": false, "errormessage": excerpt});
-    host.answer(&answer.to_string());
-    invoke_set_method(&host, &s("v1"), &should).unwrap();
-    let errors = host.logged("err");
+    provider.answer(&answer.to_string());
+    invoke_set_method(&provider, &s("v1"), &should).unwrap();
+    let errors = provider.logged("err");
     assert!(!errors[0].contains("p''ss"), "{}", errors[0]);
     assert!(!errors[0].contains("second-line"), "{}", errors[0]);
     assert!(errors[0].contains(REDACTED_SENSITIVE), "{}", errors[0]);
@@ -428,7 +428,7 @@ fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
 
 #[test]
 fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
-    let host = SecretHost::new();
+    let provider = SecretProvider::new();
     let should = sym_map(vec![
         ("name", s("v1")),
         ("dsc_vaultname", s("v1")),
@@ -437,13 +437,13 @@ fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
             Value::Hash(Map(vec![(s("Key"), s("a")), (s("key"), s("b"))])),
         ),
     ]);
-    invoke_set_method(&host, &s("v1"), &should).unwrap();
+    invoke_set_method(&provider, &s("v1"), &should).unwrap();
     assert_eq!(
-        host.logged("err"),
+        provider.logged("err"),
         vec![
             "[\"v1\"] dsc_options: unsupported value: the keys 'Key' and 'key' differ only in case; PowerShell compares hashtable keys without case, so it would refuse them"
         ]
     );
-    assert!(host.scripts.borrow().is_empty(), "nothing was sent");
-    assert!(host.with_state(|state| state.failed_sets.get(&should).is_some()));
+    assert!(provider.scripts.borrow().is_empty(), "nothing was sent");
+    assert!(provider.with_state(|state| state.failed_sets.get(&should).is_some()));
 }

@@ -6,7 +6,7 @@ use crate::test_support::fixture_typedef;
 
 /// A host whose overridable methods are the core defaults and whose
 /// `execute` answers from a queue (or a default Get/Set/Test answer).
-struct FakeHost {
+struct FakeProvider {
     typedef: Arc<TypeDef>,
     state: RefCell<LifecycleState>,
     pending_method: Cell<Option<DscMethod>>,
@@ -29,10 +29,10 @@ fn out(json: &str) -> ExecuteOutput {
     }
 }
 
-impl FakeHost {
+impl FakeProvider {
     fn new() -> Self {
         let typedef = Arc::new(fixture_typedef());
-        FakeHost {
+        FakeProvider {
             state: RefCell::new(LifecycleState::new(&typedef)),
             typedef,
             pending_method: Cell::new(None),
@@ -71,7 +71,7 @@ impl FakeHost {
     }
 }
 
-impl ProviderHost for FakeHost {
+impl ProviderCallbacks for FakeProvider {
     type Error = Error;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
@@ -193,49 +193,52 @@ fn title() -> Value {
 
 /// Drives one resource the way the Resource API does; returns whether a
 /// Set was needed.
-fn drive(host: &FakeHost, manifest: Map) -> bool {
-    let canonical = canonicalize(host, vec![manifest]).unwrap().remove(0);
-    let current = get(host, Some(vec![title()])).unwrap().remove(0);
+fn drive(provider: &FakeProvider, manifest: Map) -> bool {
+    let canonical = canonicalize(provider, vec![manifest]).unwrap().remove(0);
+    let current = get(provider, Some(vec![title()])).unwrap().remove(0);
     assert_eq!(
-        canonicalize(host, vec![current.clone()]).unwrap()[0],
+        canonicalize(provider, vec![current.clone()]).unwrap()[0],
         current
     );
-    let target = canonicalize(host, vec![canonical.clone()])
+    let target = canonicalize(provider, vec![canonical.clone()])
         .unwrap()
         .remove(0);
     assert_eq!(target, canonical);
     let mut changed = false;
     for property in ["dsc_ensure", "dsc_contents", "dsc_destinationpath"] {
-        let answer = insync(host, &title(), property, Some(&current), &target).unwrap();
-        if matches!(answer, Insync::Changed(_) | Insync::InSync(false)) {
+        let answer = insync(provider, &title(), property, Some(&current), &target).unwrap();
+        if matches!(answer, Insync::OutOfSync(_)) {
             changed = true;
             // Puppet's corrective-change check asks once more.
             assert_eq!(
-                insync(host, &title(), property, Some(&current), &target).unwrap(),
+                insync(provider, &title(), property, Some(&current), &target).unwrap(),
                 Insync::UseDefault
             );
         }
     }
     if changed {
-        let action = set_action(&host.typedef, Some(&current), &target);
+        let action = set_action(&provider.typedef, Some(&current), &target);
         assert_eq!(action, SetAction::Update);
-        host.invoke_set_method(&title(), &target).unwrap();
+        provider.invoke_set_method(&title(), &target).unwrap();
     }
     changed
 }
 
 #[test]
 fn in_sync_resource_costs_one_get() {
-    let host = FakeHost::new();
-    host.system.borrow_mut().insert(s("Contents"), s("hello"));
-    assert!(!drive(&host, manifest("property")));
-    assert_eq!(host.methods(), [DscMethod::Get]);
+    let provider = FakeProvider::new();
+    provider
+        .system
+        .borrow_mut()
+        .insert(s("Contents"), s("hello"));
+    assert!(!drive(&provider, manifest("property")));
+    assert_eq!(provider.methods(), [DscMethod::Get]);
 }
 
 #[test]
 fn canonicalize_keeps_system_casing() {
-    let host = FakeHost::new();
-    let canonical = canonicalize(&host, vec![manifest("property")])
+    let provider = FakeProvider::new();
+    let canonical = canonicalize(&provider, vec![manifest("property")])
         .unwrap()
         .remove(0);
     assert_eq!(
@@ -249,31 +252,31 @@ fn canonicalize_keeps_system_casing() {
 
 #[test]
 fn changed_resource_costs_one_get_and_one_set_and_forgets_its_state() {
-    let host = FakeHost::new();
+    let provider = FakeProvider::new();
     let mut m = manifest("property");
     m.insert_symbol("dsc_contents", s("other"));
-    assert!(drive(&host, m));
-    assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Set]);
-    assert!(host.state.borrow().query_results.is_empty());
+    assert!(drive(&provider, m));
+    assert_eq!(provider.methods(), [DscMethod::Get, DscMethod::Set]);
+    assert!(provider.state.borrow().query_results.is_empty());
 }
 
 #[test]
 fn resource_mode_adds_exactly_one_test() {
-    let host = FakeHost::new();
-    host.in_desired_state.set(false);
-    assert!(drive(&host, manifest("resource")));
+    let provider = FakeProvider::new();
+    provider.in_desired_state.set(false);
+    assert!(drive(&provider, manifest("resource")));
     assert_eq!(
-        host.methods(),
+        provider.methods(),
         [DscMethod::Get, DscMethod::Test, DscMethod::Set]
     );
-    let host = FakeHost::new();
-    assert!(!drive(&host, manifest("resource")));
-    assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Test]);
+    let provider = FakeProvider::new();
+    assert!(!drive(&provider, manifest("resource")));
+    assert_eq!(provider.methods(), [DscMethod::Get, DscMethod::Test]);
 }
 
 #[test]
 fn change_message_shows_values_but_never_secrets() {
-    let host = FakeHost::new();
+    let provider = FakeProvider::new();
     let secret = Value::Sensitive(Box::new(s("p'ss\nword")));
     let should = Map(vec![
         (Value::sym("name"), s("Title")),
@@ -294,14 +297,14 @@ fn change_message_shows_values_but_never_secrets() {
             ])),
         ),
     ]);
-    let Insync::Changed(message) =
-        insync(&host, &title(), "dsc_contents", Some(&is), &should).unwrap()
+    let Insync::OutOfSync(Some(message)) =
+        insync(&provider, &title(), "dsc_contents", Some(&is), &should).unwrap()
     else {
         panic!("expected a change");
     };
     assert_eq!(message, "dsc_contents changed 'old' to 'new'");
-    let Insync::Changed(message) =
-        insync(&host, &title(), "dsc_password", Some(&is), &should).unwrap()
+    let Insync::OutOfSync(Some(message)) =
+        insync(&provider, &title(), "dsc_password", Some(&is), &should).unwrap()
     else {
         panic!("expected a change");
     };
@@ -311,8 +314,8 @@ fn change_message_shows_values_but_never_secrets() {
 
 #[test]
 fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
-    let host = FakeHost::new();
-    host.answers.borrow_mut().push_back(ExecuteOutput {
+    let provider = FakeProvider::new();
+    provider.answers.borrow_mut().push_back(ExecuteOutput {
         stdout: None,
         errormessage: Some(
             "Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing"
@@ -321,8 +324,8 @@ fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
     });
     let mut m = manifest("property");
     m.insert_symbol("dsc_timeout", Value::Int(5));
-    assert_eq!(invoke_get_method(&host, &m).unwrap(), None);
-    let errors = host.logged("err");
+    assert_eq!(invoke_get_method(&provider, &m).unwrap(), None);
+    let errors = provider.logged("err");
     assert_eq!(errors.len(), 1);
     assert!(
         errors[0].starts_with("[\"Title\"] Nothing returned"),
@@ -333,30 +336,38 @@ fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
     // The next resource has no timeout: it does not stick.
     let mut other = manifest("property");
     other.insert_symbol("name", s("Other"));
-    invoke_get_method(&host, &other).unwrap();
+    invoke_get_method(&provider, &other).unwrap();
     assert_eq!(
-        host.calls.borrow().iter().map(|c| c.1).collect::<Vec<_>>(),
+        provider
+            .calls
+            .borrow()
+            .iter()
+            .map(|c| c.1)
+            .collect::<Vec<_>>(),
         [Some(5000), None]
     );
 }
 
 #[test]
 fn invalid_json_reports_parse_error_and_excerpt() {
-    let host = FakeHost::new();
-    host.answers.borrow_mut().push_back(out("{not json at all"));
+    let provider = FakeProvider::new();
+    provider
+        .answers
+        .borrow_mut()
+        .push_back(out("{not json at all"));
     assert_eq!(
-        invoke_get_method(&host, &manifest("property")).unwrap(),
+        invoke_get_method(&provider, &manifest("property")).unwrap(),
         None
     );
-    let errors = host.logged("err");
+    let errors = provider.logged("err");
     assert!(errors[0].contains("invalid JSON"), "{}", errors[0]);
     assert!(errors[0].contains("{not json at all"), "{}", errors[0]);
 }
 
 #[test]
 fn logon_failure_is_remembered_for_the_run() {
-    let host = FakeHost::new();
-    host.answers.borrow_mut().push_back(out(
+    let provider = FakeProvider::new();
+    provider.answers.borrow_mut().push_back(out(
         r#"{"errormessage":"Logon failure: the user has not been granted the requested logon type at this computer"}"#,
     ));
     let mut m = manifest("property");
@@ -365,13 +376,13 @@ fn logon_failure_is_remembered_for_the_run() {
         (s("password"), Value::Sensitive(Box::new(s("Secr3t")))),
     ]));
     m.insert_symbol("dsc_psdscrunascredential", cred.clone());
-    assert_eq!(invoke_get_method(&host, &m).unwrap(), None);
+    assert_eq!(invoke_get_method(&provider, &m).unwrap(), None);
     let mut other = manifest("property");
     other.insert_symbol("name", s("Other"));
     other.insert_symbol("dsc_psdscrunascredential", cred);
-    assert_eq!(invoke_get_method(&host, &other).unwrap(), None);
-    assert_eq!(host.methods(), [DscMethod::Get]);
-    let errors = host.logged("err");
+    assert_eq!(invoke_get_method(&provider, &other).unwrap(), None);
+    assert_eq!(provider.methods(), [DscMethod::Get]);
+    let errors = provider.logged("err");
     assert_eq!(errors.len(), 2);
     assert!(
         errors[0].contains("svc") && errors[0].contains("logon rights"),
@@ -384,54 +395,57 @@ fn logon_failure_is_remembered_for_the_run() {
 
 #[test]
 fn collision_is_retried_and_the_retry_result_used() {
-    let host = FakeHost::new();
-    host.with_state(|s| s.collision_wait_seconds = 0.5);
+    let provider = FakeProvider::new();
+    provider.with_state(|s| s.collision_wait_seconds = 0.5);
     let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
-    host.answers
+    provider
+        .answers
         .borrow_mut()
         .extend([out(&collided), out(&collided)]);
-    let result = invoke_get_method(&host, &manifest("property"))
+    let result = invoke_get_method(&provider, &manifest("property"))
         .unwrap()
         .unwrap();
     assert_eq!(result.get_named("dsc_contents"), Some(&s("hello")));
-    assert_eq!(host.methods(), [DscMethod::Get; 3]);
-    assert_eq!(*host.sleeps.borrow(), [0.5, 0.5]);
-    assert!(host.logged("notice")[0].contains("collision"));
-    assert!(host.logged("err").is_empty());
+    assert_eq!(provider.methods(), [DscMethod::Get; 3]);
+    assert_eq!(*provider.sleeps.borrow(), [0.5, 0.5]);
+    assert!(provider.logged("notice")[0].contains("collision"));
+    assert!(provider.logged("err").is_empty());
 }
 
 #[test]
 fn collision_gives_up_after_five_retries() {
-    let host = FakeHost::new();
-    host.with_state(|s| s.collision_wait_seconds = 0.0);
+    let provider = FakeProvider::new();
+    provider.with_state(|s| s.collision_wait_seconds = 0.0);
     let collided = format!(r#"{{"errormessage":"{COLLISION_MESSAGE}"}}"#);
-    host.answers
+    provider
+        .answers
         .borrow_mut()
         .extend((0..6).map(|_| out(&collided)));
     assert_eq!(
-        invoke_get_method(&host, &manifest("property")).unwrap(),
+        invoke_get_method(&provider, &manifest("property")).unwrap(),
         None
     );
-    assert_eq!(host.methods().len(), 6);
-    assert_eq!(host.logged("err").len(), 1);
+    assert_eq!(provider.methods().len(), 6);
+    assert_eq!(provider.logged("err").len(), 1);
 }
 
 #[test]
 fn reboot_required_warns_naming_the_resource() {
-    let host = FakeHost::new();
-    host.answers.borrow_mut().push_back(out(
+    let provider = FakeProvider::new();
+    provider.answers.borrow_mut().push_back(out(
         r#"{"indesiredstate":true,"rebootrequired":true,"errormessage":""}"#,
     ));
-    invoke_set_method(&host, &title(), &manifest("property")).unwrap();
-    let warnings = host.logged("warning");
+    invoke_set_method(&provider, &title(), &manifest("property")).unwrap();
+    let warnings = provider.logged("warning");
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].starts_with("[\"Title\"]") && warnings[0].contains("reboot"));
 }
 
 #[test]
 fn dsc_error_is_scrubbed_of_secrets() {
-    let host = FakeHost::new();
-    host.answers
+    let provider = FakeProvider::new();
+    provider
+        .answers
         .borrow_mut()
         .push_back(out(r#"{"errormessage":"bad password 'Secr\"3t' for svc"}"#));
     let mut m = manifest("property");
@@ -442,8 +456,8 @@ fn dsc_error_is_scrubbed_of_secrets() {
             (s("password"), Value::Sensitive(Box::new(s("Secr\"3t")))),
         ])),
     );
-    invoke_get_method(&host, &m).unwrap();
-    let errors = host.logged("err");
+    invoke_get_method(&provider, &m).unwrap();
+    let errors = provider.logged("err");
     assert!(!errors[0].contains("Secr"), "{}", errors[0]);
     assert!(errors[0].contains(REDACTED_SENSITIVE));
 }
@@ -480,30 +494,30 @@ fn set_actions_compare_ensure_case_insensitively() {
 
 #[test]
 fn absent_manifest_skips_the_get_in_canonicalize() {
-    let host = FakeHost::new();
+    let provider = FakeProvider::new();
     let mut m = manifest("property");
     m.insert_symbol("dsc_ensure", s("ABSENT"));
-    let out = canonicalize(&host, vec![m.clone()]).unwrap();
+    let out = canonicalize(&provider, vec![m.clone()]).unwrap();
     assert_eq!(out[0], m);
-    assert!(host.methods().is_empty());
+    assert!(provider.methods().is_empty());
 }
 
 #[test]
 fn a_thousand_resources_cost_a_thousand_gets() {
-    let host = FakeHost::new();
+    let provider = FakeProvider::new();
     for i in 0..1000 {
         let mut m = manifest("property");
         m.insert_symbol("name", s(&format!("R{i}")));
         m.insert_symbol("dsc_destinationpath", s(&format!("c:\\r{i}")));
-        let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
+        let canonical = canonicalize(&provider, vec![m]).unwrap().remove(0);
         let t = Value::Hash(Map(vec![
             (Value::sym("name"), s(&format!("R{i}"))),
             (Value::sym("dsc_destinationpath"), s(&format!("C:\\R{i}"))),
         ]));
-        let current = get(&host, Some(vec![t.clone()])).unwrap().remove(0);
-        insync(&host, &t, "dsc_contents", Some(&current), &canonical).unwrap();
+        let current = get(&provider, Some(vec![t.clone()])).unwrap().remove(0);
+        insync(&provider, &t, "dsc_contents", Some(&current), &canonical).unwrap();
     }
-    assert_eq!(host.methods().len(), 1000);
+    assert_eq!(provider.methods().len(), 1000);
 }
 
 #[test]
@@ -513,39 +527,53 @@ fn a_failed_get_is_not_retried_and_nothing_else_is_called() {
         out("{not json"),
         out(r#"{"errormessage":"The resource failed"}"#),
     ] {
-        let host = FakeHost::new();
-        host.answers.borrow_mut().push_back(failure);
+        let provider = FakeProvider::new();
+        provider.answers.borrow_mut().push_back(failure);
         let m = manifest("resource");
-        let canonical = canonicalize(&host, vec![m.clone()]).unwrap().remove(0);
+        let canonical = canonicalize(&provider, vec![m.clone()]).unwrap().remove(0);
         assert_eq!(canonical, m);
         // get hands back the title only, without a second Get.
-        let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+        let current = get(&provider, Some(vec![title()])).unwrap().remove(0);
         assert_eq!(current, name_hash_of(&title()));
         assert_eq!(
-            canonicalize(&host, vec![current.clone()]).unwrap()[0],
+            canonicalize(&provider, vec![current.clone()]).unwrap()[0],
             current
         );
         // Out of sync without a Test (resource mode), so that set runs and
         // marks the resource failed; the corrective check gets nil.
-        let answer = insync(&host, &title(), "dsc_contents", Some(&current), &canonical).unwrap();
+        let answer = insync(
+            &provider,
+            &title(),
+            "dsc_contents",
+            Some(&current),
+            &canonical,
+        )
+        .unwrap();
         assert!(
-            matches!(&answer, Insync::Changed(m) if m.contains("could not be read")),
+            matches!(&answer, Insync::OutOfSync(Some(m)) if m.contains("could not be read")),
             "{answer:?}"
         );
         assert_eq!(
-            insync(&host, &title(), "dsc_contents", Some(&current), &canonical).unwrap(),
+            insync(
+                &provider,
+                &title(),
+                "dsc_contents",
+                Some(&current),
+                &canonical
+            )
+            .unwrap(),
             Insync::UseDefault
         );
-        assert!(get_failed(&host, &canonical));
-        assert_eq!(host.methods(), [DscMethod::Get]);
-        assert_eq!(host.logged("err").len(), 1);
+        assert!(get_failed(&provider, &canonical));
+        assert_eq!(provider.methods(), [DscMethod::Get]);
+        assert_eq!(provider.logged("err").len(), 1);
         // Another resource is unaffected.
         let mut other = manifest("property");
         other.insert_symbol("name", s("Other"));
         other.insert_symbol("dsc_destinationpath", s("c:\\other"));
-        assert!(!get_failed(&host, &other));
-        canonicalize(&host, vec![other]).unwrap();
-        assert_eq!(host.methods(), [DscMethod::Get, DscMethod::Get]);
+        assert!(!get_failed(&provider, &other));
+        canonicalize(&provider, vec![other]).unwrap();
+        assert_eq!(provider.methods(), [DscMethod::Get, DscMethod::Get]);
     }
     let message = get_failed_message(&fixture_typedef(), Some(&s("Title")));
     assert!(
@@ -556,7 +584,7 @@ fn a_failed_get_is_not_retried_and_nothing_else_is_called() {
 
 #[test]
 fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
-    let host = FakeHost::new();
+    let provider = FakeProvider::new();
     let password = Value::Sensitive(Box::new(s("x")));
     let credential = |user: &str| {
         Value::Hash(Map(vec![
@@ -564,7 +592,7 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
             (s("password"), password.clone()),
         ]))
     };
-    host.system.borrow_mut().insert(
+    provider.system.borrow_mut().insert(
         s("Password"),
         Value::Hash(Map(vec![
             (s("user"), s("Alice")),
@@ -574,21 +602,28 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
     let mut m = manifest("property");
     m.insert_symbol("dsc_contents", s("hello"));
     m.insert_symbol("dsc_password", credential("alice"));
-    let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
-    let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+    let canonical = canonicalize(&provider, vec![m]).unwrap().remove(0);
+    let current = get(&provider, Some(vec![title()])).unwrap().remove(0);
     let is_password = current.get_named("dsc_password").unwrap();
     assert_eq!(
         is_password.as_map().unwrap().get_named("password"),
         Some(&password)
     );
     assert_eq!(
-        insync(&host, &title(), "dsc_password", Some(&current), &canonical).unwrap(),
-        Insync::InSync(true)
+        insync(
+            &provider,
+            &title(),
+            "dsc_password",
+            Some(&current),
+            &canonical
+        )
+        .unwrap(),
+        Insync::InSync
     );
 
     // Another user: a real change, which never shows the password.
-    let host = FakeHost::new();
-    host.system.borrow_mut().insert(
+    let provider = FakeProvider::new();
+    provider.system.borrow_mut().insert(
         s("Password"),
         Value::Hash(Map(vec![
             (s("user"), s("Bob")),
@@ -597,8 +632,8 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
     );
     let mut m = manifest("property");
     m.insert_symbol("dsc_password", credential("Alice"));
-    let canonical = canonicalize(&host, vec![m]).unwrap().remove(0);
-    let current = get(&host, Some(vec![title()])).unwrap().remove(0);
+    let canonical = canonicalize(&provider, vec![m]).unwrap().remove(0);
+    let current = get(&provider, Some(vec![title()])).unwrap().remove(0);
     assert_eq!(
         current
             .get_named("dsc_password")
@@ -606,8 +641,15 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
             .and_then(|p| p.get_named("password")),
         Some(&password)
     );
-    let answer = insync(&host, &title(), "dsc_password", Some(&current), &canonical).unwrap();
-    let Insync::Changed(message) = answer else {
+    let answer = insync(
+        &provider,
+        &title(),
+        "dsc_password",
+        Some(&current),
+        &canonical,
+    )
+    .unwrap();
+    let Insync::OutOfSync(Some(message)) = answer else {
         panic!("{answer:?}")
     };
     assert!(
@@ -622,8 +664,8 @@ fn a_credential_get_without_password_is_in_sync_when_the_user_matches() {
 
 #[test]
 fn the_ensurable_workaround_is_in_sync_whatever_puppet_holds() {
-    let mut host = FakeHost::new();
-    host.typedef = Arc::new(crate::test_support::scaffolded_enum_typedef());
+    let mut provider = FakeProvider::new();
+    provider.typedef = Arc::new(crate::test_support::scaffolded_enum_typedef());
     let title = Value::str("acl");
     let should = Map(vec![
         (Value::sym("name"), title.clone()),
@@ -635,11 +677,11 @@ fn the_ensurable_workaround_is_in_sync_whatever_puppet_holds() {
     // is asked of DSC and nothing is out of sync.
     for is in [None, Some(Map::new())] {
         assert_eq!(
-            insync(&host, &title, "ensurable", is.as_ref(), &should).unwrap(),
-            Insync::InSync(true)
+            insync(&provider, &title, "ensurable", is.as_ref(), &should).unwrap(),
+            Insync::InSync
         );
     }
-    assert!(host.methods().is_empty(), "{:?}", host.methods());
+    assert!(provider.methods().is_empty(), "{:?}", provider.methods());
 }
 
 #[test]
