@@ -39,7 +39,11 @@ end
 
 KINDS = %w[pwshlib noop noop-insync].freeze
 
-cores = File.read('/proc/cpuinfo').scan(/^processor/).size rescue 0
+cores = begin
+  File.read('/proc/cpuinfo').scan(/^processor/).size
+rescue StandardError
+  0
+end
 puts "catalog bench: #{RUBY_DESCRIPTION}; #{cores} CPUs; load average before: #{load_average}"
 results = Hash.new { |h, k| h[k] = [] }
 SIZES.each do |n, reps|
@@ -89,7 +93,9 @@ puts format('peak RSS at N=%d (median): pwshlib %.1f MiB; no-op %.1f MiB (%+.1f%
 wire = child(WIRE)
 puts
 puts 'bytes per call (request frame, dsc_fixturefile; the vendored module path of this checkout included):'
-puts format('  %-28s first Get %6d   Set %6d   in-sync Get %6d', 'host holding the prelude:', *wire[:with_prelude].values_at(:first_get, :set, :in_sync_get))
-puts format('  %-28s first Get %6d   Set %6d   in-sync Get %6d', 'host without preludes:', *wire[:whole_script].values_at(:first_get, :set, :in_sync_get))
+puts format('  %-28s first Get %6d   Set %6d   in-sync Get %6d', 'host holding the prelude:',
+            *wire[:with_prelude].values_at(:first_get, :set, :in_sync_get))
+puts format('  %-28s first Get %6d   Set %6d   in-sync Get %6d', 'host without preludes:',
+            *wire[:whole_script].values_at(:first_get, :set, :in_sync_get))
 puts
 puts "load average after: #{load_average}"

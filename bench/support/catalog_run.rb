@@ -23,7 +23,8 @@ fixture_lib = File.join(root, 'spec', 'fixtures', 'modules', 'dscfixtures', 'lib
 pwshlib_lib = ENV.fetch('PWSHLIB_BENCH_LIB', File.join(root, 'lib'))
 [pwshlib_lib, fixture_lib, File.join(__dir__, 'lib')].each { |dir| $LOAD_PATH.unshift(dir) }
 
-kind, count = ARGV[0], Integer(ARGV[1])
+kind = ARGV[0]
+count = Integer(ARGV[1])
 WARM_UP = 20
 scratch = Dir.mktmpdir('pwshlib-bench')
 require 'puppet'
@@ -116,9 +117,8 @@ GC.start
 # get, insync?, the strict check). An agent run does both.
 catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
 _, apply_wall, apply_cpu = timed { apply_in_sync(catalog) }
-if kind == 'pwshlib' && manager.calls != WARM_UP + count
-  raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}"
-end
+raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}" if kind == 'pwshlib' && manager.calls != WARM_UP + count
+
 peak_kib = File.read('/proc/self/status')[/VmHWM:\s+(\d+)/, 1].to_i
 FileUtils.rm_rf(scratch)
 puts JSON.generate(kind: kind, n: count, build_wall: build_wall, build_cpu: build_cpu, apply_wall: apply_wall,

@@ -41,7 +41,6 @@ module AcceptanceBadValues
       run.output.lines.grep(/\AError:/)
     end
 
-    # rubocop:disable RSpec/InstanceVariable
     describe 'one Timespan among good resources' do
       before(:all) do
         @machine = Acceptance::Machine.new('bad-value')
@@ -123,6 +122,5 @@ module AcceptanceBadValues
         expect(failed).to match_array(BAD.keys.map { |title| ref(title) })
       end
     end
-    # rubocop:enable RSpec/InstanceVariable
   end
 end

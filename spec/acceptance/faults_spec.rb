@@ -51,13 +51,13 @@ module AcceptanceFaults
       end
     end
 
-    # rubocop:disable RSpec/InstanceVariable
     describe 'the host crashes mid-run' do
       before(:all) do
         @machine = Acceptance::Machine.new('crash')
         # The host process dies (exits without answering) on the first call for
         # the middle resource, after it has served the first one.
-        manifest = [self.class.file('before-crash', 'one'), self.class.file('crashing', 'two'), self.class.file('after-crash', 'three')].join("\n")
+        manifest = [self.class.file('before-crash', 'one'), self.class.file('crashing', 'two'),
+                    self.class.file('after-crash', 'three')].join("\n")
         @run = @machine.apply(manifest, env: {
                                 'PWSHLIB_SIM_CRASH_RESOURCE' => 'FixtureFile:C:\\Faults\\crashing.txt',
                                 'PWSHLIB_SIM_CRASH_ON_CALL' => '1',
@@ -260,6 +260,5 @@ module AcceptanceFaults
 
       include_examples 'a run that keeps its secrets'
     end
-    # rubocop:enable RSpec/InstanceVariable
   end
 end

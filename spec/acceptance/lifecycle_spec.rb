@@ -120,7 +120,7 @@ module AcceptanceLifecycle
                  }
                },
                { 'port' => 80, 'hostname' => 'WWW.Contoso.Com', 'protocol' => 'http' },
-             ]
+             ],
            },
            # The same instant written in another zone; the number is stored as
            # text before this run (see store_numbers_as_text).
@@ -153,8 +153,8 @@ module AcceptanceLifecycle
       'class-a' => %w[dsc_value Enabled Disabled],
       'user-a' => ['dsc_fullname', 'Alice Liddell', 'Alice Pleasance Liddell'],
       'site-a' => ['dsc_physicalpath', 'C:\\inetpub\\Contoso', 'D:\\Sites\\Contoso'],
-      'sched-a' => ['dsc_repeatintervalminutes', '1440', '60'],
-      'reg-a' => ['dsc_valuedata', 'Beta', 'Gamma'],
+      'sched-a' => %w[dsc_repeatintervalminutes 1440 60],
+      'reg-a' => %w[dsc_valuedata Beta Gamma],
       'svc-a' => %w[dsc_state Running Stopped],
       'file-vm' => %w[dsc_contents v1 v2],
     }.freeze
@@ -225,7 +225,7 @@ module AcceptanceLifecycle
       { 'Get' => 1, 'Set' => sets, 'Test' => title.end_with?('-vm') ? 1 : 0 }
     end
 
-    # rubocop:disable RSpec/InstanceVariable -- the runs are shared by the examples
+    # Instance variables: the runs are made once and shared by the examples.
     before(:all) do
       @machine = Acceptance::Machine.new('lifecycle')
       @created = @machine.apply(self.class.manifest(self.class.base_resources))
@@ -248,8 +248,6 @@ module AcceptanceLifecycle
 
     let(:machine) { @machine }
     let(:runs) { @machine.runs }
-    # rubocop:enable RSpec/InstanceVariable
-
     describe 'run 1: creating everything' do
       let(:run) { runs[0] }
 
@@ -399,7 +397,7 @@ module AcceptanceLifecycle
         steps = {
           'the manifest data before canonicalization' => /Canonicalizing \{name: "file-a"/,
           'the invocation metadata' => /Invoke-DscResource Set for "file-a" \(FixtureFile 1\.2\.0\)/,
-          'the generated script' => /\$InvokeParams = @\{Name = 'FixtureFile'; Method = 'Set'; Property = @\{psdscrunascredential = \$cred_\h+; destinationpath = 'C:\\Temp\\Pwshlib\\Readme\.txt'/,
+          'the generated script' => /\$InvokeParams = @\{Name = 'FixtureFile'; Method = 'Set'; Property = @\{psdscrunascredential = \$cred_\h+; destinationpath = 'C:\\Temp\\Pwshlib\\Readme\.txt'/, # rubocop:disable Layout/LineLength
           'the redacted password in the script' => /New-PsCredential -User 'CONTOSO\\runner' -Password '#<Sensitive \[value redacted\]>'/,
           'the raw JSON' => /raw data received: .*Hello/,
           'the munged hash' => /Returned to Puppet as \{.*dsc_contents: "Hello"/,
@@ -512,7 +510,10 @@ module AcceptanceLifecycle
         tokens = SECRETS.flat_map { |secret| [Acceptance.secret_token(secret), Acceptance.secret_token(secret).reverse] }
         files = runs.flat_map(&:puppet_files)
         expect(files).not_to be_empty
-        leaks = files.select { |path| text = File.binread(path); tokens.any? { |token| text.include?(token) } }
+        leaks = files.select do |path|
+          text = File.binread(path)
+          tokens.any? { |token| text.include?(token) }
+        end
         expect(leaks).to eq([])
       end
 
@@ -567,8 +568,9 @@ module AcceptanceLifecycle
       actual = Acceptance.normalize_stored(resource)
       expect(actual.keys.sort).to eq(expected.keys.map(&:downcase).sort), "#{title}: #{resource.inspect}"
       expected.each do |property, value|
-        expect(Acceptance.same_stored_value?(actual[property.downcase], value)).to be(true),
-                                                                             "#{title}.#{property}: stored #{actual[property.downcase].inspect}, declared #{value.inspect}"
+        stored_value = actual[property.downcase]
+        expect(Acceptance.same_stored_value?(stored_value, value)).to be(true),
+                                                                      "#{title}.#{property}: stored #{stored_value.inspect}, declared #{value.inspect}"
       end
     end
   end

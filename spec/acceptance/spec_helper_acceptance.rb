@@ -228,7 +228,7 @@ module Acceptance
         stderr: stderr,
         report_text: File.exist?(report_path) ? File.read(report_path) : '',
         calls: Acceptance.read_call_log(log_path),
-        seconds: seconds,
+        seconds: seconds
       )
       run.run_dir = run_dir
       run.output_path = File.join(run_dir, 'output.txt')
@@ -352,7 +352,7 @@ module Acceptance
   #    "keys": {...}, "no_ensure": [...], "faults": {...}, "counters": {...}}
   # Resource and property names compare without case, as DSC does.
   def stored_all(state)
-    (state['resources'] || {}).to_h { |name, items| [name.downcase, items] }
+    (state['resources'] || {}).transform_keys(&:downcase)
   end
 
   def stored_resource(state, friendly, keys)
@@ -364,7 +364,7 @@ module Acceptance
 
   # Property names lowercased, at the top level only.
   def normalize_stored(resource)
-    resource.to_h { |name, value| [name.downcase, value] }
+    resource.transform_keys(&:downcase)
   end
 
   # Does a stored value hold exactly a declared value? Nested hash keys
@@ -377,8 +377,8 @@ module Acceptance
     when Hash
       return false unless actual.is_a?(Hash)
 
-      actual = actual.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
-      expected = expected.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.to_h { |k, v| [k.downcase, v] }
+      actual = actual.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.transform_keys(&:downcase)
+      expected = expected.reject { |k, _| k.to_s.casecmp?('cim_instance_type') }.transform_keys(&:downcase)
       actual.keys.sort == expected.keys.sort && expected.all? { |k, v| same_stored_value?(actual[k], v) }
     when Array
       actual.is_a?(Array) && actual.size == expected.size &&

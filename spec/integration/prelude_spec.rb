@@ -82,8 +82,9 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     expect(id).to match(/\Adsc-\h{16}\z/)
     # The first request of the session defines the prelude; the rest name it.
     expect(sent.map { |call| call[:bytes] }).to eq([frame_bytes(get, id, request: 1, prelude_code: prelude),
-                                                         frame_bytes(set, id, request: 2), frame_bytes(get, id, request: 3)])
-    in_sync_get, set_call = sent[2][:bytes], sent[1][:bytes]
+                                                    frame_bytes(set, id, request: 2), frame_bytes(get, id, request: 3)])
+    in_sync_get = sent[2][:bytes]
+    set_call = sent[1][:bytes]
     # Exact, apart from the checkout's path to the vendored module, which
     # each body holds twice (request ids below 10 take 7 bytes: `"id":3,`).
     # The PSModulePath line and the try/finally around the call (issue 10,

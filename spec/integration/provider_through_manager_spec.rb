@@ -130,7 +130,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     expect(calls.map { |c| [c['method'], c['properties']['name']] }).to eq([%w[Set good]])
     # The empty array is typed from the Struct member (Array[String]); nil is left out.
     expect(calls.first['properties']['bindinginfo']).to eq(
-      [{ 'protocol' => 'http', 'port' => 80, 'certificatesubjects' => [], 'cim_instance_type' => 'MSFT_FixtureBindingInformation' }],
+      [{ 'protocol' => 'http', 'port' => 80, 'certificatesubjects' => [], 'cim_instance_type' => 'MSFT_FixtureBindingInformation' }]
     )
     errors = website_context.logged(:err)
     expect(errors.grep(/good/)).to eq([])

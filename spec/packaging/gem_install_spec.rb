@@ -16,7 +16,7 @@ RSpec.describe 'the pwshlib gem' do
       out, status = Open3.capture2e('gem', 'build', 'pwshlib.gemspec', '--output', gem_file, chdir: root)
       expect(status).to be_success, out
 
-      contents, status = Open3.capture2e('tar', '-xOf', gem_file, 'data.tar.gz', [:out, :err] => :out)
+      contents, status = Open3.capture2e('tar', '-xOf', gem_file, 'data.tar.gz', %i[out err] => :out)
       expect(status).to be_success
       listing, = Open3.capture2('tar', '-tz', stdin_data: contents)
       expect(listing.lines.map(&:strip)).to include('Cargo.lock', 'ext/pwshlib/extconf.rb', 'lib/pwshlib.rb')

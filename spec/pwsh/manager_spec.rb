@@ -342,7 +342,7 @@ RSpec.describe Pwsh::Manager do
         expect(io.gets).to eq("interrupted alive=false\n")
         expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 1.5
         io.read
-        expect(File.exist?("/proc/\#{host_pid}")).to be(false)
+        expect(File.exist?("/proc/#{host_pid}")).to be(false)
       end
     end
   end
@@ -354,7 +354,7 @@ RSpec.describe Pwsh::Manager do
       quiet = manager.execute("Write-Output 'x'")
       expect(quiet[:stderr]).to eq([])
       noisy = manager.execute("Write-Error 'one'; [Console]::Error.WriteLine('two')")
-      expect(noisy[:stderr]).to eq(["one\n", "two\n"])
+      expect(noisy[:stderr]).to eq(%W[one\n two\n])
       expect(noisy[:stderr]).to all(be_a(String))
       expect(noisy[:stderr].map(&:chop)).to eq(%w[one two])
     end
@@ -470,7 +470,7 @@ RSpec.describe Pwsh::Manager do
         puts [a.pid, b.pid, a.socket_path, b.socket_path].join(' ')
       RUBY
       output = IO.popen([RbConfig.ruby, '-e', script], &:read)
-      expect($?.success?).to be(true) # rubocop:disable Style/SpecialGlobalVars
+      expect($?.success?).to be(true)
       pid_a, pid_b, *sockets = output.split
       expect([pid_a, pid_b].map { |pid| File.exist?("/proc/#{pid}") }).to eq([false, false])
       expect(sockets.map { |path| File.exist?(path) }).to eq([false, false])

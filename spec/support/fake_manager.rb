@@ -6,7 +6,9 @@ require 'json'
 # every `execute` call (with the DSC Method read from the script) and
 # answers Get, Set and Test from configurable results.
 class FakePwshManager
-  Call = Struct.new(:method, :script, :timeout_ms)
+  # `method` is the DSC method (Get, Set, Test), as the specs read it; no
+  # spec calls Struct#method on a Call.
+  Call = Struct.new(:method, :script, :timeout_ms) # rubocop:disable Lint/StructNewOverride
 
   attr_reader :calls, :queued
   attr_accessor :get_result, :in_desired_state, :reboot_required

@@ -131,8 +131,8 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider drop-in compatibility' do
   end
 
   describe 'a new run in the same process' do
-    def in_run(report)
-      Puppet::Util::Log.with_destination(report) { yield }
+    def in_run(report, &block)
+      Puppet::Util::Log.with_destination(report, &block)
     end
 
     def new_report

@@ -18,7 +18,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
   end
 
   it 'reports invalid JSON with the parse error and a short excerpt' do
-    manager.queued << FakePwshManager.output('<html>' + ('x' * 500))
+    manager.queued << FakePwshManager.output("<html>#{'x' * 500}")
     expect(provider.invoke_get_method(context, query)).to be_nil
     message = context.logged(:err).first
     expect(message).to match(/dsc_fixturefile\[Title\]: .*invalid JSON.*starts with: <html>x+…\z/)
@@ -158,7 +158,9 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
     it 'names no key below a Sensitive value in the path' do
       hidden = manifest.merge(dsc_options: Puppet::Pops::Types::PSensitiveType::Sensitive.new({ 'HiddenKey' => { 'x' => span } }))
       expect { provider.insync?(context, title, :dsc_ensure, {}, hidden) }
-        .to raise_error(Puppet::Error, /\Adsc_fixturevault\[bad\]: dsc_options \(inside a Sensitive value\): unsupported value/) { |e| expect(e.message).not_to include('HiddenKey') }
+        .to raise_error(Puppet::Error, /\Adsc_fixturevault\[bad\]: dsc_options \(inside a Sensitive value\): unsupported value/) do |e|
+          expect(e.message).not_to include('HiddenKey')
+        end
     end
   end
 end

@@ -11,7 +11,9 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider when the Get fails' do
   let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
   let(:credential) { { 'user' => 'CONTOSO\\locked', 'password' => sensitive.new('L0cked!') } }
   let(:manifest) { { name: 'Title', dsc_destinationpath: 'c:\\foo', dsc_ensure: 'Present', dsc_contents: 'new' } }
-  let(:logon_failure) { FakePwshManager.output('{"errormessage":"Logon failure: the user has not been granted the requested logon type at this computer"}') }
+  let(:logon_failure) do
+    FakePwshManager.output('{"errormessage":"Logon failure: the user has not been granted the requested logon type at this computer"}')
+  end
 
   before(:each) do
     Puppet::Provider::DscBaseProvider.forget_logon_failures
@@ -22,7 +24,8 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider when the Get fails' do
 
   {
     'nothing returned (the host died)' => [FakePwshManager.output(nil), /Nothing returned/],
-    'a host timeout' => [FakePwshManager.output(nil, 'Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing'), /timeout/],
+    'a host timeout' => [FakePwshManager.output(nil, 'Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing'),
+                         /timeout/],
     'malformed JSON' => [FakePwshManager.output('{"DestinationPath": "C:\\\\Foo", garbled'), /invalid JSON/],
     'a DSC error' => [FakePwshManager.output('{"errormessage":"The resource failed"}'), /The resource failed/],
   }.each do |what, (output, reported)|

@@ -166,9 +166,9 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     before(:each) { provider.canonicalize(context, [manifest]) }
 
     {
-      ['Absent', 'present'] => :create,
-      ['present', 'PRESENT'] => :update,
-      ['Present', 'absent'] => :delete,
+      %w[Absent present] => :create,
+      %w[present PRESENT] => :update,
+      %w[Present absent] => :delete,
       [nil, 'Present'] => :create,
       ['Present', nil] => :update,
     }.each do |(is_ensure, should_ensure), action|

@@ -9,7 +9,10 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
   let(:context) { recording_context(:dsc_fixtureuser) }
   let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
   let(:rng) { Random.new(20_240_229) }
-  let(:alphabet) { ["'", '"', "\u2018", "\u2019", "\u201A", "\u201B", "\n", "\r\n", '`', '$', '@', '#<Sensitive [value redacted]>', 'é', '漢', ' ', '\\', 'a', 'Z', '9', '{', '}'] }
+  let(:alphabet) do
+    ["'", '"', "\u2018", "\u2019", "\u201A", "\u201B", "\n", "\r\n", '`', '$', '@', '#<Sensitive [value redacted]>', 'é', '漢', ' ', '\\', 'a', 'Z', '9',
+     '{', '}']
+  end
 
   # The random part gives every shape of content; the "pw<index>~" token
   # makes a leak findable by substring search even for one-character

@@ -57,17 +57,17 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         dscmeta_module_name: 'PwshlibFixtureDsc',
         dscmeta_module_version: '1.2.0',
         dsc_invoke_method: 'get',
-        vendored_modules_path: dsc_vendored,
+        vendored_modules_path: dsc_vendored
       )
       expect(resource[:parameters]).to eq(
-        dsc_destinationpath: { value: "C:\\Windows\\it's here", mof_type: 'String', mof_is_embedded: false },
+        dsc_destinationpath: { value: "C:\\Windows\\it's here", mof_type: 'String', mof_is_embedded: false }
       )
     end
 
     it 'passes only the mandatory-for-get properties to Get' do
       expect(invoke_params_line(script_for(:dsc_fixturefile, should, 'get'))).to eq(
         "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'}; " \
-        "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}",
+        "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}"
       )
     end
 
@@ -76,7 +76,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         line = invoke_params_line(script_for(:dsc_fixturefile, should, method.downcase))
         expect(line).to include(
           "Method = '#{method}'; Property = @{destinationpath = 'C:\\Windows\\it''s here'; ensure = 'Present'; " \
-          "contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}",
+          "contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}"
         )
         expect(line).not_to include('timeout')
         expect(line).not_to include('validation_mode')
@@ -118,7 +118,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
 
     it 'names the module and version without a path' do
       expect(invoke_params_line(provider.ps_script_content(resource))).to end_with(
-        "ModuleName = @{ModuleName = 'PwshlibFixtureClass'; RequiredVersion = '0.3.1'}}",
+        "ModuleName = @{ModuleName = 'PwshlibFixtureClass'; RequiredVersion = '0.3.1'}}"
       )
     end
 
@@ -130,7 +130,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(script.index(munge)).to be < script.index('$InvokeParams = @{')
       expect(script).to end_with(
         "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
-        "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n",
+        "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
       )
       expect(script).not_to include('-PSModulePathRestore')
     end
@@ -156,7 +156,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       runas = creds[0][/\A\$(cred_\h{32})/, 1]
       password = creds[1][/\A\$(cred_\h{32})/, 1]
       expect(invoke_params_line(real)).to include(
-        "Property = @{psdscrunascredential = $#{runas}; username = 'bob'; ensure = 'Present'; password = $#{password}}",
+        "Property = @{psdscrunascredential = $#{runas}; username = 'bob'; ensure = 'Present'; password = $#{password}}"
       )
     end
 
@@ -208,15 +208,15 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(cims.size).to eq(3)
       auth, first, second = cims.map { |l| l[/\A\$(cim_\h{32})/, 1] }
       expect(cims[0]).to eq(
-        "$#{auth} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}",
+        "$#{auth} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}"
       )
       expect(cims[1]).to eq(
         "$#{first} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
-        "-Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $#{auth}}",
+        "-Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $#{auth}}"
       )
       expect(cims[2]).to eq(
         "$#{second} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
-        "-Property @{protocol = 'http'; port = 80; hostname = 'hidden.example'}",
+        "-Property @{protocol = 'http'; port = 80; hostname = 'hidden.example'}"
       )
       expect(invoke_params_line(real)).to include("bindinginfo = [CimInstance[]]@($#{first}, $#{second})")
     end
@@ -295,7 +295,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     it 'raises a clear error naming the module and the folders searched' do
       allow(provider).to receive(:load_path).and_return(['/nonexistent/lib'])
       expect { provider.vendored_modules_path('PwshlibFixtureDsc') }.to raise_error(
-        Puppet::Error, %r{'PwshlibFixtureDsc'.*/nonexistent/lib/puppet_x/pwshlibfixturedsc/dsc_resources},
+        Puppet::Error, %r{'PwshlibFixtureDsc'.*/nonexistent/lib/puppet_x/pwshlibfixturedsc/dsc_resources}
       )
       expect { provider.invocable_resource({ dsc_destinationpath: 'x' }, context_for(:dsc_fixturefile), 'get') }
         .to raise_error(Puppet::Error, /PwshlibFixtureDsc/)
@@ -326,7 +326,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       }
       expect(provider.format(value)).to eq(
         "@{text = 'it''s'; int = -3; big = 1208925819614629174706176; float = 1.5; yes = $true; no = $false; nil = $null; " \
-        "list = @(1, 'a'); empty = @(); 'needs quoting' = @{x = 1}; when = [DateTime]'2024-01-02T03:04:05Z'}",
+        "list = @(1, 'a'); empty = @(); 'needs quoting' = @{x = 1}; when = [DateTime]'2024-01-02T03:04:05Z'}"
       )
     end
 
@@ -388,7 +388,6 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
   # and Timestamps. Inputs and expected results are made in before(:all),
   # outside the stress window, because Puppet itself is slow under GC.stress.
   describe 'native conversions', :gc_stress do
-    # rubocop:disable RSpec/InstanceVariable, RSpec/BeforeAfterAll
     before(:all) do
       secret = Puppet::Pops::Types::PSensitiveType::Sensitive
       @provider = described_class.new
@@ -430,7 +429,6 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     it 'reads the type definition out of the context' do
       expect(@provider.enum_values(@website, :dsc_ensure)).to eq(%w[Present present Absent absent])
     end
-    # rubocop:enable RSpec/InstanceVariable, RSpec/BeforeAfterAll
   end
 
   describe 'a scaffolded provider subclass' do

@@ -121,7 +121,7 @@ RSpec.describe Pwsh::Manager do
 
   it 'explains an executable that does not exist' do
     expect { described_class.instance('C:/nonexistent/pwsh.exe', []) }
-      .to raise_error(RuntimeError, /Failed to start the PowerShell host "C:\/nonexistent\/pwsh.exe".*PWSHLIB_POWERSHELL/m)
+      .to raise_error(RuntimeError, %r{Failed to start the PowerShell host "C:/nonexistent/pwsh.exe".*PWSHLIB_POWERSHELL}m)
   end
 
   it 'releases the global VM lock while waiting on the host, and lets Timeout.timeout end a call' do

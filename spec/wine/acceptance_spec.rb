@@ -123,7 +123,6 @@ module AcceptanceWindows
   end
 
   RSpec.describe 'puppet apply on the Windows Ruby under wine' do
-    # rubocop:disable RSpec/InstanceVariable
     before(:all) do
       @machine = Acceptance::Machine.new('windows')
       manifest = AcceptanceWindows.manifest
@@ -267,6 +266,5 @@ module AcceptanceWindows
         expect(strings).to include(RUNAS_SECRET, USER_SECRET)
       end
     end
-    # rubocop:enable RSpec/InstanceVariable
   end
 end

@@ -77,7 +77,7 @@ describe 'fixture.example.com', type: :host do
         { 'protocol' => 'http', 'port' => 80, 'hostname' => 'example.com' },
         { 'protocol' => 'https', 'port' => 443, 'certificatesubjects' => ['CN=a', 'CN=b'],
           'authentication' => { 'cim_instance_type' => 'MSFT_FixtureAuthenticationInformation', 'anonymous' => false, 'basic' => true } },
-      ],
+      ]
     )
     expect(catalogue).to contain_dsc_fixtureschedule('backup').with_dsc_repeatintervalminutes(4_294_967_295)
     expect(catalogue).to contain_dsc_fixtureregistry('run-key').with_dsc_valuename('Run')
