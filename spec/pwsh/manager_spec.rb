@@ -30,19 +30,17 @@ RSpec.describe Pwsh::Manager do
     Dir.glob(File.join(Dir.tmpdir, "pwshlib-#{Process.pid}-*"))
   end
 
-  def new_manager(options = {})
-    described_class.instance(PWSHLIB_SIM, described_class.pwsh_args, options)
+  include_context 'a manager on the simulated host'
+
+  # A script for a Ruby of its own, with our lib/ loaded, running `body`.
+  def child_ruby(body)
+    "$LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})\nrequire 'pwsh'\n#{body}"
   end
 
-  around do |example|
-    saved = ENV.fetch('PWSHLIB_POWERSHELL', nil)
-    ENV['PWSHLIB_POWERSHELL'] = PWSHLIB_SIM
-    example.run
-  ensure
-    ENV['PWSHLIB_POWERSHELL'] = saved
+  # The same, with `m` a manager on the host PWSHLIB_POWERSHELL names.
+  def child_ruby_with_manager(body)
+    child_ruby("m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])\n#{body}")
   end
-
-  let(:manager) { new_manager }
 
   describe 'execute' do
     # Run again under GC.stress (rake gc_stress): converting arguments in and
@@ -82,12 +80,7 @@ RSpec.describe Pwsh::Manager do
       end
     end
 
-    it 'reports a missing working directory' do
-      missing = File.join(Dir.tmpdir, 'pwshlib-no-such-dir-xyz')
-      result = manager.execute('Get-Location', nil, missing)
-      expect(result[:errormessage]).to eq("Working directory '#{missing}' does not exist")
-      expect(manager).to be_alive
-    end
+    include_examples 'a manager that checks the working directory'
 
     it 'applies extra environment variables for that call only' do
       result = manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B', nil, nil, ['PWSHLIB_A=1', 'PWSHLIB_B=x=y', 'ignored'])
@@ -146,9 +139,7 @@ RSpec.describe Pwsh::Manager do
       expect(elapsed).to be < 0.5 + 2
       expect(manager).not_to be_alive
       expect(process_gone?(hung_pid)).to be(true)
-      fresh = new_manager
-      expect(fresh.pid).not_to eq(hung_pid)
-      expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
+      expect_fresh_host(hung_pid)
     end
   end
 
@@ -160,10 +151,8 @@ RSpec.describe Pwsh::Manager do
       expect(result[:errormessage]).to match(/host died during the call/)
       expect(manager).not_to be_alive
       expect(manager.execute('Write-Output 1')[:errormessage]).to match(/not running/)
-      fresh = new_manager
+      fresh = expect_fresh_host(crashed_pid)
       expect(fresh).not_to equal(manager)
-      expect(fresh.pid).not_to eq(crashed_pid)
-      expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
     end
 
     it 'takes a second reply to one request as a protocol fault, never as the next result; a fresh host follows' do
@@ -240,10 +229,7 @@ RSpec.describe Pwsh::Manager do
 
   describe 'the global VM lock' do
     it 'is released while waiting on the host' do
-      ticks = 0
-      ticker = Thread.new { loop { ticks += 1; sleep 0.01 } } # rubocop:disable Style/Semicolon
-      manager.execute('Start-Sleep -Milliseconds 500')
-      ticker.kill
+      ticks = ticks_while_executing('Start-Sleep -Milliseconds 500')
       expect(ticks).to be > 20
     end
 
@@ -265,10 +251,7 @@ RSpec.describe Pwsh::Manager do
     it 'let a call go on when a child process exits during it (SIGCHLD)' do
       # In a Ruby of its own: with Puppet loaded (as here) Ruby 3.1 happens
       # not to pass SIGCHLD on to the waiting thread, a bare Ruby does.
-      script = <<~RUBY
-        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
-        require 'pwsh'
-        m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+      script = child_ruby_with_manager(<<~RUBY)
         pid = m.pid
         child = Process.spawn('sleep', '0.3')
         result = m.execute("Start-Sleep -Seconds 1\\nWrite-Output 'done'")
@@ -322,10 +305,7 @@ RSpec.describe Pwsh::Manager do
 
   describe 'Ctrl-C' do
     it 'ends a call promptly, with the host reaped' do
-      script = <<~RUBY
-        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
-        require 'pwsh'
-        m = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
+      script = child_ruby_with_manager(<<~RUBY)
         puts m.pid
         $stdout.flush
         begin
@@ -461,9 +441,7 @@ RSpec.describe Pwsh::Manager do
     end
 
     it 'reaps every host at Ruby exit, leaving no process and no socket file' do
-      script = <<~RUBY
-        $LOAD_PATH.unshift(#{File.join(PWSHLIB_ROOT, 'lib').inspect})
-        require 'pwsh'
+      script = child_ruby(<<~RUBY)
         a = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], [])
         b = Pwsh::Manager.instance(ENV['PWSHLIB_POWERSHELL'], ['-x'])
         a.execute("Write-Output 1")

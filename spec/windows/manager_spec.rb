@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'spec_helper_windows'
+require_relative '../support/manager_context'
 require 'timeout'
 require 'tmpdir'
 
@@ -14,10 +15,6 @@ require 'tmpdir'
 #   symlinked host: Unix only (here, gone hosts are checked with
 #   Process.kill(0), and the endpoint is a pipe name, not a file).
 RSpec.describe Pwsh::Manager do
-  def new_manager(options = {})
-    described_class.instance(PWSHLIB_SIM, described_class.pwsh_args, options)
-  end
-
   def process_gone?(pid, within: 3)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + within
     loop do
@@ -34,15 +31,7 @@ RSpec.describe Pwsh::Manager do
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
-  around do |example|
-    saved = ENV.fetch('PWSHLIB_POWERSHELL', nil)
-    ENV['PWSHLIB_POWERSHELL'] = PWSHLIB_SIM
-    example.run
-  ensure
-    ENV['PWSHLIB_POWERSHELL'] = saved
-  end
-
-  let(:manager) { new_manager }
+  include_context 'a manager on the simulated host'
 
   it 'serves a named pipe' do
     expect(manager.endpoint).to start_with('\\\\.\\pipe\\')
@@ -66,12 +55,7 @@ RSpec.describe Pwsh::Manager do
     expect(manager.execute('$env:PWSHLIB_A; $env:PWSHLIB_B')[:stdout]).to be_nil
   end
 
-  it 'reports a missing working directory' do
-    missing = File.join(Dir.tmpdir, 'pwshlib-no-such-dir-xyz')
-    result = manager.execute('Get-Location', nil, missing)
-    expect(result[:errormessage]).to eq("Working directory '#{missing}' does not exist")
-    expect(manager).to be_alive
-  end
+  include_examples 'a manager that checks the working directory'
 
   it "carries code with '@, NUL, quotes and non-ASCII intact, 1 MiB of it both ways, as UTF-8" do
     text = "a'@b\u0000c \"q\" \u2019 \u00e9\u{1F600}"
@@ -96,9 +80,7 @@ RSpec.describe Pwsh::Manager do
     expect(result[:errormessage]).to match(/stopped responding/)
     expect(manager).not_to be_alive
     expect(process_gone?(hung_pid)).to be(true)
-    fresh = new_manager
-    expect(fresh.pid).not_to eq(hung_pid)
-    expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
+    expect_fresh_host(hung_pid)
   end
 
   it 'turns a crash mid-call into an error result; the next instance is a fresh host' do
@@ -106,9 +88,7 @@ RSpec.describe Pwsh::Manager do
     result = manager.execute('Stop-Process -Id $PID')
     expect(result[:errormessage]).to match(/host died during the call/)
     expect(manager).not_to be_alive
-    fresh = new_manager
-    expect(fresh.pid).not_to eq(crashed_pid)
-    expect(fresh.execute("Write-Output 'fresh'")[:stdout]).to eq("fresh\n")
+    expect_fresh_host(crashed_pid)
   end
 
   it 'notices a host killed from outside' do
@@ -125,10 +105,7 @@ RSpec.describe Pwsh::Manager do
   end
 
   it 'releases the global VM lock while waiting on the host, and lets Timeout.timeout end a call' do
-    ticks = 0
-    ticker = Thread.new { loop { ticks += 1; sleep 0.01 } } # rubocop:disable Style/Semicolon
-    manager.execute('Start-Sleep -Milliseconds 500')
-    ticker.kill
+    ticks = ticks_while_executing('Start-Sleep -Milliseconds 500')
     expect(ticks).to be > 10
     pid = manager.pid
     expect { Timeout.timeout(0.5) { manager.execute('Start-Sleep -Seconds 20') } }.to raise_error(Timeout::Error)
