@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'spec_helper_acceptance'
+require_relative '../support/acceptance_scenario'
 
 # Values that cannot go to PowerShell: a Timespan, a Regexp, a Puppet type or
 # a SemVer inside a hash property, and hash keys that differ only in case.
@@ -11,7 +12,18 @@ require_relative 'spec_helper_acceptance'
 # (Puppet 8 leaves them out): failed resources always have a status, and what
 # the good resources did is read from the simulator's call log and state.
 module AcceptanceBadValues
+  # Title → [Puppet source of dsc_options, the attribute path and the detail
+  # the error must name].
+  BAD = {
+    'bad-regexp' => ["{ 'pattern' => /ab+c/ }", 'dsc_options.pattern', 'Regexp'],
+    'bad-type' => ["{ 'kind' => String }", 'dsc_options.kind', 'Puppet::Pops::Types::PStringType'],
+    'bad-semver' => ["{ 'nested' => { 'version' => SemVer('1.2.3') } }", 'dsc_options.nested.version', 'SemanticPuppet::Version'],
+    'bad-case' => ["{ 'Key' => 'a', 'key' => 'b' }", 'dsc_options', "the keys 'Key' and 'key' differ only in case"],
+  }.freeze
+
   RSpec.describe 'puppet apply with a resource holding a value PowerShell cannot take' do
+    extend AcceptanceScenario
+
     def self.vault(title, attributes = {})
       Acceptance.resource('dsc_fixturevault', title, {
         'dsc_vaultname' => title,
@@ -41,23 +53,14 @@ module AcceptanceBadValues
       run.output.lines.grep(/\AError:/)
     end
 
-    describe 'one Timespan among good resources' do
-      before(:all) do
-        @machine = Acceptance::Machine.new('bad-value')
-        manifest = [
-          self.class.vault('good-before'),
-          self.class.vault('bad-timespan', self.class.bad_options("{ 'mode' => 'fast', 'f' => Timespan(3600) }")),
-          self.class.vault('good-after'),
-        ].join("\n")
-        @run = @machine.apply(manifest)
-      end
-
-      after(:all) { @machine&.cleanup }
-
-      let(:run) { @run }
-
-      it('exits 6 (changes and failures): the catalog was not aborted') { expect(run.exitcode).to eq(6), run.to_s }
-
+    apply_scenario 'one Timespan among good resources',
+                   machine: 'bad-value',
+                   manifest: [
+                     vault('good-before'),
+                     vault('bad-timespan', bad_options("{ 'mode' => 'fast', 'f' => Timespan(3600) }")),
+                     vault('good-after'),
+                   ].join("\n"),
+                   exits: 'exits 6 (changes and failures): the catalog was not aborted', exitcode: 6 do
       it 'fails the bad resource with an error naming it, the attribute path and the value' do
         expect(run.failed?(ref('bad-timespan'))).to be(true)
         errors = error_lines(run).join
@@ -83,28 +86,14 @@ module AcceptanceBadValues
       end
     end
 
-    describe 'a Regexp, a type, a SemVer and case-duplicate keys, each in its own resource' do
-      BAD = {
-        'bad-regexp' => ["{ 'pattern' => /ab+c/ }", 'dsc_options.pattern', 'Regexp'],
-        'bad-type' => ["{ 'kind' => String }", 'dsc_options.kind', 'Puppet::Pops::Types::PStringType'],
-        'bad-semver' => ["{ 'nested' => { 'version' => SemVer('1.2.3') } }", 'dsc_options.nested.version', 'SemanticPuppet::Version'],
-        'bad-case' => ["{ 'Key' => 'a', 'key' => 'b' }", 'dsc_options', "the keys 'Key' and 'key' differ only in case"],
-      }.freeze
-
-      before(:all) do
-        @machine = Acceptance::Machine.new('bad-values')
-        manifest = [self.class.vault('good-first')]
-        BAD.each { |title, (source, _, _)| manifest << self.class.vault(title, self.class.bad_options(source)) }
-        manifest << self.class.vault('good-last')
-        @run = @machine.apply(manifest.join("\n"))
-      end
-
-      after(:all) { @machine&.cleanup }
-
-      let(:run) { @run }
-
-      it('exits 6') { expect(run.exitcode).to eq(6), run.to_s }
-
+    apply_scenario 'a Regexp, a type, a SemVer and case-duplicate keys, each in its own resource',
+                   machine: 'bad-values',
+                   manifest: [
+                     vault('good-first'),
+                     *BAD.map { |title, (source, _, _)| vault(title, bad_options(source)) },
+                     vault('good-last'),
+                   ].join("\n"),
+                   exits: 'exits 6', exitcode: 6 do
       BAD.each do |title, (_, path, detail)|
         it "fails #{title} with an error naming it and #{path}" do
           expect(run.failed?(ref(title))).to be(true), run.to_s

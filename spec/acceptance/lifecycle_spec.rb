@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'spec_helper_acceptance'
+require_relative '../support/acceptance_scenario'
 
 # The whole life of one resource of every fixture type on one simulated
 # machine, in seven `puppet apply` runs (runs are expensive; every run carries
@@ -19,38 +20,50 @@ require_relative 'spec_helper_acceptance'
 # The scenario's constants live in this module, not at the top level, so
 # that a whole `rspec spec` run cannot mix them up with other specs'.
 module AcceptanceLifecycle
+  RUNAS_SECRET = Acceptance.generate_secret('runas')
+  USER_SECRET = Acceptance.generate_secret('user')
+  # A very long one (about 20 kB), quotes all along.
+  LONG_SECRET = Acceptance.generate_secret('long').then { |s| "#{s}#{"ä'‘\"`$ " * 3000}#{s}" }
+  SECRETS = [RUNAS_SECRET, USER_SECRET, LONG_SECRET].freeze
+  RUNAS = Acceptance.credential('CONTOSO\\runner', RUNAS_SECRET)
+
+  # The properties each change of run 4 must report: [property, old, new].
+  CHANGES = {
+    'file-a' => ['dsc_contents', 'Hello', 'Hello, world'],
+    'class-a' => %w[dsc_value Enabled Disabled],
+    'user-a' => ['dsc_fullname', 'Alice Liddell', 'Alice Pleasance Liddell'],
+    'site-a' => ['dsc_physicalpath', 'C:\\inetpub\\Contoso', 'D:\\Sites\\Contoso'],
+    'sched-a' => %w[dsc_repeatintervalminutes 1440 60],
+    'reg-a' => %w[dsc_valuedata Beta Gamma],
+    'svc-a' => %w[dsc_state Running Stopped],
+    'file-vm' => %w[dsc_contents v1 v2],
+  }.freeze
+
+  ENSURABLE = %w[file-a class-a user-a site-a sched-a reg-a file-vm].freeze
+
+  # The key property values each resource's calls carry.
+  KEYS = Acceptance::COMMON_KEYS.merge(
+    'site-a' => { 'name' => 'Contoso' },
+    'sched-a' => { 'name' => 'NightlyBackup' },
+    'reg-a' => { 'key' => 'HKLM:\\Software\\Contoso', 'valuename' => 'Mode' },
+    'file-vm' => { 'destinationpath' => 'C:\\Temp\\Pwshlib\\Validated.txt' },
+    'svc-vm' => { 'name' => 'W32Time' }
+  ).freeze
+  TITLES = KEYS.keys.freeze
+
   RSpec.describe 'puppet apply with every fixture type' do
-    RUNAS_SECRET = Acceptance.generate_secret('runas')
-    USER_SECRET = Acceptance.generate_secret('user')
-    # A very long one (about 20 kB), quotes all along.
-    LONG_SECRET = Acceptance.generate_secret('long').then { |s| "#{s}#{"ä'‘\"`$ " * 3000}#{s}" }
-    SECRETS = [RUNAS_SECRET, USER_SECRET, LONG_SECRET].freeze
-    RUNAS = Acceptance.credential('CONTOSO\\runner', RUNAS_SECRET)
+    include AcceptanceSecrets
 
     # Title → [type, attributes] for each run's manifest.
+    # file-a, class-a, user-a and svc-a are the ones the suite under wine
+    # declares too (Acceptance.common_resources); file-a also forces.
     def self.base_resources
+      common = Acceptance.common_resources(RUNAS, USER_SECRET)
+      file_type, file_attributes = common.fetch('file-a')
       {
-        'file-a' => ['dsc_fixturefile', {
-          'dsc_destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt',
-          'dsc_ensure' => 'Present',
-          'dsc_contents' => 'Hello',
-          'dsc_type' => 'File',
-          'dsc_force' => true,
-          'dsc_attributes' => %w[Archive ReadOnly],
-          'dsc_psdscrunascredential' => RUNAS,
-        }],
-        'class-a' => ['dsc_fixtureclassresource', {
-          'dsc_name' => 'FeatureFlag',
-          'dsc_ensure' => 'Present',
-          'dsc_value' => 'Enabled',
-        }],
-        'user-a' => ['dsc_fixtureuser', {
-          'dsc_username' => 'Alice',
-          'dsc_ensure' => 'Present',
-          'dsc_password' => Acceptance.credential('Alice', USER_SECRET),
-          'dsc_fullname' => 'Alice Liddell',
-          'dsc_psdscrunascredential' => RUNAS,
-        }],
+        'file-a' => [file_type, file_attributes.merge('dsc_force' => true)],
+        'class-a' => common.fetch('class-a'),
+        'user-a' => common.fetch('user-a'),
         'site-a' => ['dsc_fixturewebsite', {
           'dsc_name' => 'Contoso',
           'dsc_ensure' => 'Present',
@@ -79,11 +92,7 @@ module AcceptanceLifecycle
           'dsc_valuedata' => %w[Alpha Beta],
           'dsc_valuetype' => 'MultiString',
         }],
-        'svc-a' => ['dsc_fixtureservice', {
-          'dsc_name' => 'Spooler',
-          'dsc_state' => 'Running',
-          'dsc_startuptype' => 'Automatic',
-        }],
+        'svc-a' => common.fetch('svc-a'),
         'file-vm' => ['dsc_fixturefile', {
           'dsc_destinationpath' => 'C:\\Temp\\Pwshlib\\Validated.txt',
           'dsc_ensure' => 'Present',
@@ -147,20 +156,6 @@ module AcceptanceLifecycle
            'file-vm' => { 'dsc_contents' => 'v2' })
     end
 
-    # The properties each change of run 4 must report: [property, old, new].
-    CHANGES = {
-      'file-a' => ['dsc_contents', 'Hello', 'Hello, world'],
-      'class-a' => %w[dsc_value Enabled Disabled],
-      'user-a' => ['dsc_fullname', 'Alice Liddell', 'Alice Pleasance Liddell'],
-      'site-a' => ['dsc_physicalpath', 'C:\\inetpub\\Contoso', 'D:\\Sites\\Contoso'],
-      'sched-a' => %w[dsc_repeatintervalminutes 1440 60],
-      'reg-a' => %w[dsc_valuedata Beta Gamma],
-      'svc-a' => %w[dsc_state Running Stopped],
-      'file-vm' => %w[dsc_contents v1 v2],
-    }.freeze
-
-    ENSURABLE = %w[file-a class-a user-a site-a sched-a reg-a file-vm].freeze
-
     # Ensurable resources go away: keys, the mandatory-for-set value name and
     # the run-as credential stay; services (no Ensure) stay as in run 4.
     def self.absent_resources
@@ -199,21 +194,6 @@ module AcceptanceLifecycle
       "#{type.capitalize}[#{title}]"
     end
 
-    # The key property values each resource's calls carry.
-    KEYS = {
-      'file-a' => { 'destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt' },
-      'class-a' => { 'name' => 'FeatureFlag' },
-      'user-a' => { 'username' => 'Alice' },
-      'site-a' => { 'name' => 'Contoso' },
-      'sched-a' => { 'name' => 'NightlyBackup' },
-      'reg-a' => { 'key' => 'HKLM:\\Software\\Contoso', 'valuename' => 'Mode' },
-      'svc-a' => { 'name' => 'Spooler' },
-      'file-vm' => { 'destinationpath' => 'C:\\Temp\\Pwshlib\\Validated.txt' },
-      'svc-vm' => { 'name' => 'W32Time' },
-    }.freeze
-
-    TITLES = KEYS.keys.freeze
-
     def counts(run, title)
       type, = self.class.base_resources.fetch(title)
       run.call_counts(type, KEYS.fetch(title))
@@ -223,6 +203,29 @@ module AcceptanceLifecycle
     # (the titles ending in -vm).
     def expected_calls(title, sets:)
       { 'Get' => 1, 'Set' => sets, 'Test' => title.end_with?('-vm') ? 1 : 0 }
+    end
+
+    # The examples of run number `description` names (`run N: ...`).
+    def self.describe_run(description, &examples)
+      index = Integer(description[/\Arun (\d+):/, 1]) - 1
+      describe description do
+        let(:run) { runs[index] }
+
+        class_exec(&examples)
+      end
+    end
+
+    def self.it_exits(description, exitcode)
+      it(description) { expect(run.exitcode).to eq(exitcode), run.to_s }
+    end
+
+    # Every resource costs one Get, no Set (and one Test in resource mode).
+    def self.it_costs_one_get_each(description)
+      it description do
+        TITLES.each do |title|
+          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
+        end
+      end
     end
 
     # Instance variables: the runs are made once and shared by the examples.
@@ -248,9 +251,7 @@ module AcceptanceLifecycle
 
     let(:machine) { @machine }
     let(:runs) { @machine.runs }
-    describe 'run 1: creating everything' do
-      let(:run) { runs[0] }
-
+    describe_run 'run 1: creating everything' do
       it 'exits 2 (changes, no failures)' do
         expect(run.exitcode).to eq(2), run.to_s
       end
@@ -344,46 +345,32 @@ module AcceptanceLifecycle
       end
     end
 
-    describe 'run 2: the same manifest again' do
-      let(:run) { runs[1] }
+    describe_run 'run 2: the same manifest again' do
+      it_exits 'exits 0 (no changes)', 0
 
-      it('exits 0 (no changes)') { expect(run.exitcode).to eq(0), run.to_s }
-
-      it 'costs exactly one Get per resource, plus one Test per resource in resource mode' do
-        TITLES.each do |title|
-          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
-        end
-      end
+      it_costs_one_get_each 'costs exactly one Get per resource, plus one Test per resource in resource mode'
 
       it 'changes nothing in the simulator state' do
         expect(machine_state_resources(@state_after_again)).to eq(machine_state_resources(@state_after_create))
       end
     end
 
-    describe 'run 3: a manifest that differs only in case, array order and number form' do
-      let(:run) { runs[2] }
-
-      it('exits 0: no flapping') { expect(run.exitcode).to eq(0), run.to_s }
+    describe_run 'run 3: a manifest that differs only in case, array order and number form' do
+      it_exits 'exits 0: no flapping', 0
 
       it 'reports no change for any resource' do
         TITLES.each { |title| expect(run.changed?(self.class.ref(title))).to be(false), title }
       end
 
-      it 'costs exactly one Get per resource and no Set' do
-        TITLES.each do |title|
-          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
-        end
-      end
+      it_costs_one_get_each 'costs exactly one Get per resource and no Set'
 
       it 'keeps the casing the values were set with: no Set touched the state' do
         expect(machine_state_resources(@state_after_variants)).to eq(machine_state_resources(@state_before_variants))
       end
     end
 
-    describe 'run 4: one real change per resource' do
-      let(:run) { runs[3] }
-
-      it('exits 2') { expect(run.exitcode).to eq(2), run.to_s }
+    describe_run 'run 4: one real change per resource' do
+      it_exits 'exits 2', 2
 
       it 'reports each change with a per-property message naming the old and the new value' do
         CHANGES.each do |title, (property, old, new)|
@@ -433,22 +420,14 @@ module AcceptanceLifecycle
       end
     end
 
-    describe 'run 5: the changed manifest again' do
-      let(:run) { runs[4] }
+    describe_run 'run 5: the changed manifest again' do
+      it_exits 'exits 0', 0
 
-      it('exits 0') { expect(run.exitcode).to eq(0), run.to_s }
-
-      it 'costs exactly one Get per resource and no Set' do
-        TITLES.each do |title|
-          expect(counts(run, title)).to eq(expected_calls(title, sets: 0)), title
-        end
-      end
+      it_costs_one_get_each 'costs exactly one Get per resource and no Set'
     end
 
-    describe 'run 6: ensure => absent' do
-      let(:run) { runs[5] }
-
-      it('exits 2') { expect(run.exitcode).to eq(2), run.to_s }
+    describe_run 'run 6: ensure => absent' do
+      it_exits 'exits 2', 2
 
       it 'removes every ensurable resource' do
         ENSURABLE.each do |title|
@@ -480,10 +459,8 @@ module AcceptanceLifecycle
       end
     end
 
-    describe 'run 7: ensure => absent again' do
-      let(:run) { runs[6] }
-
-      it('exits 0') { expect(run.exitcode).to eq(0), run.to_s }
+    describe_run 'run 7: ensure => absent again' do
+      it_exits 'exits 0', 0
 
       it 'costs at most one Get per absent resource and no Set' do
         ENSURABLE.each do |title|
@@ -497,28 +474,16 @@ module AcceptanceLifecycle
     describe 'across all seven runs' do
       it 'never shows a secret, or any piece of it, in the debug output, stdout, stderr or the report' do
         expect(runs.size).to eq(7)
-        runs.each_with_index do |run, index|
-          SECRETS.each do |secret|
-            token = Acceptance.secret_token(secret)
-            expect(run.visible_text).not_to include(token), "run #{index + 1} leaked #{token}"
-            expect(run.visible_text).not_to include(token.reverse), "run #{index + 1} leaked #{token.reverse}"
-          end
-        end
+        expect_no_secret_shown(runs, SECRETS)
       end
 
       it 'never writes a secret into any file Puppet keeps (state, reports, caches, logs)' do
         tokens = SECRETS.flat_map { |secret| [Acceptance.secret_token(secret), Acceptance.secret_token(secret).reverse] }
-        files = runs.flat_map(&:puppet_files)
-        expect(files).not_to be_empty
-        leaks = files.select do |path|
-          text = File.binread(path)
-          tokens.any? { |token| text.include?(token) }
-        end
-        expect(leaks).to eq([])
+        expect_no_file_holding(runs, tokens)
       end
 
       it 'hands the secrets to the simulator intact' do
-        sent = runs.flat_map { |run| run.calls.flat_map { |call| Acceptance.strings_in(call) } }
+        sent = strings_sent(runs)
         expect(sent).to include(RUNAS_SECRET)
         expect(sent).to include(USER_SECRET)
         expect(sent).to include(LONG_SECRET)

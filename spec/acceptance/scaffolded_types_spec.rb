@@ -79,6 +79,16 @@ module AcceptanceScaffolded
       expect(run.report['status']).to eq('unchanged'), run.to_s
     end
 
+    # Applies the manifest again: nothing changes, each resource costs one
+    # Get and nothing else, nothing warns.
+    def expect_quiet_rerun
+      run = @machine.apply(AcceptanceScaffolded.manifest)
+      expect_unchanged(run)
+      expect_one_get_each(run)
+      expect(run.calls.map { |c| c['method'] }.uniq).to eq(['Get'])
+      expect_no_warnings(run)
+    end
+
     # Warnings and errors a user sees (Facter's complaints about this
     # container aside), and Puppet's schema/canonicalize warnings anywhere.
     def expect_no_warnings(run)
@@ -104,11 +114,7 @@ module AcceptanceScaffolded
     end
 
     it 'run 2 (same manifest) changes nothing: one Get per resource' do
-      run = @machine.apply(AcceptanceScaffolded.manifest)
-      expect_unchanged(run)
-      expect_one_get_each(run)
-      expect(run.calls.map { |c| c['method'] }.uniq).to eq(['Get'])
-      expect_no_warnings(run)
+      expect_quiet_rerun
     end
 
     it 'run 3 (stored state differs only in case, at every depth) changes nothing and warns of nothing' do
@@ -123,62 +129,58 @@ module AcceptanceScaffolded
       end
       stored = Acceptance.stored_resource(@machine.state, 'FixtureAccessRule', 'Path' => 'C:\\Data\\Shared')
       expect(Acceptance.fetch_ci(stored, 'AccessRules').first).to include('accesscontroltype' => 'GRANT', 'rights' => %w[READ wRITE])
-      run = @machine.apply(AcceptanceScaffolded.manifest)
-      expect_unchanged(run)
-      expect_one_get_each(run)
-      expect(run.calls.map { |c| c['method'] }.uniq).to eq(['Get'])
-      expect_no_warnings(run)
+      expect_quiet_rerun
     end
   end
 
-  RSpec.describe 'two catalogs applied in one Ruby process' do
-    # Compiles and applies the manifest twice, as `puppet apply` does
-    # (compile, convert to the RAL catalog, Puppet::Configurer#run), in one
-    # process and one set of loaders; in between it makes the stored state
-    # drift. Prints one JSON line: each run's exit status and how many calls
-    # the simulator had logged when it ended.
-    SCRIPT = <<~'RUBY'
-      require 'puppet'
-      require 'puppet/configurer'
-      require 'json'
-      dir, manifest_path, state_path, log_path, module_path = ARGV
-      # Where an agent's pluginsync would have put the module's lib (the
-      # vendored DSC resources are found along the load path).
-      $LOAD_PATH << File.join(module_path, 'dscfixtures', 'lib')
-      dirs = %w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(dir, d)] }
-      Puppet.initialize_settings(dirs + ['--modulepath', module_path, '--reports', 'none', '--color', 'false'])
-      Puppet::Util::Log.newdestination(:console)
-      code = File.read(manifest_path)
-      env = Puppet.lookup(:environments).get!(Puppet[:environment])
-      call_count = -> { File.exist?(log_path) ? File.readlines(log_path).size : 0 }
-      apply = lambda do
-        Puppet[:code] = code
-        node = Puppet::Node.new('pwshlib-two-runs', environment: env)
-        catalog = Puppet::Parser::Compiler.compile(node).to_ral
-        catalog.finalize
-        catalog.retrieval_duration = 0
-        { 'exit' => Puppet::Configurer.new.run(catalog: catalog, pluginsync: false), 'calls' => call_count.call }
-      end
-      runs = []
-      Puppet.override(current_environment: env, loaders: Puppet::Pops::Loaders.new(env)) do
-        runs << apply.call
-        state = JSON.parse(File.read(state_path))
-        setting = state['resources']['FixtureSetting'].first
-        setting[setting.keys.find { |k| k.casecmp?('Value') }] = 'Off'
-        File.write(state_path, JSON.generate(state))
-        runs << apply.call
-        runs << apply.call
-      end
-      puts JSON.generate(runs)
-    RUBY
+  # Compiles and applies the manifest twice, as `puppet apply` does
+  # (compile, convert to the RAL catalog, Puppet::Configurer#run), in one
+  # process and one set of loaders; in between it makes the stored state
+  # drift. Prints one JSON line: each run's exit status and how many calls
+  # the simulator had logged when it ended.
+  TWO_RUNS_SCRIPT = <<~'RUBY'
+    require 'puppet'
+    require 'puppet/configurer'
+    require 'json'
+    dir, manifest_path, state_path, log_path, module_path = ARGV
+    # Where an agent's pluginsync would have put the module's lib (the
+    # vendored DSC resources are found along the load path).
+    $LOAD_PATH << File.join(module_path, 'dscfixtures', 'lib')
+    dirs = %w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(dir, d)] }
+    Puppet.initialize_settings(dirs + ['--modulepath', module_path, '--reports', 'none', '--color', 'false'])
+    Puppet::Util::Log.newdestination(:console)
+    code = File.read(manifest_path)
+    env = Puppet.lookup(:environments).get!(Puppet[:environment])
+    call_count = -> { File.exist?(log_path) ? File.readlines(log_path).size : 0 }
+    apply = lambda do
+      Puppet[:code] = code
+      node = Puppet::Node.new('pwshlib-two-runs', environment: env)
+      catalog = Puppet::Parser::Compiler.compile(node).to_ral
+      catalog.finalize
+      catalog.retrieval_duration = 0
+      { 'exit' => Puppet::Configurer.new.run(catalog: catalog, pluginsync: false), 'calls' => call_count.call }
+    end
+    runs = []
+    Puppet.override(current_environment: env, loaders: Puppet::Pops::Loaders.new(env)) do
+      runs << apply.call
+      state = JSON.parse(File.read(state_path))
+      setting = state['resources']['FixtureSetting'].first
+      setting[setting.keys.find { |k| k.casecmp?('Value') }] = 'Off'
+      File.write(state_path, JSON.generate(state))
+      runs << apply.call
+      runs << apply.call
+    end
+    puts JSON.generate(runs)
+  RUBY
 
+  RSpec.describe 'two catalogs applied in one Ruby process' do
     it 'the second run corrects the drift with one Get per resource; the third changes nothing' do
       machine = AcceptanceScaffolded.new_machine('two-runs')
       begin
         script = File.join(machine.dir, 'two_runs.rb')
         manifest = File.join(machine.dir, 'site.pp')
         log = File.join(machine.dir, 'sim-calls.jsonl')
-        File.write(script, SCRIPT)
+        File.write(script, TWO_RUNS_SCRIPT)
         File.write(manifest, AcceptanceScaffolded::RESOURCES.map { |t, (type, a)| Acceptance.resource(type, t, a) }.join("\n"))
         out, err, status = Open3.capture3(Acceptance.run_env(machine.state_path, log),
                                           'timeout', Acceptance::RUN_DEADLINE_SECONDS.to_s,

@@ -396,6 +396,49 @@ module Acceptance
     password = fetch_ci(value, 'password')
     [user, password]
   end
+
+  # The resources the Linux lifecycle suite and the suite under wine both
+  # declare (title → [type, attributes]): a file and a user with the run-as
+  # credential `runas`, the user's PSCredential password `user_secret`, a
+  # Class-based resource and a service. Their keys are COMMON_KEYS.
+  def common_resources(runas, user_secret)
+    {
+      'file-a' => ['dsc_fixturefile', {
+        'dsc_destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt',
+        'dsc_ensure' => 'Present',
+        'dsc_contents' => 'Hello',
+        'dsc_type' => 'File',
+        'dsc_attributes' => %w[Archive ReadOnly],
+        'dsc_psdscrunascredential' => runas,
+      }],
+      'class-a' => ['dsc_fixtureclassresource', {
+        'dsc_name' => 'FeatureFlag',
+        'dsc_ensure' => 'Present',
+        'dsc_value' => 'Enabled',
+      }],
+      'user-a' => ['dsc_fixtureuser', {
+        'dsc_username' => 'Alice',
+        'dsc_ensure' => 'Present',
+        'dsc_password' => credential('Alice', user_secret),
+        'dsc_fullname' => 'Alice Liddell',
+        'dsc_psdscrunascredential' => runas,
+      }],
+      'svc-a' => ['dsc_fixtureservice', {
+        'dsc_name' => 'Spooler',
+        'dsc_state' => 'Running',
+        'dsc_startuptype' => 'Automatic',
+      }],
+    }
+  end
+
+  # The simulator's key properties of each of common_resources, to find
+  # their calls and their stored state.
+  COMMON_KEYS = {
+    'file-a' => { 'destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt' },
+    'class-a' => { 'name' => 'FeatureFlag' },
+    'user-a' => { 'username' => 'Alice' },
+    'svc-a' => { 'name' => 'Spooler' },
+  }.freeze
 end
 
 if defined?(RSpec)

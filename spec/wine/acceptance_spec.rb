@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative '../acceptance/spec_helper_acceptance'
+require_relative '../support/acceptance_scenario'
 require_relative '../windows/closing_line'
 
 # `puppet apply` on a Windows agent, as far as one can be had on Linux: the
@@ -70,40 +71,11 @@ module AcceptanceWindows
   SECRETS = [RUNAS_SECRET, USER_SECRET].freeze
   RUNAS = Acceptance.credential('CONTOSO\\runner', RUNAS_SECRET)
 
-  RESOURCES = {
-    'file-a' => ['dsc_fixturefile', {
-      'dsc_destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt',
-      'dsc_ensure' => 'Present',
-      'dsc_contents' => 'Hello',
-      'dsc_type' => 'File',
-      'dsc_attributes' => %w[Archive ReadOnly],
-      'dsc_psdscrunascredential' => RUNAS,
-    }],
-    'class-a' => ['dsc_fixtureclassresource', {
-      'dsc_name' => 'FeatureFlag',
-      'dsc_ensure' => 'Present',
-      'dsc_value' => 'Enabled',
-    }],
-    'user-a' => ['dsc_fixtureuser', {
-      'dsc_username' => 'Alice',
-      'dsc_ensure' => 'Present',
-      'dsc_password' => Acceptance.credential('Alice', USER_SECRET),
-      'dsc_fullname' => 'Alice Liddell',
-      'dsc_psdscrunascredential' => RUNAS,
-    }],
-    'svc-a' => ['dsc_fixtureservice', {
-      'dsc_name' => 'Spooler',
-      'dsc_state' => 'Running',
-      'dsc_startuptype' => 'Automatic',
-    }],
-  }.freeze
+  # A file, a Class-based resource, a user with a PSCredential and a service:
+  # the same as in the Linux lifecycle suite.
+  RESOURCES = Acceptance.common_resources(RUNAS, USER_SECRET).freeze
   # The simulator's key properties of each resource, to find its calls.
-  KEYS = {
-    'file-a' => { 'destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt' },
-    'class-a' => { 'name' => 'FeatureFlag' },
-    'user-a' => { 'username' => 'Alice' },
-    'svc-a' => { 'name' => 'Spooler' },
-  }.freeze
+  KEYS = Acceptance::COMMON_KEYS
 
   def self.manifest(resources = RESOURCES)
     resources.map { |title, (type, attributes)| Acceptance.resource(type, title, attributes) }.join("\n")
@@ -123,6 +95,8 @@ module AcceptanceWindows
   end
 
   RSpec.describe 'puppet apply on the Windows Ruby under wine' do
+    include AcceptanceSecrets
+
     before(:all) do
       @machine = Acceptance::Machine.new('windows')
       manifest = AcceptanceWindows.manifest
@@ -150,16 +124,28 @@ module AcceptanceWindows
       run.call_counts(type, KEYS.fetch(title))
     end
 
+    # Each of `titles` changed (or not, `changed: false`) in `run`.
+    def expect_changed(run, titles, changed: true)
+      titles.each do |title|
+        expect(run.changed?(AcceptanceWindows.ref(RESOURCES[title][0], title))).to be(changed), title
+      end
+    end
+
+    # Each of `titles` cost `sets` Sets, one Get and no Test in `run`.
+    def expect_one_get_each(run, titles, sets:)
+      titles.each { |title| expect(counts(run, title)).to eq({ 'Get' => 1, 'Set' => sets, 'Test' => 0 }), title }
+    end
+
     describe 'run 1: create' do
       let(:run) { @create }
 
       it 'exits 2 (changes, no failures) and changes every resource' do
         expect(run.exitcode).to eq(2), run.to_s
-        RESOURCES.each { |title, (type, _)| expect(run.changed?(AcceptanceWindows.ref(type, title))).to be(true), title }
+        expect_changed(run, RESOURCES.keys)
       end
 
       it 'costs one Get and one Set per resource' do
-        RESOURCES.each_key { |title| expect(counts(run, title)).to eq({ 'Get' => 1, 'Set' => 1, 'Test' => 0 }), title }
+        expect_one_get_each(run, RESOURCES.keys, sets: 1)
       end
 
       it 'stores the declared values' do
@@ -187,11 +173,11 @@ module AcceptanceWindows
 
       it 'exits 0: no changes' do
         expect(run.exitcode).to eq(0), run.to_s
-        RESOURCES.each { |title, (type, _)| expect(run.changed?(AcceptanceWindows.ref(type, title))).to be(false), title }
+        expect_changed(run, RESOURCES.keys, changed: false)
       end
 
       it 'costs exactly one Get per resource and nothing else' do
-        RESOURCES.each_key { |title| expect(counts(run, title)).to eq({ 'Get' => 1, 'Set' => 0, 'Test' => 0 }), title }
+        expect_one_get_each(run, RESOURCES.keys, sets: 0)
         expect(run.calls.size).to eq(RESOURCES.size)
       end
     end
@@ -202,14 +188,12 @@ module AcceptanceWindows
       it 'exits 2 and changes the drifted resource only' do
         expect(run.exitcode).to eq(2), run.to_s
         expect(run.changed?('Dsc_fixturefile[file-a]')).to be(true)
-        (RESOURCES.keys - ['file-a']).each do |title|
-          expect(run.changed?(AcceptanceWindows.ref(RESOURCES[title][0], title))).to be(false), title
-        end
+        expect_changed(run, RESOURCES.keys - ['file-a'], changed: false)
       end
 
       it 'reads each resource once and sets the drifted one back' do
-        expect(counts(run, 'file-a')).to eq({ 'Get' => 1, 'Set' => 1, 'Test' => 0 })
-        (RESOURCES.keys - ['file-a']).each { |title| expect(counts(run, title)).to eq({ 'Get' => 1, 'Set' => 0, 'Test' => 0 }), title }
+        expect_one_get_each(run, ['file-a'], sets: 1)
+        expect_one_get_each(run, RESOURCES.keys - ['file-a'], sets: 0)
         file = Acceptance.stored_resource(@state_after_drift, 'FixtureFile', KEYS['file-a'])
         expect(Acceptance.fetch_ci(file, 'contents')).to eq('Hello')
       end
@@ -244,26 +228,15 @@ module AcceptanceWindows
 
     describe 'across all four runs' do
       it 'never shows a secret, or any piece of it, in the output or the report' do
-        SECRETS.each do |secret|
-          token = Acceptance.secret_token(secret)
-          @machine.runs.each_with_index do |run, index|
-            expect(run.visible_text).not_to include(token), "run #{index + 1}"
-            expect(run.visible_text).not_to include(token.reverse), "run #{index + 1}"
-          end
-        end
+        expect_no_secret_shown(@machine.runs, SECRETS)
       end
 
       it 'never writes a secret into any file Puppet keeps (state, reports, caches, logs)' do
-        tokens = SECRETS.map { |secret| Acceptance.secret_token(secret) }
-        files = @machine.runs.flat_map(&:puppet_files)
-        expect(files).not_to be_empty
-        leaks = files.select { |path| tokens.any? { |token| File.binread(path).include?(token) } }
-        expect(leaks).to eq([])
+        expect_no_file_holding(@machine.runs, SECRETS.map { |secret| Acceptance.secret_token(secret) })
       end
 
       it 'hands the secrets to the simulator intact' do
-        strings = @machine.runs.flat_map(&:calls).flat_map { |call| Acceptance.strings_in(call) }
-        expect(strings).to include(RUNAS_SECRET, USER_SECRET)
+        expect(strings_sent(@machine.runs)).to include(RUNAS_SECRET, USER_SECRET)
       end
     end
   end
