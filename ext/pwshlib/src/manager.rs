@@ -117,24 +117,22 @@ impl Request<'_> {
                 "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
             ));
         };
-        let call = match &mut self.call {
-            Some(call) => call,
-            None => {
-                let Some(request) = self.request.take() else {
-                    return Some(ExecuteResult::failure(
-                        "internal error: a request was started twice",
-                    ));
-                };
-                let started = match self.prelude {
-                    Some(prelude) => host.start_call_with_prelude(prelude, request),
-                    None => host.start_call(&request),
-                };
-                match started {
-                    Ok(call) => self.call.insert(call),
-                    Err(HostFailure(message)) => return Some(self.fail(message)),
-                }
+        if self.call.is_none() {
+            let Some(request) = self.request.take() else {
+                return Some(ExecuteResult::failure(
+                    "internal error: a request was started twice",
+                ));
+            };
+            let started = match self.prelude {
+                Some(prelude) => host.start_call_with_prelude(prelude, request),
+                None => host.start_call(&request),
+            };
+            match started {
+                Ok(call) => self.call = Some(call),
+                Err(HostFailure(message)) => return Some(self.fail(message)),
             }
-        };
+        }
+        let call = self.call.as_mut()?;
         match host.wait_call(call, cancel) {
             Waited::Woken => None,
             Waited::Finished(Ok(result)) => Some(result),
@@ -438,7 +436,17 @@ fn optional_timeout(value: Option<Value>) -> BindingResult<Option<u64>> {
     if !millis.is_finite() || millis < 0.0 {
         return Ok(Some(protocol::MIN_TIMEOUT_MS));
     }
-    Ok(Some(millis.min(u64::MAX as f64) as u64))
+    Ok(Some(whole_millis(millis)))
+}
+
+/// A finite, non-negative count of milliseconds without its fraction.
+// Rust's float-to-integer `as` saturates (values beyond u64::MAX become
+// u64::MAX) and drops the fraction, which is the rule here; the caller has
+// ruled out NaN, infinities and negatives, so nothing is truncated or loses
+// a sign in a way that matters.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn whole_millis(millis: f64) -> u64 {
+    millis as u64
 }
 
 /// The pwshlib 2.x result shape, which other modules rely on (the

@@ -128,8 +128,10 @@ fn rb_compare<const INDEX: usize>(
     ))
 }
 
-/// The 2.x functions that return a new value made from the one given.
-const TRANSFORMS: [(&str, fn(&Value) -> Value); 2] = [
+/// A 2.x function that returns a new value made from the one given.
+type Transform = (&'static str, fn(&Value) -> Value);
+
+const TRANSFORMS: [Transform; 2] = [
     ("recursively_downcase", canonical::recursively_downcase),
     ("recursively_sort", canonical::recursively_sort),
 ];
@@ -143,8 +145,10 @@ fn rb_transform<const INDEX: usize>(
     to_ruby(ruby, &transform(&from_ruby(ruby, value, "value")?))
 }
 
-/// The 2.x `!` functions, which change the Hash or Array given in place.
-const MUNGERS: [(&str, fn(&mut Value)); 2] = [
+/// A 2.x `!` function, which changes the Hash or Array given in place.
+type Munger = (&'static str, fn(&mut Value));
+
+const MUNGERS: [Munger; 2] = [
     ("downcase_hash_keys!", munge::downcase_hash_keys),
     ("munge_cim_instances!", munge::munge_cim_instances),
 ];

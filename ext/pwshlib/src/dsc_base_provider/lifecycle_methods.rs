@@ -17,7 +17,6 @@ use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
 use super::ruby_provider::RubyProvider;
-use super::run::observe_run;
 use super::DscBaseProvider;
 use crate::convert::{from_ruby, hash_arg, map_to_ruby, maps_to_ruby, to_ruby};
 use crate::error::{self, BindingError, BindingResult};
@@ -30,16 +29,22 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
     class.define_method("_get", method!(rb_get, 2))?;
     class.define_method("set", method!(rb_set, 2))?;
     class.define_method("insync?", method!(rb_insync, 5))?;
-    class.define_method("create", method!(rb_create, 3))?;
-    class.define_method("update", method!(rb_update, 3))?;
+    class.define_method("create", method!(rb_create_or_update::<false>, 3))?;
+    class.define_method("update", method!(rb_create_or_update::<true>, 3))?;
     class.define_method("delete", method!(rb_delete, 2))?;
-    class.define_method("invoke_get_method", method!(rb_invoke_get_method, 2))?;
+    class.define_method("invoke_get_method", method!(rb_invoke_get::<false>, 2))?;
     class.define_method(
         "invoke_get_method_for_canonicalize",
-        method!(rb_invoke_get_method_for_canonicalize, 2),
+        method!(rb_invoke_get::<true>, 2),
     )?;
-    class.define_method("invoke_set_method", method!(rb_invoke_set_method, 3))?;
-    class.define_method("invoke_test_method", method!(rb_invoke_test_method, 3))?;
+    class.define_method(
+        "invoke_set_method",
+        method!(rb_invoke_set_or_test::<false>, 3),
+    )?;
+    class.define_method(
+        "invoke_test_method",
+        method!(rb_invoke_set_or_test::<true>, 3),
+    )?;
     class.define_method("invoke_dsc_resource", method!(rb_invoke_dsc_resource, 4))?;
     Ok(())
 }
@@ -96,6 +101,13 @@ fn title_in(ruby: &Ruby, resource: RValue) -> Value {
         .unwrap_or(Value::Nil)
 }
 
+fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RValue> {
+    match value {
+        Some(value) => to_ruby(ruby, &value),
+        None => Ok(ruby.qnil().as_value()),
+    }
+}
+
 fn option_map_to_ruby(ruby: &Ruby, map: Option<Map>) -> BindingResult<RValue> {
     match map {
         Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
@@ -109,8 +121,7 @@ fn rb_canonicalize(
     context: RValue,
     resources: RArray,
 ) -> BindingResult<RArray> {
-    observe_run(ruby, rb_self)?;
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
     let given: Vec<RValue> = resources.into_iter().collect();
     // The Resource API canonicalizes each resource three times in a run: as
     // it is made, as the target state of the transaction, and once more the
@@ -180,13 +191,9 @@ fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Optio
         let value = hash
             .get(ruby.sym_new(name))
             .or_else(|| hash.get(ruby.str_new(name)))?;
-        match from_ruby(ruby, value, name) {
-            Ok(value) => Some(Cow::Owned(value)),
-            Err(_) => {
-                failed = true;
-                None
-            }
-        }
+        let converted = from_ruby(ruby, value, name).ok();
+        failed |= converted.is_none();
+        converted.map(Cow::Owned)
     });
     (!failed).then_some(identity)
 }
@@ -198,8 +205,7 @@ fn rb_get(
     context: RValue,
     names: RValue,
 ) -> BindingResult<RArray> {
-    observe_run(ruby, rb_self)?;
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
     let names = if names.is_nil() {
         None
     } else {
@@ -304,13 +310,12 @@ fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: impl Fn(&str) -> bool) ->
             RString::from_value(key).and_then(|text| text.to_string().ok().map(Cow::Owned))
         };
         if let Some(name) = name.filter(|name| wanted(name)) {
-            match (from_ruby(ruby, key, ""), from_ruby(ruby, value, &name)) {
-                (Ok(key), Ok(value)) => entries.0.push((key, value)),
-                _ => {
-                    failed = true;
-                    return Ok(magnus::r_hash::ForEach::Stop);
-                }
-            }
+            let (Ok(key), Ok(value)) = (from_ruby(ruby, key, ""), from_ruby(ruby, value, &name))
+            else {
+                failed = true;
+                return Ok(magnus::r_hash::ForEach::Stop);
+            };
+            entries.0.push((key, value));
         }
         Ok(magnus::r_hash::ForEach::Continue)
     })
@@ -326,8 +331,7 @@ fn rb_set(
     context: RValue,
     changes: RHash,
 ) -> BindingResult<RValue> {
-    observe_run(ruby, rb_self)?;
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
     let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
     changes.foreach(|name: RValue, change: RValue| {
         pairs.push((name, change));
@@ -341,15 +345,14 @@ fn rb_set(
                 .filter(|v| !v.is_nil())
         };
         let should_rb = field("should");
-        let is_rb = match field("is") {
-            Some(is) => Some(is),
-            None => {
-                // No current state given: ask get (through Ruby dispatch).
-                let names = ruby.ary_new_capa(1);
-                names.push(name)?;
-                let found: RArray = rb_self.funcall("get", (context, names))?;
-                found.into_iter().next()
-            }
+        let is_rb = if let Some(is) = field("is") {
+            Some(is)
+        } else {
+            // No current state given: ask get (through Ruby dispatch).
+            let names = ruby.ary_new_capa(1);
+            names.push(name)?;
+            let found: RArray = rb_self.funcall("get", (context, names))?;
+            found.into_iter().next()
         };
         let name_value = from_ruby(ruby, name, "name")?;
         let should = match should_rb {
@@ -479,35 +482,16 @@ fn set_failure_key(name: &Value, should: &Map) -> Map {
     key
 }
 
-fn rb_create(
+/// `create(context, name, should)` and `update(…)` (`UPDATE`) differ only
+/// in what they log: both Set `should`.
+fn rb_create_or_update<const UPDATE: bool>(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     name: RValue,
     should: RValue,
 ) -> BindingResult<RValue> {
-    set_with_log(ruby, rb_self, context, name, should, "Creating")
-}
-
-fn rb_update(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-) -> BindingResult<RValue> {
-    set_with_log(ruby, rb_self, context, name, should, "Updating")
-}
-
-/// `create` and `update` differ only in what they log: both Set `should`.
-fn set_with_log(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-    verb: &str,
-) -> BindingResult<RValue> {
+    let verb = if UPDATE { "Updating" } else { "Creating" };
     let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name_value = from_ruby(ruby, name, "name")?;
     let should_map = resource_arg(ruby, &provider.typedef, &name_value, should, "should")?;
@@ -538,31 +522,28 @@ fn rb_delete(
     Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
 }
 
-fn rb_invoke_get_method(
+/// `invoke_get_method(context, name_hash)`, or with `FOR_CANONICALIZE`
+/// `invoke_get_method_for_canonicalize(context, resource)`.
+fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
-    name_hash: RValue,
+    query: RValue,
 ) -> BindingResult<RValue> {
     let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let result = lifecycle::invoke_get_method(&provider, &name_hash)?;
+    let result = if FOR_CANONICALIZE {
+        let resource = hash_arg(ruby, query, "resource")?;
+        lifecycle::get_for_canonicalize(&provider, &resource)?
+    } else {
+        let name_hash = hash_arg(ruby, query, "name_hash")?;
+        lifecycle::invoke_get_method(&provider, &name_hash)?
+    };
     option_map_to_ruby(ruby, result)
 }
 
-fn rb_invoke_get_method_for_canonicalize(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    resource: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let resource = hash_arg(ruby, resource, "resource")?;
-    let result = lifecycle::get_for_canonicalize(&provider, &resource)?;
-    option_map_to_ruby(ruby, result)
-}
-
-fn rb_invoke_set_method(
+/// `invoke_set_method(context, name, should)`, or with `TEST`
+/// `invoke_test_method(context, name, should)`.
+fn rb_invoke_set_or_test<const TEST: bool>(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
@@ -572,24 +553,14 @@ fn rb_invoke_set_method(
     let provider = RubyProvider::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let should = hash_arg(ruby, should, "should")?;
-    match lifecycle::invoke_set_method(&provider, &name, &should)? {
-        Some(result) => to_ruby(ruby, &result),
-        None => Ok(ruby.qnil().as_value()),
+    if TEST {
+        let answer = lifecycle::invoke_test_method(&provider, &name, &should)?;
+        return insync_to_ruby(ruby, &answer);
     }
-}
-
-fn rb_invoke_test_method(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name = from_ruby(ruby, name, "name")?;
-    let should = hash_arg(ruby, should, "should")?;
-    let answer = lifecycle::invoke_test_method(&provider, &name, &should)?;
-    insync_to_ruby(ruby, &answer)
+    option_value_to_ruby(
+        ruby,
+        lifecycle::invoke_set_method(&provider, &name, &should)?,
+    )
 }
 
 /// `get`, `Get`, `GET`, … (a String or a Symbol), as `DscMethod::parse` reads it.
@@ -619,8 +590,8 @@ fn rb_invoke_dsc_resource(
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
     let props = hash_arg(ruby, props, "props")?;
     let method = dsc_method_arg(ruby, method)?;
-    match lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)? {
-        Some(value) => to_ruby(ruby, &value),
-        None => Ok(ruby.qnil().as_value()),
-    }
+    option_value_to_ruby(
+        ruby,
+        lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)?,
+    )
 }

@@ -18,7 +18,9 @@ use pwshlib_core::templates;
 use pwshlib_core::vendored;
 use pwshlib_core::{Map, TypeDef, Value};
 
-use super::run::{cached_constant, logon_memo, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS};
+use super::run::{
+    cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
+};
 use super::DscBaseProvider;
 use crate::convert::{
     from_ruby, lossy_string, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context,
@@ -44,16 +46,15 @@ impl<'r> RubyProvider<'r> {
         context: RValue,
     ) -> BindingResult<Self> {
         let cached = provider.state.borrow().typedef.clone();
-        let typedef = match cached {
-            Some(typedef) => typedef,
-            None => {
-                // Read with no borrow held: this calls into Ruby.
-                let typedef = Arc::new(type_definition_from_context(ruby, context)?);
-                let mut state = provider.state.borrow_mut();
-                state.reset_lifecycle(&typedef);
-                state.typedef = Some(typedef.clone());
-                typedef
-            }
+        let typedef = if let Some(typedef) = cached {
+            typedef
+        } else {
+            // Read with no borrow held: this calls into Ruby.
+            let typedef = Arc::new(type_definition_from_context(ruby, context)?);
+            let mut state = provider.state.borrow_mut();
+            state.reset_lifecycle(&typedef);
+            state.typedef = Some(typedef.clone());
+            typedef
         };
         // A call nested in a running entry call of the same context (the
         // Get that canonicalize makes, through Ruby dispatch) knows the
@@ -73,6 +74,18 @@ impl<'r> RubyProvider<'r> {
             typedef,
             debug_enabled: Cell::new(debug_enabled),
         })
+    }
+
+    /// For an entry call where a run's work on a type can begin
+    /// (canonicalize, get, set): the run is observed first, so that a call
+    /// in a new run starts with empty caches.
+    pub(super) fn at_run_entry(
+        ruby: &'r Ruby,
+        provider: Obj<DscBaseProvider>,
+        context: RValue,
+    ) -> BindingResult<Self> {
+        observe_run(ruby, provider)?;
+        Self::new(ruby, provider, context)
     }
 
     /// Through Ruby, so that an overridden or stubbed `load_path` decides

@@ -176,13 +176,15 @@ fn munge_psmodulepath(ruby: &Ruby, _rb_self: RValue, resource: RValue) -> Bindin
     Ok(ruby.str_new(&parts_from_ruby(ruby, resource)?.module_path))
 }
 
+type ScriptSection = (&'static str, fn(ScriptParts) -> TrackedText);
+
 /// The sections of a script that 2.x offered one by one (marked text):
 /// `prepare_credentials` (the `New-PsCredential` lines),
 /// `prepare_cim_instances` (the `New-CimInstance` lines, nested instances
 /// first) and `invoke_params` (the `$InvokeParams = @{…}` line). Thin
 /// entries: variable names are fresh on every call, so combine sections
 /// only through `ps_script_content`.
-const SCRIPT_SECTIONS: [(&str, fn(ScriptParts) -> TrackedText); 3] = [
+const SCRIPT_SECTIONS: [ScriptSection; 3] = [
     ("prepare_credentials", |parts| parts.credentials),
     ("prepare_cim_instances", |parts| parts.cim_instances),
     ("invoke_params", |parts| parts.invoke_params),
@@ -198,10 +200,12 @@ fn script_section<const INDEX: usize>(
     marked(ruby, &Script::from_tracked(section(parts)))
 }
 
+type AttributeList = (&'static str, for<'t> fn(&'t TypeDef) -> Vec<&'t str>);
+
 /// The attribute lists of a type that 2.x offered, each `name(context)`:
 /// the attributes DSC needs for Get and for Set, those with `behaviour:
 /// :namevar` or `:parameter`, and those whose type is an Enum.
-const ATTRIBUTE_LISTS: [(&str, for<'t> fn(&'t TypeDef) -> Vec<&'t str>); 5] = [
+const ATTRIBUTE_LISTS: [AttributeList; 5] = [
     (
         "mandatory_get_attributes",
         TypeDef::mandatory_get_attributes,
