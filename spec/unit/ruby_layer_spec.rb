@@ -80,6 +80,17 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider Ruby layer' do
       expect(stand_in.lookups).to eq(1)
     end
 
+    it 'looks PowerShell up again when the next run starts (the native side forgets the memo)' do
+      stub_const('Pwsh::Manager', stand_in)
+      2.times do
+        Puppet::Util::Log.with_destination(Puppet::Transaction::Report.new(nil, 'production')) do
+          provider.get(context)
+          2.times { provider.ps_manager }
+        end
+      end
+      expect(stand_in.lookups).to eq(2)
+    end
+
     it 'looks PowerShell up again when no PowerShell was found' do
       stand_in.define_singleton_method(:pwsh_path) do |_additional_paths = []|
         self.lookups += 1
