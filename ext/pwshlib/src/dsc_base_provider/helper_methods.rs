@@ -202,17 +202,16 @@ fn rb_forget_logon_failures() {
     logon_memo().failures.clear();
 }
 
+/// 2.x `specify_dsc_timeout(name_hash)`: the resource's `dsc_timeout`
+/// (seconds) in milliseconds. Nothing reads a timeout kept in the state
+/// (each invocation computes its own), so none is kept.
 fn rb_specify_dsc_timeout(
     ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
+    _rb_self: Obj<DscBaseProvider>,
     name_hash: RValue,
 ) -> BindingResult<Option<u64>> {
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let timeout = lifecycle::specify_dsc_timeout(&name_hash);
-    if let Some(l) = rb_self.state.borrow_mut().lifecycle.as_mut() {
-        l.timeout_ms = timeout;
-    }
-    Ok(timeout)
+    Ok(lifecycle::specify_dsc_timeout(&name_hash))
 }
 
 fn rb_collision_retry_seconds(rb_self: Obj<DscBaseProvider>) -> f64 {
