@@ -1,15 +1,13 @@
 # frozen_string_literal: true
 
 require_relative 'pwsh/version'
+require_relative 'pwsh/error'
 require_relative 'pwsh/util'
 require_relative 'pwsh/windows_powershell'
 require_relative 'pwshlib'
 
 # Pwsh: run PowerShell from Ruby through a persistent host process.
 module Pwsh
-  # Raised when no PowerShell executable can be found.
-  class PowerShellNotFound < RuntimeError; end
-
   # The persistent PowerShell host manager. The class itself, `#execute`,
   # `#alive?`, `#exit` and `.spawn` are native (ext/pwshlib/src/manager.rs);
   # this file adds the instance cache and the PowerShell lookup.

@@ -1,12 +1,15 @@
 # frozen_string_literal: true
 
+require_relative '../pwshlib'
+
 module Pwsh
   # Helpers other modules use to talk to PowerShell (the pwshlib 2.x API).
   module Util
     module_function
 
-    # Quote characters PowerShell accepts as single quotes: ' and U+2018..U+201B.
-    SINGLE_QUOTES = "'\u2018\u2019\u201A\u201B"
+    # Quote characters PowerShell accepts as single quotes: ' and
+    # U+2018..U+201B, the one set the native code uses (pwshlib_core::literal).
+    SINGLE_QUOTES = Pwshlib::SINGLE_QUOTES
 
     def on_windows?
       # Ruby only sets ALT_SEPARATOR on Windows.
@@ -63,17 +66,19 @@ module Pwsh
     # Doubles every single-quote character (including the typographic ones
     # PowerShell also treats as quotes), for use inside '…'.
     def escape_quotes(text)
-      text.to_s.gsub(/[#{SINGLE_QUOTES}]/o) { |quote| quote * 2 }
+      Pwshlib.escape_quotes(text.to_s)
     end
 
-    # A Ruby value as a PowerShell literal.
+    # A Ruby value as a PowerShell literal. Scalars follow the provider's
+    # rules (pwshlib_core::literal, through Pwshlib.powershell_literal); as
+    # in pwshlib 2.x a Symbol is written bare (:true/:false as booleans) and
+    # hash keys are written as values, so quoted.
     def format_powershell_value(object)
       case object
-      when nil then '$null'
-      when true, :true then '$true' # rubocop:disable Lint/BooleanSymbol
-      when false, :false then '$false' # rubocop:disable Lint/BooleanSymbol
-      when Symbol, Numeric then object.to_s
-      when String then "'#{escape_quotes(object)}'"
+      when :true then '$true' # rubocop:disable Lint/BooleanSymbol
+      when :false then '$false' # rubocop:disable Lint/BooleanSymbol
+      when Symbol then object.to_s
+      when nil, true, false, Numeric, String then Pwshlib.powershell_literal(object)
       when Array then "@(#{object.map { |item| format_powershell_value(item) }.join(', ')})"
       when Hash
         "@{#{object.map { |k, v| "#{format_powershell_value(k)} = #{format_powershell_value(v)}" }.join('; ')}}"

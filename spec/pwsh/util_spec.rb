@@ -93,6 +93,28 @@ RSpec.describe Pwsh::Util do
     it 'refuses other objects' do
       expect { described_class.format_powershell_value(Object.new) }.to raise_error(ArgumentError, /unsupported type Object/)
     end
+
+    # One set of quote characters and one set of scalar rules: the
+    # provider's (pwshlib_core::literal, which the provider's `format` uses).
+    it 'quotes and writes scalars as the provider does' do
+      provider = Puppet::Provider::DscBaseProvider.new
+      expect(described_class::SINGLE_QUOTES).to eq("'\u2018\u2019\u201A\u201B")
+      expect(described_class::SINGLE_QUOTES).to be_frozen
+      ["it's", "\u2018a\u2019 \u201Ab\u201B", '', 'plain', '"double"', 'ünïcödé', 42, -7, 2**70, 1.5, 2.0, nil, true, false]
+        .each do |value|
+          expect(described_class.format_powershell_value(value)).to eq(provider.format(value)), value.inspect
+        end
+    end
+
+    # Where pwshlib 2.x wrote something PowerShell would not read back as
+    # the value (Float#to_s, a NUL in a string), the provider's rules apply.
+    it 'writes floats as PowerShell reads them and refuses values that have no literal' do
+      expect(described_class.format_powershell_value(1e-7)).to eq('1e-7')
+      expect { described_class.format_powershell_value(Float::NAN) }.to raise_error(ArgumentError, /no PowerShell literal/)
+      expect { described_class.format_powershell_value(Float::INFINITY) }.to raise_error(ArgumentError, /no PowerShell literal/)
+      expect { described_class.format_powershell_value("a\0b") }.to raise_error(ArgumentError)
+      expect { described_class.format_powershell_value(Rational(1, 2)) }.to raise_error(ArgumentError, /Rational/)
+    end
   end
 
   it 'builds a calculated property' do

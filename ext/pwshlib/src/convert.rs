@@ -29,7 +29,7 @@ pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<V
         return Ok(Value::Bool(false));
     }
     if let Some(text) = RString::from_value(value) {
-        return Ok(Value::Str(string_from_ruby(text)));
+        return Ok(Value::Str(lossy_string(text)));
     }
     if let Some(symbol) = Symbol::from_value(value) {
         return Ok(Value::Symbol(symbol.name()?.into_owned()));
@@ -117,9 +117,11 @@ pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Ma
     }
 }
 
-/// Strings in any encoding arrive as UTF-8; bytes that are not text in their
-/// own encoding are replaced rather than rejected, as Ruby's `scrub` does.
-fn string_from_ruby(text: RString) -> String {
+/// A Ruby String as an owned Rust one: strings in any encoding arrive as
+/// UTF-8; bytes that are not text in their own encoding are replaced rather
+/// than rejected, as Ruby's `scrub` does. The one lossy conversion of the
+/// binding (values, code, paths, host output).
+pub fn lossy_string(text: RString) -> String {
     match text.to_string() {
         Ok(s) => s,
         // SAFETY: the slice is copied into an owned String before any other
@@ -180,6 +182,28 @@ pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
         hash.aset(to_ruby(ruby, k)?, to_ruby(ruby, v)?)?;
     }
     Ok(hash)
+}
+
+pub fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {
+    let array = ruby.ary_new_capa(maps.len());
+    for map in maps {
+        array.push(map_to_ruby(ruby, map)?)?;
+    }
+    Ok(array)
+}
+
+/// A hash argument (nil is an empty one), converted; `what` names it in
+/// the error for anything else.
+pub fn hash_arg(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<Map> {
+    match from_ruby(ruby, value, "")? {
+        Value::Hash(map) => Ok(map),
+        Value::Nil => Ok(Map::new()),
+        other => Err(pwshlib_core::Error::InvalidValue {
+            attribute: what.to_owned(),
+            message: format!("expected a hash, got {other}"),
+        }
+        .into()),
+    }
 }
 
 /// Resolves `A::B::C` from Object.

@@ -20,6 +20,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use magnus::rb_sys::protect;
 
+use crate::error::{BindingError, BindingResult};
+
 /// The blocking closure and the slot for its result, behind one pointer.
 struct Blocking<F, R> {
     func: Option<F>,
@@ -62,6 +64,26 @@ pub enum Released<R> {
     /// Ruby raised (an interrupt) before or after the closure; the closure's
     /// result, if it ran, comes with it so that the caller can clean up.
     Raised(magnus::Error, Option<R>),
+}
+
+impl<R> Released<R> {
+    /// The closure's result, or the error to hand to Ruby: a panic becomes
+    /// an internal error, an exception Ruby raised is passed on. Before an
+    /// error is returned, `clean_up` gets the closure's result if it ran
+    /// (a host to destroy, a call to abandon).
+    pub fn into_result(self, clean_up: impl FnOnce(Option<R>)) -> BindingResult<R> {
+        match self {
+            Released::Done(value) => Ok(value),
+            Released::Panicked(message) => {
+                clean_up(None);
+                Err(BindingError::internal(&message))
+            }
+            Released::Raised(error, value) => {
+                clean_up(value);
+                Err(error.into())
+            }
+        }
+    }
 }
 
 /// Runs `func` without the GVL; `unblock` is called (from another thread or

@@ -5,6 +5,7 @@ mod convert;
 mod dsc_base_provider;
 mod error;
 mod gvl;
+mod literal;
 mod manager;
 
 use magnus::{Error, Ruby};
@@ -13,5 +14,6 @@ use magnus::{Error, Ruby};
 fn init(ruby: &Ruby) -> Result<(), Error> {
     dsc_base_provider::init(ruby)?;
     manager::init(ruby)?;
+    literal::init(ruby)?;
     Ok(())
 }

@@ -28,8 +28,9 @@ use pwshlib_core::host::{
 use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult};
 use pwshlib_core::templates;
 
+use crate::convert::lossy_string;
 use crate::error::{BindingError, BindingResult};
-use crate::gvl::{without_gvl, Released};
+use crate::gvl::without_gvl;
 
 /// Every manager that has not been dropped, for `shutdown_all`.
 static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
@@ -116,24 +117,22 @@ impl Request<'_> {
                 "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
             ));
         };
-        let call = match &mut self.call {
-            Some(call) => call,
-            None => {
-                let Some(request) = self.request.take() else {
-                    return Some(ExecuteResult::failure(
-                        "internal error: a request was started twice",
-                    ));
-                };
-                let started = match self.prelude {
-                    Some(prelude) => host.start_call_with_prelude(prelude, request),
-                    None => host.start_call(&request),
-                };
-                match started {
-                    Ok(call) => self.call.insert(call),
-                    Err(HostFailure(message)) => return Some(self.fail(message)),
-                }
+        if self.call.is_none() {
+            let Some(request) = self.request.take() else {
+                return Some(ExecuteResult::failure(
+                    "internal error: a request was started twice",
+                ));
+            };
+            let started = match self.prelude {
+                Some(prelude) => host.start_call_with_prelude(prelude, request),
+                None => host.start_call(&request),
+            };
+            match started {
+                Ok(call) => self.call = Some(call),
+                Err(HostFailure(message)) => return Some(self.fail(message)),
             }
-        };
+        }
+        let call = self.call.as_mut()?;
         match host.wait_call(call, cancel) {
             Waited::Woken => None,
             Waited::Finished(Ok(result)) => Some(result),
@@ -196,18 +195,16 @@ impl Manager {
                 },
                 // Async-signal-safe: an atomic store (and SetEvent on Windows).
                 || cancel.unblock(),
-            );
-            match step {
-                Released::Done(Spawned::Done(result)) => break result,
-                Released::Done(Spawned::Woken(pending)) => spawning = Some(pending),
-                Released::Panicked(message) => return Err(internal(message)),
+            )
+            .into_result(|started| {
                 // A pending start is killed as it drops.
-                Released::Raised(error, result) => {
-                    if let Some(Spawned::Done(Ok(host))) = result {
-                        host.destroy();
-                    }
-                    return Err(error.into());
+                if let Some(Spawned::Done(Ok(host))) = started {
+                    host.destroy();
                 }
+            })?;
+            match step {
+                Spawned::Done(result) => break result,
+                Spawned::Woken(pending) => spawning = Some(pending),
             }
         };
         let host = spawned.map_err(|HostFailure(message)| pwshlib_core::Error::Host(message))?;
@@ -254,13 +251,10 @@ impl Manager {
         let (timeout, working_dir, env_vars) = args.optional;
         let name: RString = name.funcall("to_s", ())?;
         if name.to_string()? != templates::PRELUDE_NAME {
-            return Err(BindingError::Ruby(Error::new(
-                ruby.exception_arg_error(),
-                format!(
-                    "unknown prelude {:?}; the only one is {:?}",
-                    owned_string(name),
-                    templates::PRELUDE_NAME
-                ),
+            return Err(BindingError::Argument(format!(
+                "unknown prelude {:?}; the only one is {:?}",
+                lossy_string(name),
+                templates::PRELUDE_NAME
             )));
         }
         let prelude = Prelude {
@@ -279,16 +273,16 @@ impl Manager {
         env_vars: Option<Value>,
         prelude: Option<Prelude<'static>>,
     ) -> BindingResult<RHash> {
-        let code = owned_string(code);
+        let code = lossy_string(code);
         let timeout_ms = optional_timeout(timeout)?;
         let working_dir = match working_dir.filter(|v| !v.is_nil()) {
-            Some(dir) => Some(owned_string(RString::try_convert(dir)?)),
+            Some(dir) => Some(lossy_string(RString::try_convert(dir)?)),
             None => None,
         };
         let env_vars: Vec<String> = match env_vars.filter(|v| !v.is_nil()) {
             Some(list) => RArray::try_convert(list)?
                 .into_iter()
-                .map(|item| RString::try_convert(item).map(owned_string))
+                .map(|item| RString::try_convert(item).map(lossy_string))
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
@@ -306,25 +300,18 @@ impl Manager {
             // Cleared with the GVL held, before Ruby installs the unblocking
             // function: a wake from now on reaches the wait.
             cancel.rearm();
-            match without_gvl(
+            let waited = without_gvl(
                 || pending.wait(&cancel),
                 // Async-signal-safe: an atomic store (and SetEvent on Windows).
                 || cancel.unblock(),
-            ) {
-                Released::Done(Some(result)) => break result,
-                // Woken for a signal that Ruby handled without raising (a
-                // SIGCHLD, a trap): the same call waits on, the lock held.
-                Released::Done(None) => {}
-                Released::Panicked(message) => {
-                    pending.kill();
-                    return Err(internal(message));
-                }
-                Released::Raised(error, _) => {
-                    // Interrupted: whatever the host was doing, it is no longer
-                    // in step with us. Leave the manager cleanly dead.
-                    pending.kill();
-                    return Err(error.into());
-                }
+            )
+            // Interrupted (or a bug): whatever the host was doing, it is no
+            // longer in step with us. Leave the manager cleanly dead.
+            .into_result(|_| pending.kill())?;
+            // None: woken for a signal that Ruby handled without raising (a
+            // SIGCHLD, a trap): the same call waits on, the lock held.
+            if let Some(result) = waited {
+                break result;
             }
         };
         drop(pending);
@@ -340,7 +327,7 @@ impl Manager {
         // The lock is taken without the GVL: a call that holds it through a
         // wake-up needs the GVL back before it can let go.
         let shared = &rb_self.shared;
-        let (stats, version, installed) = match without_gvl(
+        let (stats, version, installed) = without_gvl(
             || match shared.host.lock().as_ref() {
                 Some(host) => (
                     host.wire_stats(),
@@ -350,11 +337,8 @@ impl Manager {
                 None => (WireStats::default(), 0, None),
             },
             || {},
-        ) {
-            Released::Done(stats) => stats,
-            Released::Panicked(message) => return Err(internal(message)),
-            Released::Raised(error, _) => return Err(error.into()),
-        };
+        )
+        .into_result(|_| {})?;
         let hash = ruby.hash_new();
         hash.aset(ruby.to_symbol("requests"), stats.requests)?;
         hash.aset(ruby.to_symbol("bytes_sent"), stats.bytes_sent)?;
@@ -373,16 +357,11 @@ impl Manager {
     /// Tells the host to exit and reaps it; a no-op on a dead manager.
     fn exit(&self) -> BindingResult<()> {
         let shared = Arc::clone(&self.shared);
-        match without_gvl(|| shared.exit(), || {}) {
-            Released::Done(()) => Ok(()),
-            Released::Panicked(message) => Err(internal(message)),
-            Released::Raised(error, _) => {
-                // Without the GVL: the lock may be held by a call waiting
-                // for the GVL to come back from a wake-up.
-                let _ = without_gvl(|| shared.kill(), || {});
-                Err(error.into())
-            }
-        }
+        without_gvl(|| shared.exit(), || {}).into_result(|_| {
+            // Without the GVL: the lock may be held by a call waiting for
+            // the GVL to come back from a wake-up.
+            let _ = without_gvl(|| shared.kill(), || {});
+        })
     }
 
     fn pid(&self) -> u32 {
@@ -409,7 +388,7 @@ impl Manager {
             .drain(..)
             .filter_map(|w| w.upgrade())
             .collect();
-        match without_gvl(
+        without_gvl(
             || {
                 // Ask them all first, then wait: hosts leave in parallel.
                 let hosts: Vec<Host> = managers
@@ -426,11 +405,8 @@ impl Manager {
                 }
             },
             || {},
-        ) {
-            Released::Done(()) => Ok(()),
-            Released::Panicked(message) => Err(internal(message)),
-            Released::Raised(error, _) => Err(error.into()),
-        }
+        )
+        .into_result(|_| {})
     }
 }
 
@@ -451,16 +427,6 @@ fn validated(options: SpawnOptions) -> Result<SpawnOptions, BindingError> {
     Ok(options)
 }
 
-/// Code and paths of any encoding arrive as UTF-8 (invalid bytes replaced).
-fn owned_string(text: RString) -> String {
-    match text.to_string() {
-        Ok(s) => s,
-        // SAFETY: the bytes are copied into an owned String before any other
-        // Ruby code can run.
-        Err(_) => unsafe { text.to_string_lossy().into_owned() },
-    }
-}
-
 /// nil → default; Integer or Float milliseconds, truncated; negative → floor.
 fn optional_timeout(value: Option<Value>) -> BindingResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_nil()) else {
@@ -470,7 +436,17 @@ fn optional_timeout(value: Option<Value>) -> BindingResult<Option<u64>> {
     if !millis.is_finite() || millis < 0.0 {
         return Ok(Some(protocol::MIN_TIMEOUT_MS));
     }
-    Ok(Some(millis.min(u64::MAX as f64) as u64))
+    Ok(Some(whole_millis(millis)))
+}
+
+/// A finite, non-negative count of milliseconds without its fraction.
+// Rust's float-to-integer `as` saturates (values beyond u64::MAX become
+// u64::MAX) and drops the fraction, which is the rule here; the caller has
+// ruled out NaN, infinities and negatives, so nothing is truncated or loses
+// a sign in a way that matters.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn whole_millis(millis: f64) -> u64 {
+    millis as u64
 }
 
 /// The pwshlib 2.x result shape, which other modules rely on (the
@@ -508,10 +484,6 @@ fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
 /// without one stays as it is).
 fn stderr_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive('\n')
-}
-
-fn internal(message: String) -> BindingError {
-    pwshlib_core::Error::Host(format!("pwshlib internal error: {message}")).into()
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

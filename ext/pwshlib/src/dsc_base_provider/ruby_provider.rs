@@ -1,0 +1,389 @@
+//! The provider as the core lifecycle sees it: [`RubyProvider`] implements
+//! `pwshlib_core::lifecycle::ProviderCallbacks` with state access and Ruby
+//! dispatch (`funcall` on self) for every overridable method and every
+//! `context` call, so that subclasses, prepended modules and RSpec stubs
+//! are honoured.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use magnus::{
+    prelude::*, rb_sys::AsRawValue, typed_data::Obj, RArray, RClass, RHash, RModule, RString, Ruby,
+    Value as RValue,
+};
+use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
+use pwshlib_core::script::{DscMethod, Script};
+use pwshlib_core::templates;
+use pwshlib_core::vendored;
+use pwshlib_core::{Map, TypeDef, Value};
+
+use super::run::{
+    cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
+};
+use super::DscBaseProvider;
+use crate::convert::{
+    from_ruby, lossy_string, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context,
+};
+use crate::error::{BindingError, BindingResult};
+
+/// The provider seen from the core lifecycle: state access plus Ruby
+/// dispatch for every overridable method and every `context` call.
+pub(super) struct RubyProvider<'r> {
+    ruby: &'r Ruby,
+    provider: Obj<DscBaseProvider>,
+    context: RValue,
+    pub(super) typedef: Arc<TypeDef>,
+    /// Whether `context.debug` keeps messages; asked once per entry call,
+    /// when the first debug message is due.
+    debug_enabled: Cell<Option<bool>>,
+}
+
+impl<'r> RubyProvider<'r> {
+    pub(super) fn new(
+        ruby: &'r Ruby,
+        provider: Obj<DscBaseProvider>,
+        context: RValue,
+    ) -> BindingResult<Self> {
+        let cached = provider.state.borrow().typedef.clone();
+        let typedef = if let Some(typedef) = cached {
+            typedef
+        } else {
+            // Read with no borrow held: this calls into Ruby.
+            let typedef = Arc::new(type_definition_from_context(ruby, context)?);
+            let mut state = provider.state.borrow_mut();
+            state.reset_lifecycle(&typedef);
+            state.typedef = Some(typedef.clone());
+            typedef
+        };
+        // A call nested in a running entry call of the same context (the
+        // Get that canonicalize makes, through Ruby dispatch) knows the
+        // answer already.
+        let debug_enabled = {
+            let mut state = provider.state.borrow_mut();
+            state.entry_depth += 1;
+            state
+                .entry_debug
+                .filter(|(context_bits, _)| *context_bits == context.as_raw())
+                .map(|(_, enabled)| enabled)
+        };
+        Ok(RubyProvider {
+            ruby,
+            provider,
+            context,
+            typedef,
+            debug_enabled: Cell::new(debug_enabled),
+        })
+    }
+
+    /// For an entry call where a run's work on a type can begin
+    /// (canonicalize, get, set): the run is observed first, so that a call
+    /// in a new run starts with empty caches.
+    pub(super) fn at_run_entry(
+        ruby: &'r Ruby,
+        provider: Obj<DscBaseProvider>,
+        context: RValue,
+    ) -> BindingResult<Self> {
+        observe_run(ruby, provider)?;
+        Self::new(ruby, provider, context)
+    }
+
+    /// Through Ruby, so that an overridden or stubbed `load_path` decides
+    /// where the vendored resources are found, as in pwshlib 2.x; read once
+    /// per provider (per run), not per invocation.
+    fn shared_load_path(&self) -> BindingResult<Arc<Vec<String>>> {
+        if let Some(cached) = self.provider.state.borrow().load_path.clone() {
+            return Ok(cached);
+        }
+        let load_path: RArray = self.provider.funcall("load_path", ())?;
+        let mut entries = Vec::with_capacity(load_path.len());
+        for entry in load_path.into_iter() {
+            let text: RString = entry.funcall("to_s", ())?;
+            entries.push(text.to_string()?);
+        }
+        let entries = Arc::new(entries);
+        self.provider.state.borrow_mut().load_path = Some(entries.clone());
+        Ok(entries)
+    }
+
+    fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        match title {
+            Some(title) => {
+                let title = to_ruby(self.ruby, title)?;
+                let _: RValue = self.context.funcall(level, (title, message))?;
+            }
+            None => {
+                let _: RValue = self.context.funcall(level, (message,))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RubyProvider<'_> {
+    fn drop(&mut self) {
+        let mut state = self.provider.state.borrow_mut();
+        state.entry_depth = state.entry_depth.saturating_sub(1);
+        if state.entry_depth == 0 {
+            state.entry_debug = None;
+        }
+    }
+}
+
+fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
+    let puppet: RModule = ruby.class_object().const_get("Puppet")?;
+    let type_class: RClass = puppet.const_get("Type")?;
+    let names: RArray = type_class.funcall("metaparams", ())?;
+    let mut set = HashSet::new();
+    for name in names.into_iter() {
+        let text: RString = name.funcall("to_s", ())?;
+        set.insert(text.to_string()?);
+    }
+    Ok(set)
+}
+
+/// `Some(true)` when `context` is a stock PuppetContext (its `send_log` is
+/// PuppetContext's own) and Puppet's log level is above debug; `None` when
+/// that cannot be told (then messages are built, as before).
+fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
+    let stock = cached_constant(
+        ruby,
+        &PUPPET_CONTEXT_CLASS,
+        "Puppet::ResourceApi::PuppetContext",
+    )?;
+    let send_log: RValue = context
+        .funcall("method", (ruby.sym_new("send_log"),))
+        .ok()?;
+    let owner: RValue = send_log.funcall("owner", ()).ok()?;
+    if !owner.eql(stock).ok()? {
+        return Some(false);
+    }
+    let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
+    let level: RValue = log.funcall("level", ()).ok()?;
+    Some(!level.equal(ruby.sym_new("debug")).ok()?)
+}
+
+/// The manager method that runs a script body after a prelude.
+const EXECUTE_WITH_PRELUDE: &str = "execute_with_prelude";
+
+fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
+    let Some(hash) = RHash::from_value(result) else {
+        return Ok(ExecuteOutput::default());
+    };
+    Ok(ExecuteOutput {
+        stdout: output_field(ruby, hash, "stdout")?,
+        errormessage: output_field(ruby, hash, "errormessage")?,
+    })
+}
+
+fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
+    let value = hash
+        .get(ruby.sym_new(name))
+        .or_else(|| hash.get(ruby.str_new(name)));
+    match value {
+        Some(v) if !v.is_nil() => {
+            let text: RString = v.funcall("to_s", ())?;
+            Ok(Some(lossy_string(text)))
+        }
+        _ => Ok(None),
+    }
+}
+
+impl ProviderCallbacks for RubyProvider<'_> {
+    type Error = BindingError;
+
+    fn typedef(&self) -> BindingResult<Arc<TypeDef>> {
+        Ok(self.typedef.clone())
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
+        f(self
+            .provider
+            .state
+            .borrow_mut()
+            .lifecycle_for(&self.typedef))
+    }
+
+    fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
+        let arg = map_to_ruby(self.ruby, name_hash)?;
+        let result: RValue = self
+            .provider
+            .funcall("invoke_get_method", (self.context, arg))?;
+        match RHash::from_value(result) {
+            Some(hash) => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> BindingResult<()> {
+        let name = to_ruby(self.ruby, name)?;
+        let should = map_to_ruby(self.ruby, should)?;
+        let _: RValue = self
+            .provider
+            .funcall("invoke_set_method", (self.context, name, should))?;
+        Ok(())
+    }
+
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> BindingResult<Insync> {
+        let name = to_ruby(self.ruby, name)?;
+        let should = map_to_ruby(self.ruby, should)?;
+        let result: RValue = self
+            .provider
+            .funcall("invoke_test_method", (self.context, name, should))?;
+        Ok(insync_from_ruby(self.ruby, result))
+    }
+
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> BindingResult<Option<Value>> {
+        let name_hash = map_to_ruby(self.ruby, name_hash)?;
+        let props = map_to_ruby(self.ruby, props)?;
+        let method = method.as_str().to_lowercase();
+        let result: RValue = self.provider.funcall(
+            "invoke_dsc_resource",
+            (self.context, name_hash, props, method),
+        )?;
+        if result.is_nil() {
+            return Ok(None);
+        }
+        Ok(Some(from_ruby(self.ruby, result, "result")?))
+    }
+
+    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {
+        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let result: RValue = manager.funcall("execute", (script, timeout_ms))?;
+        execute_output(self.ruby, result)
+    }
+
+    /// A manager that knows the DSC prelude (this library's `Pwsh::Manager`)
+    /// gets only the lines of this call; any other (a pwshlib 2.x manager,
+    /// a test double) gets the whole script through `execute`.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> BindingResult<ExecuteOutput> {
+        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let takes_prelude =
+            script.has_prelude() && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
+        let result: RValue = if takes_prelude {
+            manager.funcall(
+                EXECUTE_WITH_PRELUDE,
+                (templates::PRELUDE_NAME, script.body(), timeout_ms),
+            )?
+        } else {
+            manager.funcall("execute", (script.text(), timeout_ms))?
+        };
+        execute_output(self.ruby, result)
+    }
+
+    fn load_path(&self) -> BindingResult<Vec<String>> {
+        Ok(self.shared_load_path()?.as_ref().clone())
+    }
+
+    /// Found once per run and module: the search looks at the disk.
+    fn vendored_modules_path(
+        &self,
+        module_name: &str,
+    ) -> BindingResult<Result<String, pwshlib_core::Error>> {
+        if let Some(found) = self.provider.state.borrow().vendored_paths.get(module_name) {
+            return Ok(Ok(found.clone()));
+        }
+        let load_path = self.shared_load_path()?;
+        let found = vendored::vendored_modules_path(&load_path, module_name);
+        if let Ok(path) = &found {
+            self.provider
+                .state
+                .borrow_mut()
+                .vendored_paths
+                .insert(module_name.to_owned(), path.clone());
+        }
+        Ok(found)
+    }
+
+    fn is_metaparam(&self, name: &str) -> bool {
+        let known = self.provider.state.borrow().metaparams.is_some();
+        if !known {
+            let set = metaparams(self.ruby).unwrap_or_default();
+            self.provider.state.borrow_mut().metaparams = Some(set);
+        }
+        self.provider
+            .state
+            .borrow()
+            .metaparams
+            .as_ref()
+            .is_some_and(|set| set.contains(name))
+    }
+
+    fn logon_failed_already(&self, pair: &(String, String)) -> bool {
+        logon_memo().failures.contains(pair)
+    }
+
+    fn remember_logon_failure(&self, pair: (String, String)) {
+        let mut memo = logon_memo();
+        if !memo.failures.contains(&pair) {
+            memo.failures.push(pair);
+        }
+    }
+
+    fn sleep(&self, seconds: f64) -> BindingResult<()> {
+        // Kernel#sleep on self: releases the VM lock and can be stubbed.
+        let _: RValue = self.provider.funcall("sleep", (seconds,))?;
+        Ok(())
+    }
+
+    fn describe_error(&self, error: &BindingError) -> String {
+        error.to_string()
+    }
+
+    fn debug(&self, message: &str) -> BindingResult<()> {
+        self.call_context("debug", None, message)
+    }
+
+    /// A stock `Puppet::ResourceApi::PuppetContext` hands debug messages to
+    /// Puppet's log, which drops them below its level; there is no point in
+    /// building them then. Any other context (one that records messages, a
+    /// subclass with its own `send_log`) gets them all.
+    fn debug_enabled(&self) -> bool {
+        if let Some(known) = self.debug_enabled.get() {
+            return known;
+        }
+        let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
+        self.debug_enabled.set(Some(enabled));
+        let mut state = self.provider.state.borrow_mut();
+        if state.entry_debug.is_none() {
+            state.entry_debug = Some((self.context.as_raw(), enabled));
+        }
+        enabled
+    }
+    fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("notice", title, message)
+    }
+    fn warning(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("warning", title, message)
+    }
+    fn err(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
+        self.call_context("err", title, message)
+    }
+}
+
+pub(super) fn insync_from_ruby(ruby: &Ruby, value: RValue) -> Insync {
+    if value.is_kind_of(ruby.class_true_class()) {
+        return Insync::InSync;
+    }
+    if value.is_kind_of(ruby.class_false_class()) {
+        return Insync::OutOfSync(None);
+    }
+    if let Some(array) = RArray::from_value(value) {
+        let message = array
+            .entry::<RValue>(1)
+            .ok()
+            .and_then(RString::from_value)
+            .and_then(|s| s.to_string().ok());
+        return Insync::OutOfSync(Some(message.unwrap_or_default()));
+    }
+    Insync::UseDefault
+}

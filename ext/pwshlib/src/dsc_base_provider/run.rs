@@ -1,0 +1,141 @@
+//! Which Puppet run a provider call belongs to, so that a call in a new run
+//! starts with empty caches (`pwshlib_core::run` explains the choice), and
+//! the Puppet constants read on every entry call, looked up once.
+
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use magnus::{
+    block::Proc, prelude::*, typed_data::Obj, value::Opaque, RClass, RHash, Ruby, Value as RValue,
+};
+use pwshlib_core::run::{self, RunMarker};
+
+use super::{DscBaseProvider, POWERSHELL_MEMO_IVAR};
+
+/// The (user, password) pairs that failed to log on in this run. A
+/// credential is not tied to a type, and there is one provider instance per
+/// type, so the memo is shared by all of them; it belongs to the run whose
+/// marker it carries.
+#[derive(Default)]
+pub(super) struct LogonMemo {
+    run_marker: Option<RunMarker>,
+    pub(super) failures: Vec<(String, String)>,
+}
+
+static LOGON_FAILURES: Mutex<LogonMemo> = Mutex::new(LogonMemo {
+    run_marker: None,
+    failures: Vec::new(),
+});
+
+pub(super) fn logon_memo() -> MutexGuard<'static, LogonMemo> {
+    LOGON_FAILURES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The object id of a Ruby object (never reused by Ruby, unlike addresses).
+fn object_id(value: RValue) -> Option<u64> {
+    value.funcall::<_, _, u64>("object_id", ()).ok()
+}
+
+// Constants the provider reads on every entry call, looked up once they
+// exist (a path lookup walks a module per segment).
+static PUPPET_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
+pub(super) static PUPPET_LOG_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+pub(super) static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
+
+/// The constant at `path`, from `cell` once it has been found. Classes and
+/// modules bound to constants live as long as the process; each one cached
+/// is registered with the GC as well (which also pins it), so the handle in
+/// the static stays valid. Not found: None, and nothing is cached, so a
+/// later call looks again (Puppet loads parts of itself on first use).
+pub(super) fn cached_constant(
+    ruby: &Ruby,
+    cell: &'static OnceLock<Opaque<RValue>>,
+    path: &str,
+) -> Option<RValue> {
+    if let Some(value) = cell.get() {
+        return Some(ruby.get_inner(*value));
+    }
+    let value: RValue = ruby.class_object().funcall("const_get", (path,)).ok()?;
+    ruby.gc_register_mark_object(value);
+    let _ = cell.set(Opaque::from(value));
+    Some(value)
+}
+
+/// `{ nil }`, made once: the block of `Puppet.lookup(:loaders) { nil }`.
+fn nil_block(ruby: &Ruby) -> Proc {
+    static NIL_BLOCK: OnceLock<Opaque<Proc>> = OnceLock::new();
+    if let Some(block) = NIL_BLOCK.get() {
+        return ruby.get_inner(*block);
+    }
+    let block = ruby.proc_from_fn(|ruby, _args, _block| Ok(ruby.qnil().as_value()));
+    // Registered, so the static handle keeps it (and its closure) alive.
+    ruby.gc_register_mark_object(block);
+    let _ = NIL_BLOCK.set(Opaque::from(block));
+    block
+}
+
+/// The report and loaders Puppet has in view now (`pwshlib_core::run`
+/// explains the choice). Either is None outside a Puppet run.
+fn current_run_marker(ruby: &Ruby) -> RunMarker {
+    let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
+        .and_then(|report_class| {
+            let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
+            let destinations =
+                RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
+            let report_class = RClass::from_value(report_class)?;
+            let mut found = None;
+            destinations
+                .foreach(|destination: RValue, _handler: RValue| {
+                    if destination.is_kind_of(report_class) {
+                        found = Some(destination);
+                        return Ok(magnus::r_hash::ForEach::Stop);
+                    }
+                    Ok(magnus::r_hash::ForEach::Continue)
+                })
+                .ok()?;
+            found.and_then(object_id)
+        });
+    let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
+        // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
+        // nothing is bound (outside a run).
+        let loaders: RValue = puppet
+            .funcall_with_block("lookup", (ruby.sym_new("loaders"),), nil_block(ruby))
+            .ok()?;
+        (!loaders.is_nil()).then_some(loaders).and_then(object_id)
+    });
+    RunMarker { report, loaders }
+}
+
+/// Called where a run's work on a type can begin (canonicalize, get, set):
+/// a provider call in a new run starts with empty caches, and the first one
+/// in the run empties the logon-failure memo.
+pub(super) fn observe_run(
+    ruby: &Ruby,
+    provider: Obj<DscBaseProvider>,
+) -> Result<(), magnus::Error> {
+    let now = current_run_marker(ruby);
+    {
+        let mut memo = logon_memo();
+        if run::is_new_run(memo.run_marker, now) {
+            memo.failures.clear();
+        }
+        memo.run_marker = Some(now);
+    }
+    let new_run = {
+        let mut state = provider.state.borrow_mut();
+        let new_run = run::is_new_run(state.run_marker, now);
+        if new_run {
+            state.start_new_run();
+        }
+        state.run_marker = Some(now);
+        new_run
+    };
+    if new_run {
+        // PowerShell is looked up again too (a PATH search), in case the
+        // agent installed or moved it in between.
+        provider.ivar_set(POWERSHELL_MEMO_IVAR, ruby.qnil())?;
+    }
+    Ok(())
+}
