@@ -1500,12 +1500,9 @@ fn rb_specify_dsc_timeout(
     rb_self: Obj<DscBaseProvider>,
     name_hash: RValue,
 ) -> BindingResult<Option<u64>> {
+    let _ = rb_self;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let timeout = lifecycle::specify_dsc_timeout(&name_hash);
-    if let Some(l) = rb_self.state.borrow_mut().lifecycle.as_mut() {
-        l.timeout_ms = timeout;
-    }
-    Ok(timeout)
+    Ok(lifecycle::specify_dsc_timeout(&name_hash))
 }
 
 /// 2.x `retry_invoke_dsc_resource(context, max_retry_count, wait, matcher) { json }`:

@@ -1,5 +1,7 @@
 //! Type definitions shaped like the scaffolded fixture types, for unit tests.
 
+pub mod fake_provider;
+
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
