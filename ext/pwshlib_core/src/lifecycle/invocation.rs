@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use super::redaction::redactor_for;
 use super::{
-    debug_lazy, title_of_map, ProviderCallbacks, COLLISION_MAX_RETRIES, COLLISION_MESSAGE,
+    debug_lazy, title_of_map, ExecuteOutput, ProviderCallbacks, COLLISION_MAX_RETRIES,
+    COLLISION_MESSAGE,
 };
 use crate::munge::parse_json;
 use crate::redact::{mark_value, shown_resource, Redactor};
@@ -17,11 +18,22 @@ use crate::value::{Map, Value};
 /// resource's calls only.
 pub fn specify_dsc_timeout(name_hash: &Map) -> Option<u64> {
     match name_hash.get_named("dsc_timeout") {
-        Some(Value::Int(secs)) if *secs > 0 => Some((*secs as u64).saturating_mul(1000)),
-        Some(Value::Float(secs)) if *secs > 0.0 => Some((*secs * 1000.0) as u64),
+        Some(Value::Int(secs)) if *secs > 0 => {
+            u64::try_from(*secs).ok().map(|v| v.saturating_mul(1000))
+        }
+        Some(Value::Float(secs)) if *secs > 0.0 => Some(millis_of_positive_seconds(*secs)),
         Some(Value::Str(s)) => s.trim().parse::<u64>().ok().map(|v| v.saturating_mul(1000)),
         _ => None,
     }
+}
+
+// `as` from a float to an integer saturates (Rust reference, "Numeric
+// cast"): a fraction of a millisecond is dropped and a timeout beyond
+// u64::MAX ms becomes u64::MAX, which is what a huge timeout should mean.
+// The caller passes only positive seconds, so no sign is lost.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn millis_of_positive_seconds(secs: f64) -> u64 {
+    (secs * 1000.0) as u64
 }
 
 /// The (user, password) pair of a credential hash: the key of the
@@ -38,8 +50,17 @@ pub fn logon_key(value: &Value) -> Option<(String, String)> {
     ))
 }
 
+/// The hint after the account's name when a call fails to log on.
+const LOGON_RIGHTS_HINT: &str = "does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run.";
+const RUN_AS_ACCOUNT: &str = "the PSDscRunAsCredential account";
+/// Why a call with an account that failed to log on is not made.
+const LOGON_FAILED_EARLIER: &str = "failed to log on earlier in this run";
+const COLLISION_NOTICE: &str = "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.";
+/// How much of an unreadable output an error quotes, in characters.
+const EXCERPT_CHARS: usize = 120;
+
 fn excerpt(text: &str) -> String {
-    let mut short: String = text.chars().take(120).collect();
+    let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
     if short.len() < text.len() {
         short.push('…');
     }
@@ -69,15 +90,17 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         .get_named("dsc_psdscrunascredential")
         .filter(|c| !c.is_nil())
         .cloned();
-    if let Some(credential) = &credential {
-        if logon_key(credential).is_some_and(|pair| provider.logon_failed_already(&pair)) {
-            let user = logon_key(credential).map(|p| p.0).unwrap_or_default();
-            provider.err(
-                title,
-                &format!("Skipping Invoke-DscResource {}: the PSDscRunAsCredential account '{user}' failed to log on earlier in this run", method.as_str()),
-            )?;
-            return Ok(None);
-        }
+    if let Some((user, _)) = credential
+        .as_ref()
+        .and_then(logon_key)
+        .filter(|pair| provider.logon_failed_already(pair))
+    {
+        let method = method.as_str();
+        let message = format!(
+            "Skipping Invoke-DscResource {method}: {RUN_AS_ACCOUNT} '{user}' {LOGON_FAILED_EARLIER}"
+        );
+        provider.err(title, &message)?;
+        return Ok(None);
     }
     let timeout_ms = specify_dsc_timeout(name_hash);
     let typedef = provider.typedef()?;
@@ -129,82 +152,86 @@ struct Invocation<'a> {
 }
 
 impl Invocation<'_> {
+    /// Sends the script once and judges what came back.
     fn run_once<P: ProviderCallbacks>(self, provider: &P) -> Result<Outcome, P::Error> {
-        let Invocation {
-            title,
-            credential,
-            script,
-            method,
-            timeout_ms,
-            redactor,
-        } = self;
+        let Some(output) = self.send(provider)? else {
+            return Ok(Outcome::Failed);
+        };
+        let Some(data) = self.read_output(provider, &output)? else {
+            return Ok(Outcome::Failed);
+        };
+        self.judge(provider, data)
+    }
+
+    /// The host's answer, or None when the call failed (reported).
+    fn send<P: ProviderCallbacks>(self, provider: &P) -> Result<Option<ExecuteOutput>, P::Error> {
+        let method = self.method.as_str();
         let started = Instant::now();
-        let output = provider.execute_script(script, timeout_ms);
+        let output = provider.execute_script(self.script, self.timeout_ms);
         let elapsed = started.elapsed();
         debug_lazy(provider, || {
             format!(
-                "Invoke-DscResource {} took {:.3} s",
-                method.as_str(),
+                "Invoke-DscResource {method} took {:.3} s",
                 elapsed.as_secs_f64()
             )
         })?;
-        let output = match output {
-            Ok(output) => output,
+        match output {
+            Ok(output) => Ok(Some(output)),
             Err(e) => {
-                let message = redactor.scrub(&provider.describe_error(&e));
-                provider.err(
-                    title,
-                    &format!("Invoke-DscResource {} failed: {message}", method.as_str()),
-                )?;
-                return Ok(Outcome::Failed);
+                let message = self.redactor.scrub(&provider.describe_error(&e));
+                let message = format!("Invoke-DscResource {method} failed: {message}");
+                provider.err(self.title, &message)?;
+                Ok(None)
             }
-        };
+        }
+    }
+
+    /// The JSON the call printed, or None when it printed nothing or no
+    /// JSON (reported, with the host's error or an excerpt).
+    fn read_output<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+        output: &ExecuteOutput,
+    ) -> Result<Option<Value>, P::Error> {
+        let method = self.method.as_str();
         let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
         if stdout.is_empty() {
-            let mut message = format!(
-                "Nothing returned by Invoke-DscResource {}.",
-                method.as_str()
-            );
-            if let Some(report) = output
+            let mut message = format!("Nothing returned by Invoke-DscResource {method}.");
+            let report = output
                 .errormessage
                 .as_deref()
-                .filter(|m| is_timeout_report(m))
-            {
-                message.push_str(&format!(
-                    " The PowerShell host reported a timeout: {}",
-                    redactor.scrub(report)
-                ));
-            } else if let Some(report) = output
-                .errormessage
-                .as_deref()
-                .filter(|m| !m.trim().is_empty())
-            {
-                message.push_str(&format!(" {}", redactor.scrub(report)));
+                .filter(|m| !m.trim().is_empty());
+            if let Some(report) = report {
+                if is_timeout_report(report) {
+                    message.push_str(" The PowerShell host reported a timeout:");
+                }
+                message.push(' ');
+                message.push_str(&self.redactor.scrub(report));
             }
-            provider.err(title, &message)?;
-            return Ok(Outcome::Failed);
+            provider.err(self.title, &message)?;
+            return Ok(None);
         }
-        let data = match parse_json(stdout) {
-            Ok(data) => data,
+        match parse_json(stdout) {
+            Ok(data) => Ok(Some(data)),
             Err(e) => {
-                provider.err(
-                    title,
-                    &format!(
-                    "Invoke-DscResource {} returned invalid JSON ({e}); the output starts with: {}",
-                    method.as_str(),
-                    redactor.scrub(&excerpt(stdout))
-                ),
-                )?;
-                return Ok(Outcome::Failed);
+                let start = self.redactor.scrub(&excerpt(stdout));
+                let what = format!("Invoke-DscResource {method} returned invalid JSON ({e})");
+                let message = format!("{what}; the output starts with: {start}");
+                provider.err(self.title, &message)?;
+                Ok(None)
             }
-        };
+        }
+    }
+
+    /// Data, a collision to retry, or a failure that DSC reported in
+    /// `errormessage` (a logon failure is remembered for the run).
+    fn judge<P: ProviderCallbacks>(self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
         // What the system reports for a Sensitive-typed attribute is as
         // secret as what the manifest says: marked before it is shown, and
         // scrubbed from the error messages that follow.
         let marked = mark_value(provider.typedef()?.as_ref(), &data);
-        let mut redactor = redactor.clone();
+        let mut redactor = self.redactor.clone();
         redactor.add_value(&marked);
-        let redactor = &redactor;
         debug_lazy(provider, || {
             format!("raw data received: {}", redactor.scrub(&marked.to_string()))
         })?;
@@ -220,16 +247,15 @@ impl Invocation<'_> {
             return Ok(Outcome::Collision);
         }
         if error.to_lowercase().contains("logon failure") {
-            if let Some((user, password)) = credential.and_then(logon_key) {
-                provider.err(
-                title,
-                &redactor.scrub(&format!("PSDscRunAsCredential account specified ({user}) does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run.")),
-            )?;
+            if let Some((user, password)) = self.credential.and_then(logon_key) {
+                let message =
+                    format!("PSDscRunAsCredential account specified ({user}) {LOGON_RIGHTS_HINT}");
+                provider.err(self.title, &redactor.scrub(&message))?;
                 provider.remember_logon_failure((user, password));
                 return Ok(Outcome::Failed);
             }
         }
-        provider.err(title, &redactor.scrub(error))?;
+        provider.err(self.title, &redactor.scrub(error))?;
         Ok(Outcome::Failed)
     }
 
@@ -238,10 +264,7 @@ impl Invocation<'_> {
         provider: &P,
     ) -> Result<Option<Value>, P::Error> {
         let Invocation { title, method, .. } = self;
-        provider.notice(
-        title,
-        "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.",
-    )?;
+        provider.notice(title, COLLISION_NOTICE)?;
         let wait = provider.with_state(|s| s.collision_wait_seconds);
         for attempt in 1..=COLLISION_MAX_RETRIES {
             provider.notice(title, &format!("Sleeping for {wait} seconds."))?;
@@ -261,10 +284,11 @@ impl Invocation<'_> {
                 }
             }
         }
-        provider.err(
-        title,
-        &format!("Invoke-DscResource {} still collided after {COLLISION_MAX_RETRIES} retries: {COLLISION_MESSAGE}", method.as_str()),
-    )?;
+        let method = method.as_str();
+        let retries = COLLISION_MAX_RETRIES;
+        let what = format!("Invoke-DscResource {method} still collided after {retries} retries");
+        let message = format!("{what}: {COLLISION_MESSAGE}");
+        provider.err(title, &message)?;
         Ok(None)
     }
 }

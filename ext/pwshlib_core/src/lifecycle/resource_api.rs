@@ -10,13 +10,16 @@ use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
     title_of_map, title_text, with_attributes_of, Insync, ProviderCallbacks, NOT_IN_DESIRED_STATE,
 };
-use crate::cache::PackedMap;
+use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::munge::munge_get_result;
 use crate::redact::{self, mark_attributes, shown_resource};
 use crate::script::DscMethod;
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
+
+const NOT_APPLIED_AFTER_GET_FAILED: &str = "not applied, because its current state could not be read (the DSC Get failed; see the error above)";
+const REBOOT_REQUIRED: &str = "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node";
 
 pub fn canonicalize<P: ProviderCallbacks>(
     provider: &P,
@@ -93,10 +96,7 @@ pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
 /// failed, instead of a blind Set.
 pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
     let title = title.map(shown).unwrap_or_default();
-    format!(
-        "{}[{title}]: not applied, because its current state could not be read (the DSC Get failed; see the error above)",
-        typedef.name
-    )
+    format!("{}[{title}]: {NOT_APPLIED_AFTER_GET_FAILED}", typedef.name)
 }
 
 pub fn get<P: ProviderCallbacks>(
@@ -293,10 +293,7 @@ pub fn invoke_set_method<P: ProviderCallbacks>(
     match &data {
         Some(Value::Hash(result)) => {
             if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
-                provider.warning(
-                    title.as_ref(),
-                    "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node",
-                )?;
+                provider.warning(title.as_ref(), REBOOT_REQUIRED)?;
             }
         }
         Some(_) => {}
@@ -359,83 +356,125 @@ pub fn insync<P: ProviderCallbacks>(
         // The corrective-change check that Puppet makes after a change.
         return Ok(Insync::UseDefault);
     }
-    if provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
+    let answer = if provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
         // Nothing to compare with, and no Test either: out of sync, so that
         // `set` marks the resource failed.
-        provider.with_state(|s| s.insync_reported.insert(marker));
-        return Ok(Insync::OutOfSync(Some(format!(
+        Insync::OutOfSync(Some(format!(
             "{property}: the current state could not be read"
-        ))));
-    }
-    let is_value = match is_hash.and_then(|h| h.get_named(property)) {
-        Some(v) => Some(v.clone()),
-        None => provider.with_state(|s| {
-            s.query_results
-                .get_identity(&identity)
-                .and_then(|m| m.unpack().remove_named(property))
-        }),
-    };
-    let should_value = should_hash.get_named(property);
-    let resource_mode = matches!(
-        should_hash.get_named("validation_mode"),
-        Some(Value::Str(m)) | Some(Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
-    );
-    if resource_mode {
-        let cached = provider.with_state(|s| s.test_results.get_identity(&identity).map(|e| e.1));
-        let in_desired_state = match cached {
-            Some(answer) => answer,
-            None => {
-                let answer = provider.invoke_test_method(name, should_hash)?;
-                let answer = match answer {
-                    Insync::InSync => Some(true),
-                    Insync::OutOfSync(_) => Some(false),
-                    Insync::UseDefault => None,
-                };
-                let name_hash = invocation_name_hash(name, should_hash);
-                provider.with_state(|s| {
-                    if s.test_results.get_identity(&identity).is_none() {
-                        s.test_results
-                            .insert_identity(identity.clone(), (name_hash, answer));
-                    }
-                });
-                answer
-            }
+        )))
+    } else {
+        let is_value = match is_hash.and_then(|h| h.get_named(property)) {
+            Some(v) => Some(v.clone()),
+            None => provider.with_state(|s| {
+                s.query_results
+                    .get_identity(&identity)
+                    .and_then(|m| m.unpack().remove_named(property))
+            }),
         };
-        match in_desired_state {
-            Some(true) => return Ok(Insync::InSync),
-            Some(false) => {
-                let message = match should_value {
-                    Some(sv) if !values_equal(is_value.as_ref().unwrap_or(&Value::Nil), sv) => {
-                        change_message(
-                            provider.typedef()?.as_ref(),
-                            property,
-                            is_value.as_ref().unwrap_or(&Value::Nil),
-                            sv,
-                        )
-                    }
-                    _ => NOT_IN_DESIRED_STATE.to_owned(),
-                };
-                provider.with_state(|s| s.insync_reported.insert(marker));
-                return Ok(Insync::OutOfSync(Some(message)));
-            }
-            None => {} // The Test failed: fall back on comparing properties.
-        }
+        let is_value = is_value.unwrap_or(Value::Nil);
+        let should_value = should_hash.get_named(property);
+        let by_test = if validates_whole_resource(should_hash) {
+            let in_desired_state = test_answer(provider, name, should_hash, &identity)?;
+            in_desired_state.map(|in_desired_state| {
+                answer_of_test(
+                    &typedef,
+                    property,
+                    in_desired_state,
+                    &is_value,
+                    should_value,
+                )
+            })
+        } else {
+            None
+        };
+        // Without a Test answer (or when it failed), the properties compare.
+        by_test.unwrap_or_else(|| compare_property(&typedef, property, &is_value, should_value))
+    };
+    if matches!(answer, Insync::OutOfSync(_)) {
+        // The change is reported: Puppet's corrective check gets nil.
+        provider.with_state(|s| s.insync_reported.insert(marker));
     }
+    Ok(answer)
+}
+
+/// `validation_mode => resource`: DSC's Test judges the whole resource.
+fn validates_whole_resource(should_hash: &Map) -> bool {
+    matches!(
+        should_hash.get_named("validation_mode"),
+        Some(Value::Str(m) | Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
+    )
+}
+
+/// The resource's one Test in this run: Some(in desired state), or None
+/// when it failed.
+fn test_answer<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    should_hash: &Map,
+    identity: &Identity,
+) -> Result<Option<bool>, P::Error> {
+    if let Some(answer) =
+        provider.with_state(|s| s.test_results.get_identity(identity).map(|e| e.1))
+    {
+        return Ok(answer);
+    }
+    let answer = match provider.invoke_test_method(name, should_hash)? {
+        Insync::InSync => Some(true),
+        Insync::OutOfSync(_) => Some(false),
+        Insync::UseDefault => None,
+    };
+    let name_hash = invocation_name_hash(name, should_hash);
+    provider.with_state(|s| {
+        if s.test_results.get_identity(identity).is_none() {
+            s.test_results
+                .insert_identity(identity.clone(), (name_hash, answer));
+        }
+    });
+    Ok(answer)
+}
+
+/// A property's answer from the Test of the whole resource: out of sync
+/// says how the property differs, or that DSC says so.
+fn answer_of_test(
+    typedef: &TypeDef,
+    property: &str,
+    in_desired_state: bool,
+    is_value: &Value,
+    should_value: Option<&Value>,
+) -> Insync {
+    if in_desired_state {
+        return Insync::InSync;
+    }
+    let message = match should_value {
+        Some(should) if !values_equal(is_value, should) => {
+            change_message(typedef, property, is_value, should)
+        }
+        _ => NOT_IN_DESIRED_STATE.to_owned(),
+    };
+    Insync::OutOfSync(Some(message))
+}
+
+/// A property's answer from comparing its values: nil for what is not a
+/// DSC property or has no desired value.
+fn compare_property(
+    typedef: &TypeDef,
+    property: &str,
+    is_value: &Value,
+    should_value: Option<&Value>,
+) -> Insync {
     if !property.starts_with("dsc_") {
-        return Ok(Insync::UseDefault);
+        return Insync::UseDefault;
     }
     let Some(should_value) = should_value.filter(|v| !is_empty_value(v)) else {
-        return Ok(Insync::UseDefault);
+        return Insync::UseDefault;
     };
-    let is_value = is_value.unwrap_or(Value::Nil);
-    if values_equal(&is_value, should_value) {
-        return Ok(Insync::InSync);
+    if values_equal(is_value, should_value) {
+        return Insync::InSync;
     }
-    provider.with_state(|s| s.insync_reported.insert(marker));
-    Ok(Insync::OutOfSync(Some(change_message(
-        provider.typedef()?.as_ref(),
+    Insync::OutOfSync(Some(change_message(
+        typedef,
         property,
-        &is_value,
+        is_value,
         should_value,
-    ))))
+    )))
 }
