@@ -437,7 +437,12 @@ impl InvocableResource {
     ) -> Result<Self> {
         let path = match vendored::vendored_modules_path(load_path, &typedef.module_name) {
             Ok(path) => path,
-            Err(e) if needs_vendored_path(typedef.is_class_based(), &typedef.module_version) => {
+            Err(e)
+                if needs_vendored_path(
+                    typedef.is_class_based(),
+                    typedef.module_version.as_ref(),
+                ) =>
+            {
                 return Err(e)
             }
             Err(_) => String::new(),
@@ -566,7 +571,7 @@ impl InvocableResource {
     }
 }
 
-fn needs_vendored_path(class_based: bool, version: &Option<String>) -> bool {
+fn needs_vendored_path(class_based: bool, version: Option<&String>) -> bool {
     class_based || version.is_some()
 }
 

@@ -380,9 +380,9 @@ impl ShapeParser {
     /// `key`, `'key'`, or `Optional['key']` / `NotUndef['key']`.
     fn parse_member_name(&mut self) -> Option<String> {
         match self.next()? {
-            Token::Quoted(key) => Some(key),
-            Token::Word(word) if self.eat('[') => {
-                let _ = word;
+            // A wrapper such as `Optional[`: the guard runs for a word only,
+            // so a quoted key never eats a bracket.
+            Token::Word(_) if self.eat('[') => {
                 let key = match self.next()? {
                     Token::Quoted(key) | Token::Word(key) => key,
                     _ => return None,
@@ -390,7 +390,7 @@ impl ShapeParser {
                 self.skip_to_close();
                 Some(key)
             }
-            Token::Word(key) => Some(key),
+            Token::Quoted(key) | Token::Word(key) => Some(key),
             _ => None,
         }
     }

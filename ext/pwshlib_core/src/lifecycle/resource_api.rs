@@ -136,12 +136,11 @@ pub fn get<P: ProviderCallbacks>(
             Some(canonical) => with_attributes_of(name_hash.clone(), canonical),
             None => name_hash.clone(),
         };
-        match provider.invoke_get_method(&query)? {
-            Some(result) => out.push(result),
-            None => {
-                provider.with_state(|s| s.failed_gets.insert(&query, ()));
-                out.push(name_hash);
-            }
+        if let Some(result) = provider.invoke_get_method(&query)? {
+            out.push(result);
+        } else {
+            provider.with_state(|s| s.failed_gets.insert(&query, ()));
+            out.push(name_hash);
         }
     }
     Ok(out)

@@ -23,25 +23,97 @@ fn prop(type_string: &str, mof_type: &str, extra: &[(&str, Value)]) -> Value {
     attr(&pairs)
 }
 
+const CREDENTIAL: &str =
+    "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
+
+/// `name`, the namevar every scaffolded type has.
+fn name_attribute() -> (&'static str, Value) {
+    (
+        "name",
+        attr(&[
+            ("type", Value::str("String")),
+            ("behaviour", Value::sym("namevar")),
+        ]),
+    )
+}
+
+/// `dsc_psdscrunascredential`, the run-as credential parameter.
+fn run_as_credential() -> (&'static str, Value) {
+    (
+        "dsc_psdscrunascredential",
+        prop(
+            CREDENTIAL,
+            "PSCredential",
+            &[
+                ("behaviour", Value::sym("parameter")),
+                ("mof_is_embedded", Value::Bool(true)),
+            ],
+        ),
+    )
+}
+
+/// A String namevar that Get and Set need.
+fn mandatory_namevar(name: &'static str) -> (&'static str, Value) {
+    (
+        name,
+        prop(
+            "String",
+            "String",
+            &[
+                ("behaviour", Value::sym("namevar")),
+                ("mandatory_for_get", Value::Bool(true)),
+                ("mandatory_for_set", Value::Bool(true)),
+            ],
+        ),
+    )
+}
+
+/// An embedded credential property.
+fn credential_property(name: &'static str) -> (&'static str, Value) {
+    (
+        name,
+        prop(
+            CREDENTIAL,
+            "PSCredential",
+            &[("mof_is_embedded", Value::Bool(true))],
+        ),
+    )
+}
+
+/// A type definition of the `PwshlibFixtureDsc` module with these
+/// attributes; `mof_version` makes it a MOF resource of that version.
+fn definition(
+    name: &str,
+    friendly: &str,
+    mof_version: Option<&str>,
+    attributes: Vec<(&'static str, Value)>,
+) -> TypeDef {
+    let attributes: Map = attributes
+        .into_iter()
+        .map(|(k, v)| (Value::sym(k), v))
+        .collect();
+    let mut pairs = vec![
+        ("name", Value::str(name)),
+        ("dscmeta_resource_friendly_name", Value::str(friendly)),
+        (
+            "dscmeta_resource_name",
+            Value::str(&format!("MSFT_{friendly}")),
+        ),
+    ];
+    if let Some(version) = mof_version {
+        pairs.push(("dscmeta_resource_implementation", Value::str("MOF")));
+        pairs.push(("dscmeta_module_version", Value::str(version)));
+    }
+    pairs.push(("dscmeta_module_name", Value::str("PwshlibFixtureDsc")));
+    pairs.push(("attributes", Value::Hash(attributes)));
+    TypeDef::from_definition(&attr(&pairs)).expect("fixture definition is valid")
+}
+
 /// Like spec/fixtures/.../dsc_fixturefile.rb, plus a DateTime, a CIM array
 /// and a credential property so one type covers every munging rule.
 pub fn fixture_typedef() -> TypeDef {
-    let namevar = |get: bool| {
-        vec![
-            ("behaviour", Value::sym("namevar")),
-            ("mandatory_for_get", Value::Bool(get)),
-            ("mandatory_for_set", Value::Bool(get)),
-        ]
-    };
-    let credential = "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
-    let attributes: Map = [
-        (
-            "name",
-            attr(&[
-                ("type", Value::str("String")),
-                ("behaviour", Value::sym("namevar")),
-            ]),
-        ),
+    let attributes = vec![
+        name_attribute(),
         (
             "validation_mode",
             attr(&[
@@ -49,17 +121,7 @@ pub fn fixture_typedef() -> TypeDef {
                 ("behaviour", Value::sym("parameter")),
             ]),
         ),
-        (
-            "dsc_psdscrunascredential",
-            prop(
-                credential,
-                "PSCredential",
-                &[
-                    ("behaviour", Value::sym("parameter")),
-                    ("mof_is_embedded", Value::Bool(true)),
-                ],
-            ),
-        ),
+        run_as_credential(),
         (
             "dsc_timeout",
             prop(
@@ -68,10 +130,7 @@ pub fn fixture_typedef() -> TypeDef {
                 &[("behaviour", Value::sym("parameter"))],
             ),
         ),
-        (
-            "dsc_destinationpath",
-            prop("String", "String", &namevar(true)),
-        ),
+        mandatory_namevar("dsc_destinationpath"),
         (
             "dsc_ensure",
             prop(
@@ -107,14 +166,7 @@ pub fn fixture_typedef() -> TypeDef {
             "dsc_port",
             prop("Optional[Integer[0, 65535]]", "UInt32", &[]),
         ),
-        (
-            "dsc_password",
-            prop(
-                credential,
-                "PSCredential",
-                &[("mof_is_embedded", Value::Bool(true))],
-            ),
-        ),
+        credential_property("dsc_password"),
         (
             "dsc_bindinginfo",
             prop(
@@ -131,20 +183,8 @@ pub fn fixture_typedef() -> TypeDef {
                 &[("behaviour", Value::sym("read_only"))],
             ),
         ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (Value::sym(k), v))
-    .collect();
-    let definition = attr(&[
-        ("name", Value::str("dsc_fixturefile")),
-        ("dscmeta_resource_friendly_name", Value::str("FixtureFile")),
-        ("dscmeta_resource_name", Value::str("MSFT_FixtureFile")),
-        ("dscmeta_resource_implementation", Value::str("MOF")),
-        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
-        ("dscmeta_module_version", Value::str("1.2.0")),
-        ("attributes", Value::Hash(attributes)),
-    ]);
-    TypeDef::from_definition(&definition).expect("fixture definition is valid")
+    ];
+    definition("dsc_fixturefile", "FixtureFile", Some("1.2.0"), attributes)
 }
 
 /// Like spec/fixtures/.../dsc_fixtureaccessrule.rb and
@@ -152,26 +192,9 @@ pub fn fixture_typedef() -> TypeDef {
 /// and inside the Struct members of a CIM array, and the scaffolder's
 /// `ensurable: Boolean[false]`.
 pub fn scaffolded_enum_typedef() -> TypeDef {
-    let attributes: Map = [
-        (
-            "name",
-            attr(&[
-                ("type", Value::str("String")),
-                ("behaviour", Value::sym("namevar")),
-            ]),
-        ),
-        (
-            "dsc_path",
-            prop(
-                "String",
-                "String",
-                &[
-                    ("behaviour", Value::sym("namevar")),
-                    ("mandatory_for_get", Value::Bool(true)),
-                    ("mandatory_for_set", Value::Bool(true)),
-                ],
-            ),
-        ),
+    let attributes = vec![
+        name_attribute(),
+        mandatory_namevar("dsc_path"),
         (
             "dsc_schedule",
             prop(
@@ -192,62 +215,23 @@ pub fn scaffolded_enum_typedef() -> TypeDef {
             "ensurable",
             prop("Boolean[false]", "String", &[("default", Value::Bool(false))]),
         ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (Value::sym(k), v))
-    .collect();
-    let definition = attr(&[
-        ("name", Value::str("dsc_fixtureaccessrule")),
-        (
-            "dscmeta_resource_friendly_name",
-            Value::str("FixtureAccessRule"),
-        ),
-        (
-            "dscmeta_resource_name",
-            Value::str("MSFT_FixtureAccessRule"),
-        ),
-        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
-        ("attributes", Value::Hash(attributes)),
-    ]);
-    TypeDef::from_definition(&definition).expect("fixture definition is valid")
+    ];
+    definition(
+        "dsc_fixtureaccessrule",
+        "FixtureAccessRule",
+        None,
+        attributes,
+    )
 }
 
 /// Like spec/fixtures/.../dsc_fixturevault.rb: secrets at every depth (a
 /// Sensitive property, a Sensitive member of a hash and of a CIM instance,
 /// a credential), and a free-form hash.
 pub fn secret_typedef() -> TypeDef {
-    let credential = "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
-    let attributes: Map = [
-        (
-            "name",
-            attr(&[
-                ("type", Value::str("String")),
-                ("behaviour", Value::sym("namevar")),
-            ]),
-        ),
-        (
-            "dsc_psdscrunascredential",
-            prop(
-                credential,
-                "PSCredential",
-                &[
-                    ("behaviour", Value::sym("parameter")),
-                    ("mof_is_embedded", Value::Bool(true)),
-                ],
-            ),
-        ),
-        (
-            "dsc_vaultname",
-            prop(
-                "String",
-                "String",
-                &[
-                    ("behaviour", Value::sym("namevar")),
-                    ("mandatory_for_get", Value::Bool(true)),
-                    ("mandatory_for_set", Value::Bool(true)),
-                ],
-            ),
-        ),
+    let attributes = vec![
+        name_attribute(),
+        run_as_credential(),
+        mandatory_namevar("dsc_vaultname"),
         (
             "dsc_ensure",
             prop("Optional[Enum['Present', 'Absent']]", "String", &[]),
@@ -273,27 +257,13 @@ pub fn secret_typedef() -> TypeDef {
                 &[("mof_is_embedded", Value::Bool(true))],
             ),
         ),
-        (
-            "dsc_credential",
-            prop(
-                credential,
-                "PSCredential",
-                &[("mof_is_embedded", Value::Bool(true))],
-            ),
-        ),
+        credential_property("dsc_credential"),
         ("dsc_note", prop("Optional[String]", "String", &[])),
-    ]
-    .into_iter()
-    .map(|(k, v)| (Value::sym(k), v))
-    .collect();
-    let definition = attr(&[
-        ("name", Value::str("dsc_fixturevault")),
-        ("dscmeta_resource_friendly_name", Value::str("FixtureVault")),
-        ("dscmeta_resource_name", Value::str("MSFT_FixtureVault")),
-        ("dscmeta_resource_implementation", Value::str("MOF")),
-        ("dscmeta_module_name", Value::str("PwshlibFixtureDsc")),
-        ("dscmeta_module_version", Value::str("1.2.0")),
-        ("attributes", Value::Hash(attributes)),
-    ]);
-    TypeDef::from_definition(&definition).expect("secret fixture definition is valid")
+    ];
+    definition(
+        "dsc_fixturevault",
+        "FixtureVault",
+        Some("1.2.0"),
+        attributes,
+    )
 }
