@@ -2,7 +2,7 @@
 //! result into the Puppet resource hash (behavior.md §3 "get").
 
 use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
-use crate::typedef::{Attribute, Behaviour, TypeDef};
+use crate::typedef::{Attribute, Behaviour, MofType, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
 /// Parses one line of result JSON. Objects become hashes with String keys.
@@ -265,11 +265,7 @@ fn munge_value(
     if let Some(desired) = desired {
         adopt_number_forms(&mut value, desired);
     }
-    if attribute
-        .mof_type
-        .as_deref()
-        .is_some_and(is_integer_mof_type)
-    {
+    if attribute.mof_type.as_ref().is_some_and(MofType::is_integer) {
         integers_from_text(&mut value);
     }
     conform_enums(&attribute.shape, &mut value);
@@ -297,16 +293,6 @@ fn restore_namevars(typedef: &TypeDef, query: &Map, out: &mut Map) {
             }
         }
     }
-}
-
-/// The CIM integer types (`UInt32`, `SInt64`, `UInt16[]`, ...).
-fn is_integer_mof_type(mof_type: &str) -> bool {
-    let base = mof_type.trim_end_matches("[]").to_ascii_lowercase();
-    [
-        "uint8", "uint16", "uint32", "uint64", "sint8", "sint16", "sint32", "sint64", "int16",
-        "int32", "int64",
-    ]
-    .contains(&base.as_str())
 }
 
 /// A DSC integer property reported as text (`"1440"`) is still an integer:
@@ -613,7 +599,7 @@ mod number_form_tests {
     #[test]
     fn integer_typed_properties_reported_as_text_become_integers() {
         let mut value = Value::Array(vec![Value::str("1440"), Value::str(" 7 "), Value::str("x")]);
-        assert!(is_integer_mof_type("UInt32[]") && !is_integer_mof_type("String"));
+        assert!(MofType::parse("UInt32[]").is_integer() && !MofType::parse("String").is_integer());
         integers_from_text(&mut value);
         assert_eq!(
             value,

@@ -97,7 +97,7 @@ fn definition(
         ("dscmeta_resource_friendly_name", Value::str(friendly)),
         (
             "dscmeta_resource_name",
-            Value::str(&format!("MSFT_{friendly}")),
+            Value::str(format!("MSFT_{friendly}")),
         ),
     ];
     if let Some(version) = mof_version {
