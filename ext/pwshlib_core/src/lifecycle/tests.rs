@@ -546,3 +546,28 @@ fn the_invocation_identity_is_that_of_the_merged_name_hash() {
         }
     }
 }
+
+#[test]
+fn the_identity_of_a_call_is_the_identity_of_its_merged_name_hash() {
+    let namevars = vec!["name".to_owned(), "dsc_destinationpath".to_owned()];
+    let should = manifest("property");
+    for name in [
+        s("Title"),
+        title(),
+        Value::Hash(Map(vec![(Value::sym("name"), s("Other"))])),
+        Value::Hash(Map(vec![(Value::sym("dsc_destinationpath"), s("D:\\Bar"))])),
+    ] {
+        let merged = invocation_name_hash(&name, &should);
+        assert_eq!(
+            invocation_identity(&namevars, &name, &should),
+            Identity::of(&namevars, &merged),
+            "{name}"
+        );
+        // What the title says wins over the desired state.
+        if let Value::Hash(title_hash) = &name {
+            for (key, value) in title_hash.iter() {
+                assert_eq!(merged.get_named(key.key_name().unwrap()), Some(value));
+            }
+        }
+    }
+}
