@@ -1058,7 +1058,7 @@ impl Builder<'_> {
                 Value::Array(_) => {
                     return Err(Error::InvalidValue {
                         attribute: attribute.to_owned(),
-                        message: "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)".into(),
+                        message: NESTED_ARRAY.into(),
                     })
                 }
                 _ => {}
@@ -1073,7 +1073,7 @@ impl Builder<'_> {
         let Some(element) = shape.element().cim_element_type() else {
             return Err(Error::InvalidValue {
                 attribute: attribute.to_owned(),
-                message: "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say".into(),
+                message: MIXED_ARRAY.into(),
             });
         };
         out.maybe_secret(secret, |w| {
@@ -1085,10 +1085,20 @@ impl Builder<'_> {
     }
 }
 
+/// Why an array of arrays is refused.
+const NESTED_ARRAY: &str =
+    "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)";
+/// Why an array of mixed kinds with no element type is refused.
+const MIXED_ARRAY: &str =
+    "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say";
+/// Why a plain hash inside a CIM instance is refused.
+const PLAIN_HASH_IN_CIM: &str =
+    "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property";
+
 fn plain_hash_error(attribute: &str) -> Error {
     Error::InvalidValue {
         attribute: attribute.to_owned(),
-        message: "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property".into(),
+        message: PLAIN_HASH_IN_CIM.into(),
     }
 }
 
