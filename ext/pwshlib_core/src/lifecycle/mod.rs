@@ -9,11 +9,11 @@
 //! One job a file:
 //! - this file: the callbacks, the per-run state, and how a title and the
 //!   desired state merge into the attributes (and identity) of a call;
-//! - [`resource_api`]: the Resource API entry points (`canonicalize`, `get`,
+//! - `resource_api`: the Resource API entry points (`canonicalize`, `get`,
 //!   `set`'s helpers, `insync?`) and the overridable `invoke_*_method`s;
-//! - [`invocation`]: one `Invoke-DscResource` call: its script, timeout,
+//! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
 //!   run-as credential, output checks and collision retries;
-//! - [`redaction`]: what a message may show of the values it quotes.
+//! - `redaction`: what a message may show of the values it quotes.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
