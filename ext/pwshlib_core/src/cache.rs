@@ -166,12 +166,11 @@ impl<V> IdentityCache<V> {
 
     pub fn insert_identity(&mut self, id: Identity, value: V) {
         let bucket = self.by_head.entry(head_key(id.head())).or_default();
-        match bucket.iter_mut().find(|(existing, _)| *existing == id) {
-            Some(slot) => slot.1 = value,
-            None => {
-                bucket.push((id, value));
-                self.len += 1;
-            }
+        if let Some(slot) = bucket.iter_mut().find(|(existing, _)| *existing == id) {
+            slot.1 = value;
+        } else {
+            bucket.push((id, value));
+            self.len += 1;
         }
     }
 

@@ -15,7 +15,7 @@ pub mod value;
 pub mod vendored;
 
 pub use error::{Error, Result};
-pub use typedef::{Attribute, Behaviour, TypeDef};
+pub use typedef::{Attribute, Behaviour, MofType, TypeDef};
 pub use value::{Map, Timestamp, Value};
 pub mod cache;
 pub mod canonical;

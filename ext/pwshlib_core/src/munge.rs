@@ -2,7 +2,7 @@
 //! result into the Puppet resource hash (behavior.md §3 "get").
 
 use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
-use crate::typedef::{Behaviour, TypeDef};
+use crate::typedef::{Attribute, Behaviour, MofType, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
 /// Parses one line of result JSON. Objects become hashes with String keys.
@@ -202,45 +202,8 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         if attribute.behaviour == Behaviour::Parameter {
             continue;
         }
-        let mut value = raw.clone();
-        if is_dotnet_artifact(&value) {
-            value = Value::Nil;
-        }
-        if let Value::Array(items) = &mut value {
-            for item in items.iter_mut() {
-                if is_dotnet_artifact(item) {
-                    *item = Value::Nil;
-                }
-            }
-        }
-        if matches!(value, Value::Hash(_) | Value::Array(_)) {
-            downcase_hash_keys(&mut value);
-            munge_cim_instances(&mut value);
-        }
-        if attribute.is_datetime() {
-            value = parse_datetime(&value).unwrap_or_else(|message| {
-                errors.push(message);
-                Value::Nil
-            });
-        }
-        if attribute.is_credential() {
-            value = credential_from_get(value);
-            value = fill_credential_password(value, query.get_named(&type_key));
-        }
-        if value.is_nil() && matches!(query.get_named(&type_key), Some(Value::Array(_))) {
-            value = Value::Array(Vec::new());
-        }
-        if let Some(desired) = query.get_named(&type_key) {
-            adopt_number_forms(&mut value, desired);
-        }
-        if attribute
-            .mof_type
-            .as_deref()
-            .is_some_and(is_integer_mof_type)
-        {
-            integers_from_text(&mut value);
-        }
-        conform_enums(&attribute.shape, &mut value);
+        let desired = query.get_named(&type_key);
+        let value = munge_value(attribute, raw, desired, &mut errors);
         out.insert_symbol(&type_key, recursively_sort(&value));
     }
     if let Some(ensurable) = typedef
@@ -250,6 +213,69 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         // The only value its type allows: what the resource "has".
         out.insert_symbol(&ensurable.name, Value::Bool(false));
     }
+    restore_namevars(typedef, query, &mut out);
+    stringify_nil_attributes(typedef, &mut out);
+    let query_has_nil = query.iter().any(|(_, v)| v.is_nil());
+    if is_absent(out.get_named("dsc_ensure"))
+        && is_absent(query.get_named("dsc_ensure"))
+        && !query_has_nil
+    {
+        out.0.retain(|(_, v)| !v.is_nil());
+    }
+    (out, errors)
+}
+
+/// One property's value as DSC reported it (`raw`), in the form the type
+/// schema wants, next to its `desired` value. An unparseable date-time is
+/// nil, its message pushed to `errors`.
+fn munge_value(
+    attribute: &Attribute,
+    raw: &Value,
+    desired: Option<&Value>,
+    errors: &mut Vec<String>,
+) -> Value {
+    let mut value = raw.clone();
+    if is_dotnet_artifact(&value) {
+        value = Value::Nil;
+    }
+    if let Value::Array(items) = &mut value {
+        for item in items.iter_mut() {
+            if is_dotnet_artifact(item) {
+                *item = Value::Nil;
+            }
+        }
+    }
+    if matches!(value, Value::Hash(_) | Value::Array(_)) {
+        downcase_hash_keys(&mut value);
+        munge_cim_instances(&mut value);
+    }
+    if attribute.is_datetime() {
+        value = parse_datetime(&value).unwrap_or_else(|message| {
+            errors.push(message);
+            Value::Nil
+        });
+    }
+    if attribute.is_credential() {
+        value = credential_from_get(value);
+        value = fill_credential_password(value, desired);
+    }
+    if value.is_nil() && matches!(desired, Some(Value::Array(_))) {
+        value = Value::Array(Vec::new());
+    }
+    if let Some(desired) = desired {
+        adopt_number_forms(&mut value, desired);
+    }
+    if attribute.mof_type.as_ref().is_some_and(MofType::is_integer) {
+        integers_from_text(&mut value);
+    }
+    conform_enums(&attribute.shape, &mut value);
+    value
+}
+
+/// Puts back the namevars the query named where the result has none (and
+/// `name` always): DSC does not report the title, and Puppet matches
+/// results on the namevars it asked for.
+fn restore_namevars(typedef: &TypeDef, query: &Map, out: &mut Map) {
     for namevar in typedef.namevar_attributes() {
         let restore = namevar == "name"
             || match out.get_named(namevar) {
@@ -267,25 +293,6 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
             }
         }
     }
-    stringify_nil_attributes(typedef, &mut out);
-    let query_has_nil = query.iter().any(|(_, v)| v.is_nil());
-    if is_absent(out.get_named("dsc_ensure"))
-        && is_absent(query.get_named("dsc_ensure"))
-        && !query_has_nil
-    {
-        out.0.retain(|(_, v)| !v.is_nil());
-    }
-    (out, errors)
-}
-
-/// The CIM integer types (`UInt32`, `SInt64`, `UInt16[]`, ...).
-fn is_integer_mof_type(mof_type: &str) -> bool {
-    let base = mof_type.trim_end_matches("[]").to_ascii_lowercase();
-    [
-        "uint8", "uint16", "uint32", "uint64", "sint8", "sint16", "sint32", "sint64", "int16",
-        "int32", "int64",
-    ]
-    .contains(&base.as_str())
 }
 
 /// A DSC integer property reported as text (`"1440"`) is still an integer:
@@ -402,18 +409,25 @@ mod tests {
         assert_eq!(out.get_named("dsc_password"), Some(&Value::Nil));
     }
 
-    #[test]
-    fn a_credential_without_password_takes_the_desired_sensitive_one() {
-        let def = fixture_typedef();
+    /// A query that wants the credential of Alice with this password
+    /// (Sensitive), and that credential.
+    fn query_with_desired_credential(password: &str) -> (Value, Map) {
         let desired = Value::Hash(Map(vec![
             (Value::str("user"), Value::str("Alice")),
             (
                 Value::str("password"),
-                Value::Sensitive(Box::new(Value::str("x"))),
+                Value::Sensitive(Box::new(Value::str(password))),
             ),
         ]));
         let mut q = query();
         q.insert_symbol("dsc_password", desired.clone());
+        (desired, q)
+    }
+
+    #[test]
+    fn a_credential_without_password_takes_the_desired_sensitive_one() {
+        let def = fixture_typedef();
+        let (desired, q) = query_with_desired_credential("x");
         for json in [
             r#"{"Password":{"user":"alice","password":null}}"#,
             r#"{"Password":{"User":"alice"}}"#,
@@ -443,15 +457,7 @@ mod tests {
     #[test]
     fn a_credential_in_the_5_1_shape_reads_as_user_and_the_desired_password() {
         let def = fixture_typedef();
-        let desired = Value::Hash(Map(vec![
-            (Value::str("user"), Value::str("Alice")),
-            (
-                Value::str("password"),
-                Value::Sensitive(Box::new(Value::str("wanted-pw"))),
-            ),
-        ]));
-        let mut q = query();
-        q.insert_symbol("dsc_password", desired.clone());
+        let (desired, q) = query_with_desired_credential("wanted-pw");
         for json in [
             // MSFT_Credential as 5.1 returns it.
             r#"{"Password":{"UserName":"alice","Password":null,"cim_instance_type":"MSFT_Credential"}}"#,
@@ -593,7 +599,7 @@ mod number_form_tests {
     #[test]
     fn integer_typed_properties_reported_as_text_become_integers() {
         let mut value = Value::Array(vec![Value::str("1440"), Value::str(" 7 "), Value::str("x")]);
-        assert!(is_integer_mof_type("UInt32[]") && !is_integer_mof_type("String"));
+        assert!(MofType::parse("UInt32[]").is_integer() && !MofType::parse("String").is_integer());
         integers_from_text(&mut value);
         assert_eq!(
             value,

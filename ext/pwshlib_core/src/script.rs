@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::literal::{powershell_type, read_single_quoted, TrackedText};
 use crate::templates;
-use crate::typedef::{Behaviour, TypeDef, TypeShape};
+use crate::typedef::{Behaviour, MofType, TypeDef, TypeShape};
 use crate::value::{Map, Value};
 use crate::vendored;
 
@@ -310,7 +310,7 @@ pub struct InvokeParameter {
     /// The Puppet attribute, e.g. `dsc_ensure`.
     pub attribute: String,
     pub value: Value,
-    pub mof_type: Option<String>,
+    pub mof_type: Option<MofType>,
     pub mof_is_embedded: bool,
     /// The shape of the attribute's Puppet type: for a CIM instance, the
     /// types of its members (empty and mixed arrays inside instances are
@@ -326,34 +326,21 @@ impl InvokeParameter {
             .unwrap_or(&self.attribute)
     }
 
-    fn base_mof_type(&self) -> Option<&str> {
-        self.mof_type
-            .as_deref()
-            .map(|t| t.trim().trim_end_matches("[]"))
-    }
-
     pub fn is_credential(&self) -> bool {
-        self.base_mof_type()
-            .is_some_and(|t| t.eq_ignore_ascii_case("PSCredential"))
+        self.mof_type.as_ref().is_some_and(MofType::is_credential)
     }
 
     pub fn is_datetime(&self) -> bool {
-        self.base_mof_type()
-            .is_some_and(|t| t.eq_ignore_ascii_case("DateTime"))
+        self.mof_type.as_ref().is_some_and(MofType::is_datetime)
     }
 
     pub fn is_array(&self) -> bool {
-        self.mof_type
-            .as_deref()
-            .is_some_and(|t| t.trim().ends_with("[]"))
+        self.mof_type.as_ref().is_some_and(MofType::is_array)
     }
 
     /// The CIM class of an embedded instance property (`MSFT_Foo[]` → `MSFT_Foo`).
     pub fn cim_class(&self) -> Option<&str> {
-        if !self.mof_is_embedded || self.is_credential() {
-            return None;
-        }
-        self.base_mof_type()
+        self.mof_type.as_ref()?.cim_class(self.mof_is_embedded)
     }
 }
 
@@ -437,7 +424,12 @@ impl InvocableResource {
     ) -> Result<Self> {
         let path = match vendored::vendored_modules_path(load_path, &typedef.module_name) {
             Ok(path) => path,
-            Err(e) if needs_vendored_path(typedef.is_class_based(), &typedef.module_version) => {
+            Err(e)
+                if needs_vendored_path(
+                    typedef.is_class_based(),
+                    typedef.module_version.as_ref(),
+                ) =>
+            {
                 return Err(e)
             }
             Err(_) => String::new(),
@@ -460,7 +452,8 @@ impl InvocableResource {
         for p in &self.parameters {
             let mut entry = Map::new();
             entry.insert_symbol("value", p.value.clone());
-            entry.insert_symbol("mof_type", text(&p.mof_type));
+            let mof_type = p.mof_type.as_ref().map(MofType::as_str);
+            entry.insert_symbol("mof_type", mof_type.map_or(Value::Nil, Value::str));
             entry.insert_symbol("mof_is_embedded", Value::Bool(p.mof_is_embedded));
             parameters.insert_symbol(&p.attribute, Value::Hash(entry));
         }
@@ -527,7 +520,7 @@ impl InvocableResource {
                     mof_type: entry
                         .get_named("mof_type")
                         .and_then(Value::key_name)
-                        .map(str::to_owned),
+                        .map(MofType::parse),
                     mof_is_embedded: matches!(
                         entry.get_named("mof_is_embedded"),
                         Some(Value::Bool(true))
@@ -566,7 +559,7 @@ impl InvocableResource {
     }
 }
 
-fn needs_vendored_path(class_based: bool, version: &Option<String>) -> bool {
+fn needs_vendored_path(class_based: bool, version: Option<&String>) -> bool {
     class_based || version.is_some()
 }
 
@@ -813,7 +806,10 @@ impl Builder<'_> {
                 match &parameter.mof_type {
                     Some(mof_type) => {
                         w.push("[");
-                        w.push(powershell_type(mof_type, parameter.mof_is_embedded));
+                        w.push(powershell_type(
+                            mof_type.element(),
+                            parameter.mof_is_embedded,
+                        ));
                         w.push("[]]@()");
                     }
                     None => w.push("@()"),
@@ -1062,7 +1058,7 @@ impl Builder<'_> {
                 Value::Array(_) => {
                     return Err(Error::InvalidValue {
                         attribute: attribute.to_owned(),
-                        message: "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)".into(),
+                        message: NESTED_ARRAY.into(),
                     })
                 }
                 _ => {}
@@ -1077,7 +1073,7 @@ impl Builder<'_> {
         let Some(element) = shape.element().cim_element_type() else {
             return Err(Error::InvalidValue {
                 attribute: attribute.to_owned(),
-                message: "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say".into(),
+                message: MIXED_ARRAY.into(),
             });
         };
         out.maybe_secret(secret, |w| {
@@ -1089,10 +1085,20 @@ impl Builder<'_> {
     }
 }
 
+/// Why an array of arrays is refused.
+const NESTED_ARRAY: &str =
+    "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)";
+/// Why an array of mixed kinds with no element type is refused.
+const MIXED_ARRAY: &str =
+    "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say";
+/// Why a plain hash inside a CIM instance is refused.
+const PLAIN_HASH_IN_CIM: &str =
+    "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property";
+
 fn plain_hash_error(attribute: &str) -> Error {
     Error::InvalidValue {
         attribute: attribute.to_owned(),
-        message: "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property".into(),
+        message: PLAIN_HASH_IN_CIM.into(),
     }
 }
 

@@ -16,6 +16,72 @@ pub enum Behaviour {
     InitOnly,
 }
 
+/// A DSC (MOF/CIM) type as the type schema names it: `String[]`,
+/// `PSCredential`, `MSFT_Foo[]`. Parsed once, here: the name as given is
+/// kept (pwshlib 2.x passes it on), and its element type is the name
+/// trimmed and without the `[]` of an array. Every question about the type
+/// (credential? date-time? integer? array?) asks the element type, so the
+/// attribute and the parameter built from it cannot disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MofType {
+    text: String,
+    element: String,
+    array: bool,
+}
+
+/// The CIM integer types (MOF's `uint8` … `sint64`; `int16` … `int64` as
+/// some schemas spell them).
+const INTEGER_MOF_TYPES: [&str; 11] = [
+    "uint8", "uint16", "uint32", "uint64", "sint8", "sint16", "sint32", "sint64", "int16", "int32",
+    "int64",
+];
+
+impl MofType {
+    pub fn parse(text: &str) -> MofType {
+        let trimmed = text.trim();
+        let element = trimmed.trim_end_matches("[]");
+        MofType {
+            text: text.to_owned(),
+            element: element.to_owned(),
+            array: element.len() < trimmed.len(),
+        }
+    }
+
+    /// The name as the type schema gives it.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The element type: `MSFT_Foo` for `MSFT_Foo[]`.
+    pub fn element(&self) -> &str {
+        &self.element
+    }
+
+    pub fn is_array(&self) -> bool {
+        self.array
+    }
+
+    pub fn is_credential(&self) -> bool {
+        self.element.eq_ignore_ascii_case("PSCredential")
+    }
+
+    pub fn is_datetime(&self) -> bool {
+        self.element.eq_ignore_ascii_case("DateTime")
+    }
+
+    pub fn is_integer(&self) -> bool {
+        INTEGER_MOF_TYPES
+            .iter()
+            .any(|t| self.element.eq_ignore_ascii_case(t))
+    }
+
+    /// The CIM class of an embedded instance (`MSFT_Foo[]` → `MSFT_Foo`);
+    /// None when not embedded, and for a credential (no CIM instance).
+    pub fn cim_class(&self, embedded: bool) -> Option<&str> {
+        (embedded && !self.is_credential()).then_some(self.element.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attribute {
     /// The attribute name as Puppet knows it, e.g. `dsc_ensure` or `name`.
@@ -26,7 +92,7 @@ pub struct Attribute {
     pub mandatory_for_get: bool,
     pub mandatory_for_set: bool,
     /// The DSC/CIM type, e.g. `String[]`, `PSCredential`, `MSFT_Foo[]`.
-    pub mof_type: Option<String>,
+    pub mof_type: Option<MofType>,
     pub mof_is_embedded: bool,
     /// Allowed values when the Puppet type is (an Optional of) an Enum.
     pub enum_values: Option<Vec<String>>,
@@ -49,29 +115,22 @@ impl Attribute {
     }
 
     pub fn is_array(&self) -> bool {
-        self.mof_type.as_deref().is_some_and(|t| t.ends_with("[]"))
+        self.mof_type.as_ref().is_some_and(MofType::is_array)
             || strip_optional(&self.type_string).starts_with("Array")
     }
 
     pub fn is_datetime(&self) -> bool {
-        self.mof_type
-            .as_deref()
-            .is_some_and(|t| t.trim_end_matches("[]").eq_ignore_ascii_case("DateTime"))
+        self.mof_type.as_ref().is_some_and(MofType::is_datetime)
             || self.type_string.contains("Timestamp")
     }
 
     pub fn is_credential(&self) -> bool {
-        self.mof_type
-            .as_deref()
-            .is_some_and(|t| t.eq_ignore_ascii_case("PSCredential"))
+        self.mof_type.as_ref().is_some_and(MofType::is_credential)
     }
 
     /// The CIM class of an embedded instance property (`MSFT_Foo[]` → `MSFT_Foo`).
     pub fn cim_class(&self) -> Option<&str> {
-        if !self.mof_is_embedded || self.is_credential() {
-            return None;
-        }
-        self.mof_type.as_deref().map(|t| t.trim_end_matches("[]"))
+        self.mof_type.as_ref()?.cim_class(self.mof_is_embedded)
     }
 
     /// True when the Puppet type is a plain String (optionally Optional), for
@@ -380,9 +439,9 @@ impl ShapeParser {
     /// `key`, `'key'`, or `Optional['key']` / `NotUndef['key']`.
     fn parse_member_name(&mut self) -> Option<String> {
         match self.next()? {
-            Token::Quoted(key) => Some(key),
-            Token::Word(word) if self.eat('[') => {
-                let _ = word;
+            // A wrapper such as `Optional[`: the guard runs for a word only,
+            // so a quoted key never eats a bracket.
+            Token::Word(_) if self.eat('[') => {
                 let key = match self.next()? {
                     Token::Quoted(key) | Token::Word(key) => key,
                     _ => return None,
@@ -390,7 +449,7 @@ impl ShapeParser {
                 self.skip_to_close();
                 Some(key)
             }
-            Token::Word(key) => Some(key),
+            Token::Quoted(key) | Token::Word(key) => Some(key),
             _ => None,
         }
     }
@@ -531,7 +590,7 @@ fn attribute_from_options(name: &str, options: &Map) -> Attribute {
         behaviour,
         mandatory_for_get: flag("mandatory_for_get"),
         mandatory_for_set: flag("mandatory_for_set"),
-        mof_type: text("mof_type"),
+        mof_type: text("mof_type").as_deref().map(MofType::parse),
         mof_is_embedded: flag("mof_is_embedded"),
     }
 }
@@ -671,6 +730,74 @@ mod tests {
         assert!(shape.has_enum());
         assert!(!TypeShape::parse("Optional[Hash[String, Enum[a]]]").has_enum());
         assert!(!TypeShape::parse("Optional[Integer[0, 4294967295]]").has_enum());
+    }
+
+    #[test]
+    fn a_mof_type_is_parsed_once_trimmed_and_without_its_array_suffix() {
+        let credential = MofType::parse(" PSCredential ");
+        assert!(credential.is_credential() && !credential.is_array());
+        assert_eq!(credential.as_str(), " PSCredential ");
+        assert_eq!(credential.cim_class(true), None);
+        let credentials = MofType::parse("pscredential[]");
+        assert!(credentials.is_credential() && credentials.is_array());
+        let instances = MofType::parse("MSFT_Foo[] ");
+        assert_eq!(instances.element(), "MSFT_Foo");
+        assert!(instances.is_array());
+        assert_eq!(instances.cim_class(true), Some("MSFT_Foo"));
+        assert_eq!(instances.cim_class(false), None);
+        assert!(MofType::parse("DateTime[]").is_datetime());
+        assert!(MofType::parse("SInt64").is_integer());
+        assert!(!MofType::parse("Real32").is_integer());
+    }
+
+    #[test]
+    fn an_attribute_and_its_invoke_parameter_agree_on_the_mof_type() {
+        use crate::script::{DscMethod, InvocableResource};
+        for mof_type in [
+            "PSCredential",
+            " PSCredential",
+            "PSCredential[]",
+            "DateTime[]",
+            "MSFT_Foo[]",
+        ] {
+            let options = Map(vec![
+                (sym("type"), Value::str("Any")),
+                (sym("mof_type"), Value::str(mof_type)),
+                (sym("mof_is_embedded"), Value::Bool(true)),
+                (sym("mandatory_for_get"), Value::Bool(true)),
+            ]);
+            let attribute = attribute_from_options("dsc_thing", &options);
+            let definition = Value::Hash(Map(vec![
+                (sym("name"), Value::str("dsc_thing")),
+                (sym("dscmeta_resource_friendly_name"), Value::str("Thing")),
+                (sym("dscmeta_resource_name"), Value::str("MSFT_Thing")),
+                (sym("dscmeta_module_name"), Value::str("ThingDsc")),
+                (
+                    sym("attributes"),
+                    Value::Hash(Map(vec![(sym("dsc_thing"), Value::Hash(options))])),
+                ),
+            ]));
+            let typedef = TypeDef::from_definition(&definition).unwrap();
+            let should = Map(vec![(sym("dsc_thing"), Value::str("x"))]);
+            let resource = InvocableResource::new(&typedef, &should, DscMethod::Set, "").unwrap();
+            let parameter = &resource.parameters[0];
+            assert_eq!(
+                attribute.is_credential(),
+                parameter.is_credential(),
+                "{mof_type}"
+            );
+            assert_eq!(
+                attribute.is_datetime(),
+                parameter.is_datetime(),
+                "{mof_type}"
+            );
+            assert_eq!(attribute.cim_class(), parameter.cim_class(), "{mof_type}");
+            assert_eq!(
+                attribute.is_credential(),
+                mof_type.contains("PSCredential"),
+                "{mof_type}"
+            );
+        }
     }
 
     #[test]

@@ -283,7 +283,8 @@ impl Timestamp {
 
     fn to_chrono(self) -> Option<DateTime<Utc>> {
         let secs = self.nanos.div_euclid(1_000_000_000);
-        let sub = self.nanos.rem_euclid(1_000_000_000) as u32;
+        // Below 10^9, so it fits.
+        let sub = u32::try_from(self.nanos.rem_euclid(1_000_000_000)).ok()?;
         Utc.timestamp_opt(i64::try_from(secs).ok()?, sub).single()
     }
 

@@ -4,141 +4,17 @@
 //! in a log, and no form of a secret that the script holds shows in an
 //! error that quotes the script.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-
 use proptest::prelude::*;
 
 use super::*;
 use crate::literal::escape_quotes;
-use crate::script::{build_script, InvocableResource, GUARDED_SECRET_CHARS};
+use crate::script::GUARDED_SECRET_CHARS;
+use crate::test_support::fake_provider::{json, FakeProvider};
 use crate::test_support::secret_typedef;
+use crate::value::REDACTED_SENSITIVE;
 
-struct SecretProvider {
-    typedef: Arc<TypeDef>,
-    state: RefCell<LifecycleState>,
-    answers: RefCell<VecDeque<ExecuteOutput>>,
-    scripts: RefCell<Vec<String>>,
-    logs: RefCell<Vec<(String, String)>>,
-}
-
-impl SecretProvider {
-    fn new() -> Self {
-        let typedef = Arc::new(secret_typedef());
-        SecretProvider {
-            state: RefCell::new(LifecycleState::new(&typedef)),
-            typedef,
-            answers: RefCell::new(VecDeque::new()),
-            scripts: RefCell::new(Vec::new()),
-            logs: RefCell::new(Vec::new()),
-        }
-    }
-
-    fn answer(&self, stdout: &str) {
-        self.answers.borrow_mut().push_back(ExecuteOutput {
-            stdout: Some(stdout.to_owned()),
-            errormessage: None,
-        });
-    }
-
-    fn logged(&self, level: &str) -> Vec<String> {
-        self.logs
-            .borrow()
-            .iter()
-            .filter(|(l, _)| l == level)
-            .map(|(_, m)| m.clone())
-            .collect()
-    }
-
-    fn everything_shown(&self) -> String {
-        let logs = self.logs.borrow();
-        let lines: Vec<&str> = logs.iter().map(|(_, m)| m.as_str()).collect();
-        lines.join("\n")
-    }
-}
-
-impl ProviderCallbacks for SecretProvider {
-    type Error = Error;
-
-    fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
-        Ok(self.typedef.clone())
-    }
-    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
-        f(&mut self.state.borrow_mut())
-    }
-    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Error> {
-        invoke_get_method(self, name_hash)
-    }
-    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Error> {
-        invoke_set_method(self, name, should).map(|_| ())
-    }
-    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Error> {
-        invoke_test_method(self, name, should)
-    }
-    fn invoke_dsc_resource(
-        &self,
-        name_hash: &Map,
-        props: &Map,
-        method: DscMethod,
-    ) -> Result<Option<Value>, Error> {
-        invoke_dsc_resource(self, name_hash, props, method)
-    }
-    fn build_script(
-        &self,
-        typedef: &TypeDef,
-        props: &Map,
-        method: DscMethod,
-    ) -> Result<Result<Script, Error>, Error> {
-        Ok(
-            InvocableResource::new(typedef, props, method, "/opt/vendored")
-                .and_then(|resource| build_script(&resource)),
-        )
-    }
-    fn execute(&self, script: &str, _timeout_ms: Option<u64>) -> Result<ExecuteOutput, Error> {
-        self.scripts.borrow_mut().push(script.to_owned());
-        Ok(self
-            .answers
-            .borrow_mut()
-            .pop_front()
-            .expect("every call has its answer queued"))
-    }
-    fn load_path(&self) -> Result<Vec<String>, Error> {
-        Ok(Vec::new())
-    }
-    fn is_metaparam(&self, _name: &str) -> bool {
-        false
-    }
-    fn sleep(&self, _seconds: f64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn describe_error(&self, error: &Error) -> String {
-        error.to_string()
-    }
-    fn debug(&self, message: &str) -> Result<(), Error> {
-        self.logs
-            .borrow_mut()
-            .push(("debug".into(), message.to_owned()));
-        Ok(())
-    }
-    fn notice(&self, _title: Option<&Value>, message: &str) -> Result<(), Error> {
-        self.logs
-            .borrow_mut()
-            .push(("notice".into(), message.to_owned()));
-        Ok(())
-    }
-    fn warning(&self, _title: Option<&Value>, message: &str) -> Result<(), Error> {
-        self.logs
-            .borrow_mut()
-            .push(("warning".into(), message.to_owned()));
-        Ok(())
-    }
-    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
-        let title = title.map(|t| format!("[{t}] ")).unwrap_or_default();
-        self.logs
-            .borrow_mut()
-            .push(("err".into(), format!("{title}{message}")));
-        Ok(())
-    }
+fn secret_provider() -> FakeProvider {
+    FakeProvider::with_real_scripts(secret_typedef())
 }
 
 /// Secrets of every shape: quotes of each kind (U+2018–U+201B too),
@@ -233,22 +109,6 @@ fn system_state(current: &Value) -> Value {
     ])
 }
 
-fn json(value: &Value) -> String {
-    fn to_json(value: &Value) -> serde_json::Value {
-        match value {
-            Value::Str(t) => serde_json::Value::String(t.clone()),
-            Value::Array(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
-            Value::Hash(map) => serde_json::Value::Object(
-                map.iter()
-                    .map(|(k, v)| (k.key_name().unwrap().to_owned(), to_json(v)))
-                    .collect(),
-            ),
-            other => panic!("not in these tests: {other:?}"),
-        }
-    }
-    to_json(value).to_string()
-}
-
 fn guarded(text: &str) -> bool {
     text.chars().count() >= GUARDED_SECRET_CHARS
 }
@@ -277,7 +137,7 @@ proptest! {
 
     #[test]
     fn what_the_system_reports_for_sensitive_attributes_is_never_logged(current in any_secret()) {
-        let provider = SecretProvider::new();
+        let provider = secret_provider();
         provider.answer(&json(&system_state(&s(&current))));
         let query = sym_map(vec![("name", s("vault-one")), ("dsc_vaultname", s("vault-one"))]);
         let munged = invoke_get_method(&provider, &query).unwrap().unwrap();
@@ -331,7 +191,7 @@ proptest! {
 /// The property above, for one secret; the cases below once got through.
 fn check_errors_that_quote_the_script(password: &str) {
     let password = password.to_owned();
-    let provider = SecretProvider::new();
+    let provider = secret_provider();
     let should = sym_map(vec![
         ("name", s("v1")),
         ("dsc_vaultname", s("v1")),
@@ -408,7 +268,7 @@ fn errors_that_quote_the_script_hide_secrets_the_property_once_let_through() {
 
 #[test]
 fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
-    let provider = SecretProvider::new();
+    let provider = secret_provider();
     let password = "p'ss\u{2019}word\nsecond-line";
     let should = sym_map(vec![
         ("name", s("v1")),
@@ -428,7 +288,7 @@ fn a_doubled_quote_and_a_line_of_a_secret_are_found_in_a_quoted_excerpt() {
 
 #[test]
 fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
-    let provider = SecretProvider::new();
+    let provider = secret_provider();
     let should = sym_map(vec![
         ("name", s("v1")),
         ("dsc_vaultname", s("v1")),

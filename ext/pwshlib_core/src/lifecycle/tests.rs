@@ -1,177 +1,10 @@
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
-
 use super::*;
+use crate::test_support::fake_provider::{out, FakeProvider};
 use crate::test_support::fixture_typedef;
-
-/// A host whose overridable methods are the core defaults and whose
-/// `execute` answers from a queue (or a default Get/Set/Test answer).
-struct FakeProvider {
-    typedef: Arc<TypeDef>,
-    state: RefCell<LifecycleState>,
-    pending_method: Cell<Option<DscMethod>>,
-    calls: RefCell<Vec<(DscMethod, Option<u64>)>>,
-    answers: RefCell<VecDeque<ExecuteOutput>>,
-    system: RefCell<Map>,
-    in_desired_state: Cell<bool>,
-    logs: RefCell<Vec<(String, String)>>,
-    sleeps: RefCell<Vec<f64>>,
-}
+use crate::value::REDACTED_SENSITIVE;
 
 fn s(t: &str) -> Value {
     Value::str(t)
-}
-
-fn out(json: &str) -> ExecuteOutput {
-    ExecuteOutput {
-        stdout: Some(json.to_owned()),
-        errormessage: None,
-    }
-}
-
-impl FakeProvider {
-    fn new() -> Self {
-        let typedef = Arc::new(fixture_typedef());
-        FakeProvider {
-            state: RefCell::new(LifecycleState::new(&typedef)),
-            typedef,
-            pending_method: Cell::new(None),
-            calls: RefCell::new(Vec::new()),
-            answers: RefCell::new(VecDeque::new()),
-            system: RefCell::new(Map(vec![
-                (s("DestinationPath"), s("C:\\Foo")),
-                (s("Ensure"), s("Present")),
-                (s("Contents"), s("hello")),
-                (s("Type"), s("file")),
-            ])),
-            in_desired_state: Cell::new(true),
-            logs: RefCell::new(Vec::new()),
-            sleeps: RefCell::new(Vec::new()),
-        }
-    }
-
-    fn methods(&self) -> Vec<DscMethod> {
-        self.calls.borrow().iter().map(|c| c.0).collect()
-    }
-
-    fn log(&self, level: &str, title: Option<&Value>, message: &str) {
-        let title = title.map(|t| format!("[{t}] ")).unwrap_or_default();
-        self.logs
-            .borrow_mut()
-            .push((level.to_owned(), format!("{title}{message}")));
-    }
-
-    fn logged(&self, level: &str) -> Vec<String> {
-        self.logs
-            .borrow()
-            .iter()
-            .filter(|(l, _)| l == level)
-            .map(|(_, m)| m.clone())
-            .collect()
-    }
-}
-
-impl ProviderCallbacks for FakeProvider {
-    type Error = Error;
-
-    fn typedef(&self) -> Result<Arc<TypeDef>, Error> {
-        Ok(self.typedef.clone())
-    }
-    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
-        f(&mut self.state.borrow_mut())
-    }
-    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Error> {
-        invoke_get_method(self, name_hash)
-    }
-    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Error> {
-        invoke_set_method(self, name, should).map(|_| ())
-    }
-    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Error> {
-        invoke_test_method(self, name, should)
-    }
-    fn invoke_dsc_resource(
-        &self,
-        name_hash: &Map,
-        props: &Map,
-        method: DscMethod,
-    ) -> Result<Option<Value>, Error> {
-        invoke_dsc_resource(self, name_hash, props, method)
-    }
-    fn build_script(
-        &self,
-        _typedef: &TypeDef,
-        _props: &Map,
-        method: DscMethod,
-    ) -> Result<Result<Script, Error>, Error> {
-        self.pending_method.set(Some(method));
-        Ok(Ok(Script::default()))
-    }
-    fn execute(&self, _script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Error> {
-        let method = self.pending_method.get().expect("a script was built");
-        self.calls.borrow_mut().push((method, timeout_ms));
-        if let Some(answer) = self.answers.borrow_mut().pop_front() {
-            return Ok(answer);
-        }
-        Ok(match method {
-            DscMethod::Get => out(&serde_json::to_string(&to_json(&Value::Hash(
-                self.system.borrow().clone(),
-            )))
-            .unwrap()),
-            DscMethod::Set => {
-                out(r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#)
-            }
-            DscMethod::Test => out(&format!(
-                r#"{{"indesiredstate":{},"errormessage":""}}"#,
-                self.in_desired_state.get()
-            )),
-        })
-    }
-    fn load_path(&self) -> Result<Vec<String>, Error> {
-        Ok(Vec::new())
-    }
-    fn is_metaparam(&self, name: &str) -> bool {
-        name == "loglevel"
-    }
-    fn sleep(&self, seconds: f64) -> Result<(), Error> {
-        self.sleeps.borrow_mut().push(seconds);
-        Ok(())
-    }
-    fn describe_error(&self, error: &Error) -> String {
-        error.to_string()
-    }
-    fn debug(&self, message: &str) -> Result<(), Error> {
-        self.log("debug", None, message);
-        Ok(())
-    }
-    fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
-        self.log("notice", title, message);
-        Ok(())
-    }
-    fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
-        self.log("warning", title, message);
-        Ok(())
-    }
-    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
-        self.log("err", title, message);
-        Ok(())
-    }
-}
-
-fn to_json(value: &Value) -> serde_json::Value {
-    use serde_json::Value as J;
-    match value {
-        Value::Nil => J::Null,
-        Value::Bool(b) => J::Bool(*b),
-        Value::Int(i) => J::from(*i),
-        Value::Str(t) => J::String(t.clone()),
-        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
-        Value::Hash(map) => J::Object(
-            map.iter()
-                .map(|(k, v)| (k.key_name().unwrap_or_default().to_owned(), to_json(v)))
-                .collect(),
-        ),
-        other => J::String(other.to_string()),
-    }
 }
 
 fn manifest(mode: &str) -> Map {
@@ -710,6 +543,31 @@ fn the_invocation_identity_is_that_of_the_merged_name_hash() {
                 Identity::of(&namevars, &invocation_name_hash(name, should)),
                 "{name:?} {should:?}"
             );
+        }
+    }
+}
+
+#[test]
+fn the_identity_of_a_call_is_the_identity_of_its_merged_name_hash() {
+    let namevars = vec!["name".to_owned(), "dsc_destinationpath".to_owned()];
+    let should = manifest("property");
+    for name in [
+        s("Title"),
+        title(),
+        Value::Hash(Map(vec![(Value::sym("name"), s("Other"))])),
+        Value::Hash(Map(vec![(Value::sym("dsc_destinationpath"), s("D:\\Bar"))])),
+    ] {
+        let merged = invocation_name_hash(&name, &should);
+        assert_eq!(
+            invocation_identity(&namevars, &name, &should),
+            Identity::of(&namevars, &merged),
+            "{name}"
+        );
+        // What the title says wins over the desired state.
+        if let Value::Hash(title_hash) = &name {
+            for (key, value) in title_hash.iter() {
+                assert_eq!(merged.get_named(key.key_name().unwrap()), Some(value));
+            }
         }
     }
 }

@@ -36,6 +36,18 @@ pub struct Attr(
     pub bool,
 );
 
+impl Attr {
+    /// A plain property of this MOF type.
+    pub fn property(name: &'static str, ty: &'static str, mof: &'static str) -> Attr {
+        Attr(name, ty, None, false, Some(mof), false)
+    }
+
+    /// A property of an embedded MOF type (a CIM instance or credential).
+    pub fn embedded(name: &'static str, ty: &'static str, mof: &'static str) -> Attr {
+        Attr(name, ty, None, false, Some(mof), true)
+    }
+}
+
 pub fn typedef(
     friendly: &str,
     implementation: Option<&str>,
@@ -105,6 +117,7 @@ pub fn typedef(
 
 /// A MOF resource with every value kind the builder handles.
 pub fn kitchen_sink(implementation: Option<&str>, version: Option<&str>) -> TypeDef {
+    let credential = "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]";
     typedef(
         "KitchenSink",
         implementation,
@@ -119,78 +132,23 @@ pub fn kitchen_sink(implementation: Option<&str>, version: Option<&str>) -> Type
                 Some("String"),
                 false,
             ),
-            Attr(
+            Attr::property(
                 "dsc_ensure",
                 "Optional[Enum['Present', 'Absent']]",
-                None,
-                false,
-                Some("String"),
-                false,
+                "String",
             ),
-            Attr(
-                "dsc_text",
-                "Optional[String]",
-                None,
-                false,
-                Some("String"),
-                false,
-            ),
-            Attr(
-                "dsc_list",
-                "Optional[Array[String]]",
-                None,
-                false,
-                Some("String[]"),
-                false,
-            ),
-            Attr(
-                "dsc_number",
-                "Optional[Integer]",
-                None,
-                false,
-                Some("UInt32"),
-                false,
-            ),
-            Attr(
-                "dsc_flag",
-                "Optional[Boolean]",
-                None,
-                false,
-                Some("Boolean"),
-                false,
-            ),
-            Attr(
-                "dsc_when",
-                "Optional[Timestamp]",
-                None,
-                false,
-                Some("DateTime"),
-                false,
-            ),
-            Attr(
-                "dsc_password",
-                "Optional[Struct[{ user => String[1], password => Sensitive[String[1]] }]]",
-                None,
-                false,
-                Some("PSCredential"),
-                true,
-            ),
-            Attr(
+            Attr::property("dsc_text", "Optional[String]", "String"),
+            Attr::property("dsc_list", "Optional[Array[String]]", "String[]"),
+            Attr::property("dsc_number", "Optional[Integer]", "UInt32"),
+            Attr::property("dsc_flag", "Optional[Boolean]", "Boolean"),
+            Attr::property("dsc_when", "Optional[Timestamp]", "DateTime"),
+            Attr::embedded("dsc_password", credential, "PSCredential"),
+            Attr::embedded(
                 "dsc_bindings",
                 "Optional[Array[Struct[{}]]]",
-                None,
-                false,
-                Some("MSFT_Binding[]"),
-                true,
+                "MSFT_Binding[]",
             ),
-            Attr(
-                "dsc_single",
-                "Optional[Struct[{}]]",
-                None,
-                false,
-                Some("MSFT_Single"),
-                true,
-            ),
+            Attr::embedded("dsc_single", "Optional[Struct[{}]]", "MSFT_Single"),
             Attr("dsc_anything", "Optional[Any]", None, false, None, false),
             Attr(
                 "dsc_checksum",

@@ -1,0 +1,294 @@
+//! One `Invoke-DscResource` call: its script, the resource's timeout, the
+//! run-as credential whose logon failed earlier, the checks of what came
+//! back, and the retries after a collision with another DSC run.
+
+use std::time::Instant;
+
+use super::redaction::redactor_for;
+use super::{
+    debug_lazy, title_of_map, ExecuteOutput, ProviderCallbacks, COLLISION_MAX_RETRIES,
+    COLLISION_MESSAGE,
+};
+use crate::munge::parse_json;
+use crate::redact::{mark_value, shown_resource, Redactor};
+use crate::script::{DscMethod, Script};
+use crate::value::{Map, Value};
+
+/// 2.x `specify_dsc_timeout`: the resource's `dsc_timeout` in ms, for this
+/// resource's calls only.
+pub fn specify_dsc_timeout(name_hash: &Map) -> Option<u64> {
+    match name_hash.get_named("dsc_timeout") {
+        Some(Value::Int(secs)) if *secs > 0 => {
+            u64::try_from(*secs).ok().map(|v| v.saturating_mul(1000))
+        }
+        Some(Value::Float(secs)) if *secs > 0.0 => Some(millis_of_positive_seconds(*secs)),
+        Some(Value::Str(s)) => s.trim().parse::<u64>().ok().map(|v| v.saturating_mul(1000)),
+        _ => None,
+    }
+}
+
+// `as` from a float to an integer saturates (Rust reference, "Numeric
+// cast"): a fraction of a millisecond is dropped and a timeout beyond
+// u64::MAX ms becomes u64::MAX, which is what a huge timeout should mean.
+// The caller passes only positive seconds, so no sign is lost.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn millis_of_positive_seconds(secs: f64) -> u64 {
+    (secs * 1000.0) as u64
+}
+
+/// The (user, password) pair of a credential hash: the key of the
+/// process-wide memo of accounts that failed to log on in this run.
+pub fn logon_key(value: &Value) -> Option<(String, String)> {
+    let map = value.as_map()?;
+    let text = |v: &Value| match v.unwrap_sensitive() {
+        Value::Str(s) => Some(s),
+        _ => None,
+    };
+    Some((
+        text(map.get_named("user")?)?,
+        text(map.get_named("password")?).unwrap_or_default(),
+    ))
+}
+
+/// The hint after the account's name when a call fails to log on.
+const LOGON_RIGHTS_HINT: &str = "does not have appropriate logon rights; are they an administrator? Later calls with this account are skipped in this run.";
+const RUN_AS_ACCOUNT: &str = "the PSDscRunAsCredential account";
+/// Why a call with an account that failed to log on is not made.
+const LOGON_FAILED_EARLIER: &str = "failed to log on earlier in this run";
+const COLLISION_NOTICE: &str = "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.";
+/// How much of an unreadable output an error quotes, in characters.
+const EXCERPT_CHARS: usize = 120;
+
+fn excerpt(text: &str) -> String {
+    let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn is_timeout_report(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    lower.contains("timeout") && lower.contains("exceeded")
+}
+
+enum Outcome {
+    Data(Value),
+    Failed,
+    Collision,
+}
+
+pub fn invoke_dsc_resource<P: ProviderCallbacks>(
+    provider: &P,
+    name_hash: &Map,
+    props: &Map,
+    method: DscMethod,
+) -> Result<Option<Value>, P::Error> {
+    let title = title_of_map(name_hash);
+    let title = title.as_ref();
+    let credential = name_hash
+        .get_named("dsc_psdscrunascredential")
+        .filter(|c| !c.is_nil())
+        .cloned();
+    if let Some((user, _)) = credential
+        .as_ref()
+        .and_then(logon_key)
+        .filter(|pair| provider.logon_failed_already(pair))
+    {
+        let method = method.as_str();
+        let message = format!(
+            "Skipping Invoke-DscResource {method}: {RUN_AS_ACCOUNT} '{user}' {LOGON_FAILED_EARLIER}"
+        );
+        provider.err(title, &message)?;
+        return Ok(None);
+    }
+    let timeout_ms = specify_dsc_timeout(name_hash);
+    let typedef = provider.typedef()?;
+    let mut redactor = redactor_for(&typedef, &[name_hash, props]);
+    let script = match provider.build_script(&typedef, props, method)? {
+        Ok(script) => script,
+        Err(e) => {
+            provider.err(title, &redactor.scrub(&e.to_string()))?;
+            return Ok(None);
+        }
+    };
+    redactor.add_script(&script);
+    debug_lazy(provider, || {
+        format!(
+            "Invoke-DscResource {} for {} ({} {}), properties: {}",
+            method.as_str(),
+            title.cloned().unwrap_or(Value::Nil),
+            typedef.friendly_name,
+            typedef.module_version.as_deref().unwrap_or("(no version)"),
+            shown_resource(&typedef, props)
+        )
+    })?;
+    debug_lazy(provider, || format!("Script:\n{}", script.redacted()))?;
+    let invocation = Invocation {
+        title,
+        credential: credential.as_ref(),
+        script: &script,
+        method,
+        timeout_ms,
+        redactor: &redactor,
+    };
+    match invocation.run_once(provider)? {
+        Outcome::Data(data) => Ok(Some(data)),
+        Outcome::Failed => Ok(None),
+        Outcome::Collision => invocation.retry_after_collision(provider),
+    }
+}
+
+/// One DSC call, ready to send (and to send again after a collision).
+#[derive(Clone, Copy)]
+struct Invocation<'a> {
+    title: Option<&'a Value>,
+    credential: Option<&'a Value>,
+    script: &'a Script,
+    method: DscMethod,
+    timeout_ms: Option<u64>,
+    /// Scrubs every message of the invocation's secrets.
+    redactor: &'a Redactor,
+}
+
+impl Invocation<'_> {
+    /// Sends the script once and judges what came back.
+    fn run_once<P: ProviderCallbacks>(self, provider: &P) -> Result<Outcome, P::Error> {
+        let Some(output) = self.send(provider)? else {
+            return Ok(Outcome::Failed);
+        };
+        let Some(data) = self.read_output(provider, &output)? else {
+            return Ok(Outcome::Failed);
+        };
+        self.judge(provider, data)
+    }
+
+    /// The host's answer, or None when the call failed (reported).
+    fn send<P: ProviderCallbacks>(self, provider: &P) -> Result<Option<ExecuteOutput>, P::Error> {
+        let method = self.method.as_str();
+        let started = Instant::now();
+        let output = provider.execute_script(self.script, self.timeout_ms);
+        let elapsed = started.elapsed();
+        debug_lazy(provider, || {
+            format!(
+                "Invoke-DscResource {method} took {:.3} s",
+                elapsed.as_secs_f64()
+            )
+        })?;
+        match output {
+            Ok(output) => Ok(Some(output)),
+            Err(e) => {
+                let message = self.redactor.scrub(&provider.describe_error(&e));
+                let message = format!("Invoke-DscResource {method} failed: {message}");
+                provider.err(self.title, &message)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The JSON the call printed, or None when it printed nothing or no
+    /// JSON (reported, with the host's error or an excerpt).
+    fn read_output<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+        output: &ExecuteOutput,
+    ) -> Result<Option<Value>, P::Error> {
+        let method = self.method.as_str();
+        let stdout = output.stdout.as_deref().map(str::trim).unwrap_or_default();
+        if stdout.is_empty() {
+            let mut message = format!("Nothing returned by Invoke-DscResource {method}.");
+            let report = output
+                .errormessage
+                .as_deref()
+                .filter(|m| !m.trim().is_empty());
+            if let Some(report) = report {
+                if is_timeout_report(report) {
+                    message.push_str(" The PowerShell host reported a timeout:");
+                }
+                message.push(' ');
+                message.push_str(&self.redactor.scrub(report));
+            }
+            provider.err(self.title, &message)?;
+            return Ok(None);
+        }
+        match parse_json(stdout) {
+            Ok(data) => Ok(Some(data)),
+            Err(e) => {
+                let start = self.redactor.scrub(&excerpt(stdout));
+                let what = format!("Invoke-DscResource {method} returned invalid JSON ({e})");
+                let message = format!("{what}; the output starts with: {start}");
+                provider.err(self.title, &message)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Data, a collision to retry, or a failure that DSC reported in
+    /// `errormessage` (a logon failure is remembered for the run).
+    fn judge<P: ProviderCallbacks>(self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
+        // What the system reports for a Sensitive-typed attribute is as
+        // secret as what the manifest says: marked before it is shown, and
+        // scrubbed from the error messages that follow.
+        let marked = mark_value(provider.typedef()?.as_ref(), &data);
+        let mut redactor = self.redactor.clone();
+        redactor.add_value(&marked);
+        debug_lazy(provider, || {
+            format!("raw data received: {}", redactor.scrub(&marked.to_string()))
+        })?;
+        let error = data
+            .as_map()
+            .and_then(|m| m.get_named("errormessage"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if error.trim().is_empty() {
+            return Ok(Outcome::Data(data));
+        }
+        if error.contains(COLLISION_MESSAGE) {
+            return Ok(Outcome::Collision);
+        }
+        if error.to_lowercase().contains("logon failure") {
+            if let Some((user, password)) = self.credential.and_then(logon_key) {
+                let message =
+                    format!("PSDscRunAsCredential account specified ({user}) {LOGON_RIGHTS_HINT}");
+                provider.err(self.title, &redactor.scrub(&message))?;
+                provider.remember_logon_failure((user, password));
+                return Ok(Outcome::Failed);
+            }
+        }
+        provider.err(self.title, &redactor.scrub(error))?;
+        Ok(Outcome::Failed)
+    }
+
+    fn retry_after_collision<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+    ) -> Result<Option<Value>, P::Error> {
+        let Invocation { title, method, .. } = self;
+        provider.notice(title, COLLISION_NOTICE)?;
+        let wait = provider.with_state(|s| s.collision_wait_seconds);
+        for attempt in 1..=COLLISION_MAX_RETRIES {
+            provider.notice(title, &format!("Sleeping for {wait} seconds."))?;
+            provider.sleep(wait)?;
+            provider.notice(
+                title,
+                &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
+            )?;
+            match self.run_once(provider)? {
+                Outcome::Data(data) => return Ok(Some(data)),
+                Outcome::Failed => return Ok(None),
+                Outcome::Collision => {
+                    provider.notice(
+                        title,
+                        &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
+                    )?;
+                }
+            }
+        }
+        let method = method.as_str();
+        let retries = COLLISION_MAX_RETRIES;
+        let what = format!("Invoke-DscResource {method} still collided after {retries} retries");
+        let message = format!("{what}: {COLLISION_MESSAGE}");
+        provider.err(title, &message)?;
+        Ok(None)
+    }
+}

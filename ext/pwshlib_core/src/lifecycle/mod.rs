@@ -1,0 +1,295 @@
+//! The provider lifecycle (behavior.md §3 and §4 "Errors") as pure Rust over
+//! a [`ProviderCallbacks`]. The binding implements the callbacks with Ruby dispatch,
+//! so that the overridable methods (`invoke_get_method`, …, `ps_manager`)
+//! stay overridable; unit tests implement it with fakes.
+//!
+//! Rule for implementors: `with_state` must not call back into the provider, and
+//! no state borrow is held across a provider call.
+//!
+//! One job a file:
+//! - this file: the callbacks, the per-run state, and how a title and the
+//!   desired state merge into the attributes (and identity) of a call;
+//! - `resource_api`: the Resource API entry points (`canonicalize`, `get`,
+//!   `set`'s helpers, `insync?`) and the overridable `invoke_*_method`s;
+//! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
+//!   run-as credential, output checks and collision retries;
+//! - `redaction`: what a message may show of the values it quotes.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::cache::{Identity, IdentityCache, PackedMap};
+use crate::error::Error;
+use crate::script::{DscMethod, Script};
+use crate::typedef::TypeDef;
+use crate::value::{Map, Value};
+
+mod invocation;
+mod redaction;
+mod resource_api;
+
+pub use invocation::{invoke_dsc_resource, logon_key, specify_dsc_timeout};
+pub use redaction::mirror_sensitivity;
+pub use resource_api::{
+    canonicalize, delete_should, get, get_failed, get_failed_message, get_for_canonicalize, insync,
+    invoke_get_method, invoke_set_method, invoke_test_method, set_action, SetAction,
+};
+
+pub const COLLISION_MESSAGE: &str =
+    "The Invoke-DscResource cmdlet is in progress and must return before Invoke-DscResource can be invoked";
+pub const COLLISION_MAX_RETRIES: u32 = 5;
+pub const COLLISION_DEFAULT_WAIT_SECONDS: f64 = 60.0;
+pub const NOT_IN_DESIRED_STATE: &str =
+    "DSC reports that this resource is not in the desired state; treating all properties as out-of-sync";
+
+/// What the manager's `execute` returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecuteOutput {
+    pub stdout: Option<String>,
+    pub errormessage: Option<String>,
+}
+
+/// The answer of `insync?`: nil, `true`, or `false` / `[false, message]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Insync {
+    /// `nil`: Puppet compares the values itself.
+    UseDefault,
+    /// `true`.
+    InSync,
+    /// `false` without a message, or `[false, message]`, which Puppet shows
+    /// as the change.
+    OutOfSync(Option<String>),
+}
+
+/// Owned per-run provider state.
+#[derive(Debug)]
+pub struct LifecycleState {
+    /// Munged Get results: the system state.
+    pub query_results: IdentityCache<PackedMap>,
+    /// Canonicalized desired state, kept apart from the system state.
+    pub canonicalized: IdentityCache<PackedMap>,
+    /// One Test per resource: Some(in desired state), or None when it failed.
+    pub test_results: IdentityCache<(Map, Option<bool>)>,
+    /// (resource, property) pairs answered `[false, msg]`, whose corrective
+    /// second `insync?` call gets nil.
+    pub insync_reported: HashSet<(Identity, String)>,
+    /// Resources whose last Set failed.
+    pub failed_sets: IdentityCache<String>,
+    /// Resources whose Get failed in this run: no further PowerShell call
+    /// is made for them, and their Set is marked failed.
+    pub failed_gets: IdentityCache<()>,
+    pub collision_wait_seconds: f64,
+}
+
+impl LifecycleState {
+    pub fn new(typedef: &TypeDef) -> Self {
+        let namevars: Vec<String> = typedef
+            .namevar_attributes()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let namevars = if namevars.is_empty() {
+            vec!["name".to_owned()]
+        } else {
+            namevars
+        };
+        LifecycleState {
+            query_results: IdentityCache::new(namevars.clone()),
+            canonicalized: IdentityCache::new(namevars.clone()),
+            test_results: IdentityCache::new(namevars.clone()),
+            insync_reported: HashSet::new(),
+            failed_sets: IdentityCache::new(namevars.clone()),
+            failed_gets: IdentityCache::new(namevars),
+            collision_wait_seconds: COLLISION_DEFAULT_WAIT_SECONDS,
+        }
+    }
+
+    /// Forgets everything known about a resource's system state (after Set).
+    pub fn forget(&mut self, hash: &Map) {
+        let id = self.query_results.identity(hash);
+        self.query_results.remove(hash);
+        self.test_results.remove(hash);
+        self.insync_reported.retain(|(i, _)| !id.matches(i));
+    }
+}
+
+/// Builds and logs a debug message only when debug messages are kept.
+fn debug_lazy<P: ProviderCallbacks>(
+    provider: &P,
+    message: impl FnOnce() -> String,
+) -> Result<(), P::Error> {
+    if provider.debug_enabled() {
+        provider.debug(&message())
+    } else {
+        Ok(())
+    }
+}
+
+pub trait ProviderCallbacks {
+    type Error: From<Error>;
+
+    fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
+    fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R;
+
+    // The overridable provider methods (Ruby dispatch in the binding).
+    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Self::Error>;
+    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Self::Error>;
+    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Self::Error>;
+    fn invoke_dsc_resource(
+        &self,
+        name_hash: &Map,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Option<Value>, Self::Error>;
+    /// `ps_manager.execute(script, timeout_ms)`.
+    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Self::Error>;
+    /// Sends one invocation script. The binding lets a manager that holds
+    /// the prelude take only [`Script::body`]; by default the whole text.
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecuteOutput, Self::Error> {
+        self.execute(script.text(), timeout_ms)
+    }
+
+    fn load_path(&self) -> Result<Vec<String>, Self::Error>;
+    /// The module's vendored `dsc_resources` folder, found along
+    /// [`ProviderCallbacks::load_path`]. The binding remembers it for the run, so
+    /// that a catalog of thousands of resources does not look at the disk
+    /// for each call.
+    fn vendored_modules_path(
+        &self,
+        module_name: &str,
+    ) -> Result<Result<String, Error>, Self::Error> {
+        let load_path = self.load_path()?;
+        Ok(crate::vendored::vendored_modules_path(
+            &load_path,
+            module_name,
+        ))
+    }
+    /// Builds the script of one call. The outer error is the host's, the
+    /// inner one is reported against the resource.
+    fn build_script(
+        &self,
+        typedef: &TypeDef,
+        props: &Map,
+        method: DscMethod,
+    ) -> Result<Result<Script, Error>, Self::Error> {
+        // As `script::script_for`: Class-based resources and MOF resources
+        // with a version name their vendored folder; others need none.
+        let path = if typedef.is_class_based() || typedef.module_version.is_some() {
+            match self.vendored_modules_path(&typedef.module_name)? {
+                Ok(path) => path,
+                Err(e) => return Ok(Err(e)),
+            }
+        } else {
+            String::new()
+        };
+        Ok(
+            crate::script::InvocableResource::new(typedef, props, method, &path)
+                .and_then(|resource| crate::script::build_script(&resource)),
+        )
+    }
+    fn is_metaparam(&self, name: &str) -> bool;
+    /// Whether this (user, password) failed to log on earlier in the run.
+    /// The binding keeps one memo for the process, shared by its provider
+    /// instances (one per type), since a credential is not tied to a type.
+    fn logon_failed_already(&self, pair: &(String, String)) -> bool;
+    fn remember_logon_failure(&self, pair: (String, String));
+    fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
+    /// A message for an error raised by a host call (already safe to log
+    /// once scrubbed).
+    fn describe_error(&self, error: &Self::Error) -> String;
+
+    fn debug(&self, message: &str) -> Result<(), Self::Error>;
+    /// False when debug messages would be dropped anyway, so that they are
+    /// not built (the script dump alone is the whole script per call).
+    fn debug_enabled(&self) -> bool {
+        true
+    }
+    fn notice(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+    fn warning(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+    fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Self::Error>;
+}
+
+/// The title to name a resource by: the `name` of a hash, or the value.
+pub fn title_of(value: &Value) -> Option<Value> {
+    match value {
+        Value::Hash(map) => map.get_named("name").cloned().or(Some(value.clone())),
+        Value::Nil => None,
+        other => Some(other.clone()),
+    }
+}
+
+/// A title for a debug line: a String bare (`Creating 'r0'`, not
+/// `Creating '"r0"'`), anything else as Puppet would print it.
+pub fn title_text(name: &Value) -> String {
+    match title_of(name) {
+        Some(Value::Str(s)) | Some(Value::Symbol(s)) => s,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+fn title_of_map(map: &Map) -> Option<Value> {
+    map.get_named("name").filter(|v| !v.is_nil()).cloned()
+}
+
+/// A title (String or namevar hash) as a hash.
+pub fn name_hash_of(name: &Value) -> Map {
+    match name {
+        Value::Hash(map) => map.clone(),
+        other => Map(vec![(Value::sym("name"), other.clone())]),
+    }
+}
+
+fn dsc_props(map: &Map) -> Map {
+    map.iter()
+        .filter(|(k, _)| k.key_name().is_some_and(|n| n.starts_with("dsc_")))
+        .cloned()
+        .collect()
+}
+
+/// The identity of [`invocation_name_hash`]`(name, should)`, without
+/// building that hash: an attribute comes from the title's hash (a String
+/// title is `name`), or else from the desired state. The one merge of a
+/// title with the desired state into a lookup key: the caches of the run
+/// and the binding key resources by it.
+pub fn invocation_identity(namevars: &[String], name: &Value, should: &Map) -> Identity {
+    Identity::from_lookup(namevars, |attribute| {
+        let from_name = match name {
+            Value::Hash(map) => map.get_named(attribute),
+            other if attribute == "name" => Some(other),
+            _ => None,
+        };
+        from_name
+            .or_else(|| should.get_named(attribute))
+            .map(Cow::Borrowed)
+    })
+}
+
+/// The name hash a Set/Test call runs under: the title merged with the
+/// desired state, so the credential and timeout of the resource apply.
+pub fn invocation_name_hash(name: &Value, should: &Map) -> Map {
+    with_attributes_of(name_hash_of(name), should)
+}
+
+/// `hash` with every attribute of `more` that it lacks: what the title
+/// says wins over the rest.
+fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
+    for (key, value) in more.iter() {
+        if let Some(name) = key.key_name() {
+            if hash.get_named(name).is_none() {
+                hash.insert_symbol(name, value.clone());
+            }
+        }
+    }
+    hash
+}
+
+#[cfg(test)]
+mod secret_tests;
+#[cfg(test)]
+mod tests;

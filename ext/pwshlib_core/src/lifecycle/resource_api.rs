@@ -1,0 +1,479 @@
+//! The Resource API entry points (`canonicalize`, `get`, `insync?` and the
+//! helpers of `set`) and the overridable `invoke_get_method`,
+//! `invoke_set_method` and `invoke_test_method` they call through the
+//! provider.
+
+use std::collections::HashSet;
+
+use super::redaction::{change_message, mirror_sensitivity, redactor_for, shown};
+use super::{
+    debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
+    title_of_map, title_text, with_attributes_of, Insync, ProviderCallbacks, NOT_IN_DESIRED_STATE,
+};
+use crate::cache::{Identity, PackedMap};
+use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
+use crate::munge::munge_get_result;
+use crate::redact::{self, mark_attributes, shown_resource};
+use crate::script::DscMethod;
+use crate::typedef::TypeDef;
+use crate::value::{Map, Value};
+
+const NOT_APPLIED_AFTER_GET_FAILED: &str = "not applied, because its current state could not be read (the DSC Get failed; see the error above)";
+const REBOOT_REQUIRED: &str = "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node";
+
+pub fn canonicalize<P: ProviderCallbacks>(
+    provider: &P,
+    resources: Vec<Map>,
+) -> Result<Vec<Map>, P::Error> {
+    let typedef = provider.typedef()?;
+    let mut out = Vec::with_capacity(resources.len());
+    for resource in resources {
+        if provider.with_state(|s| s.canonicalized.get(&resource).is_some()) {
+            // Already canonicalized in this run: this is the target state or
+            // a Get result; return it unchanged and at no cost.
+            out.push(resource);
+            continue;
+        }
+        debug_lazy(provider, || {
+            format!("Canonicalizing {}", shown_resource(&typedef, &resource))
+        })?;
+        let canonical = if is_absent(resource.get_named("dsc_ensure")) {
+            resource.clone()
+        } else {
+            match get_for_canonicalize(provider, &resource)? {
+                Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
+                    canonicalize_resource(&typedef, &resource, &system, &|n| {
+                        provider.is_metaparam(n)
+                    })
+                }
+                _ => resource.clone(),
+            }
+        };
+        let packed = PackedMap::pack(&canonical);
+        provider.with_state(|s| s.canonicalized.insert(&resource, packed));
+        out.push(canonical);
+    }
+    debug_lazy(provider, || {
+        let shown_out: Vec<Value> = out
+            .iter()
+            .map(|m| Value::Hash(mark_attributes(&typedef, m)))
+            .collect();
+        format!(
+            "Canonicalized Resources: {}",
+            redact::shown(&Value::Array(shown_out))
+        )
+    })?;
+    Ok(out)
+}
+
+/// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
+/// cache when this resource was already queried.
+pub fn get_for_canonicalize<P: ProviderCallbacks>(
+    provider: &P,
+    resource: &Map,
+) -> Result<Option<Map>, P::Error> {
+    if let Some(cached) =
+        provider.with_state(|s| s.query_results.get(resource).map(PackedMap::unpack))
+    {
+        return Ok(Some(cached));
+    }
+    if get_failed(provider, resource) {
+        return Ok(None);
+    }
+    let result = provider.invoke_get_method(resource)?;
+    if result.is_none() {
+        provider.with_state(|s| s.failed_gets.insert(resource, ()));
+    }
+    Ok(result)
+}
+
+/// Whether this resource's Get failed earlier in the run (already reported).
+pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
+    provider.with_state(|s| s.failed_gets.get(resource).is_some())
+}
+
+/// The message of the error that marks a resource whose Get failed as
+/// failed, instead of a blind Set.
+pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
+    let title = title.map(shown).unwrap_or_default();
+    format!("{}[{title}]: {NOT_APPLIED_AFTER_GET_FAILED}", typedef.name)
+}
+
+pub fn get<P: ProviderCallbacks>(
+    provider: &P,
+    names: Option<Vec<Value>>,
+) -> Result<Vec<Map>, P::Error> {
+    debug_lazy(provider, || {
+        "Collecting data from the DSC Resource".to_owned()
+    })?;
+    let mut out = Vec::new();
+    for name in names.unwrap_or_default() {
+        let name_hash = name_hash_of(&name);
+        if let Some(mut cached) =
+            provider.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
+        {
+            // The cached Get may have been made for a hash titled `title:`;
+            // Puppet matches results on the namevars it asked for.
+            if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
+                cached.insert_symbol("name", name.clone());
+            }
+            out.push(cached);
+            continue;
+        }
+        if get_failed(provider, &name_hash) {
+            // Reported already: no second call. The title alone keeps
+            // Puppet going; `set` then marks the resource failed.
+            out.push(name_hash);
+            continue;
+        }
+        let canonical =
+            provider.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
+        // The whole canonicalized resource goes along, as it does when
+        // canonicalize makes the Get: the mandatory-for-get properties and
+        // the credential for the call, the rest for munging and for knowing
+        // secrets.
+        let query = match &canonical {
+            Some(canonical) => with_attributes_of(name_hash.clone(), canonical),
+            None => name_hash.clone(),
+        };
+        if let Some(result) = provider.invoke_get_method(&query)? {
+            out.push(result);
+        } else {
+            provider.with_state(|s| s.failed_gets.insert(&query, ()));
+            out.push(name_hash);
+        }
+    }
+    Ok(out)
+}
+
+pub fn invoke_get_method<P: ProviderCallbacks>(
+    provider: &P,
+    name_hash: &Map,
+) -> Result<Option<Map>, P::Error> {
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
+        format!("retrieving {}", shown_resource(&typedef, name_hash))
+    })?;
+    let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
+    let query_props: Map = name_hash
+        .iter()
+        .filter(|(k, v)| match k.key_name() {
+            Some("dsc_psdscrunascredential") => !v.is_nil(),
+            Some(n) => mandatory.contains(n),
+            None => false,
+        })
+        .cloned()
+        .collect();
+    let Some(data) = provider.invoke_dsc_resource(name_hash, &query_props, DscMethod::Get)? else {
+        return Ok(None);
+    };
+    let title = title_of_map(name_hash);
+    let Value::Hash(data) = data else {
+        provider.err(
+            title.as_ref(),
+            "Invoke-DscResource Get returned a value that is not an object",
+        )?;
+        return Ok(None);
+    };
+    let (mut munged, errors) = munge_get_result(&typedef, name_hash, &data);
+    if !errors.is_empty() {
+        // The messages quote values the system reported: its secrets too.
+        let mut redactor = redactor_for(&typedef, &[name_hash]);
+        redactor.add_value(&Value::Hash(mark_attributes(&typedef, &data)));
+        for message in errors {
+            provider.err(title.as_ref(), &redactor.scrub(&message))?;
+        }
+    }
+    for (key, value) in munged.iter_mut() {
+        let should = key.key_name().and_then(|k| name_hash.get_named(k));
+        *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
+    }
+    // Sensitive-typed values go back to Puppet as Sensitive, as the type
+    // schema wants them: Puppet logs the current state it is given.
+    let munged = mark_attributes(&typedef, &munged);
+    let packed = PackedMap::pack(&munged);
+    provider.with_state(|s| s.query_results.insert(name_hash, packed));
+    debug_lazy(provider, || {
+        format!(
+            "Returned to Puppet as {}",
+            shown_resource(&typedef, &munged)
+        )
+    })?;
+    Ok(Some(munged))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAction {
+    Create,
+    Update,
+    Delete,
+}
+
+impl SetAction {
+    pub fn method_name(self) -> &'static str {
+        match self {
+            SetAction::Create => "create",
+            SetAction::Update => "update",
+            SetAction::Delete => "delete",
+        }
+    }
+    pub fn context_method(self) -> &'static str {
+        match self {
+            SetAction::Create => "creating",
+            SetAction::Update => "updating",
+            SetAction::Delete => "deleting",
+        }
+    }
+}
+
+/// behavior.md §3 "set": compares `dsc_ensure` case-insensitively.
+pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetAction {
+    if typedef.attribute("dsc_ensure").is_none() {
+        return SetAction::Update;
+    }
+    let text = |v: Option<&Value>, default: &str| match v {
+        Some(Value::Str(s)) | Some(Value::Symbol(s)) => s.to_lowercase(),
+        _ => default.to_owned(),
+    };
+    let is_ensure = text(is.and_then(|m| m.get_named("dsc_ensure")), "absent");
+    let should_ensure = text(should.get_named("dsc_ensure"), "present");
+    match (is_ensure.as_str(), should_ensure.as_str()) {
+        ("absent", "present") => SetAction::Create,
+        ("present", "absent") => SetAction::Delete,
+        _ => SetAction::Update,
+    }
+}
+
+/// What `delete` sends: the title plus the mandatory-for-set properties,
+/// the run-as credential and the timeout from the canonicalized resource,
+/// with `Ensure = 'Absent'`.
+pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result<Map, P::Error> {
+    let typedef = provider.typedef()?;
+    let mut should = name_hash_of(name);
+    if let Some(canonical) =
+        provider.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
+    {
+        let carried = typedef
+            .mandatory_set_attributes()
+            .into_iter()
+            .chain(typedef.namevar_attributes())
+            .chain(["dsc_psdscrunascredential", "dsc_timeout"]);
+        for attr in carried {
+            if should.get_named(attr).is_none() {
+                if let Some(v) = canonical.get_named(attr) {
+                    should.insert_symbol(attr, v.clone());
+                }
+            }
+        }
+    }
+    should.insert_symbol("dsc_ensure", Value::str("Absent"));
+    Ok(should)
+}
+
+pub fn invoke_set_method<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    should: &Map,
+) -> Result<Option<Value>, P::Error> {
+    let title = title_of(name);
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
+        format!(
+            "Invoking Set Method for '{}' with {}",
+            title_text(name),
+            shown_resource(&typedef, should)
+        )
+    })?;
+    let name_hash = invocation_name_hash(name, should);
+    provider.with_state(|s| s.failed_sets.remove(&name_hash));
+    let apply_props = dsc_props(should);
+    let data = provider.invoke_dsc_resource(&name_hash, &apply_props, DscMethod::Set)?;
+    provider.with_state(|s| s.forget(&name_hash));
+    match &data {
+        Some(Value::Hash(result)) => {
+            if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
+                provider.warning(title.as_ref(), REBOOT_REQUIRED)?;
+            }
+        }
+        Some(_) => {}
+        None => provider.with_state(|s| s.failed_sets.insert(&name_hash, "Set failed".into())),
+    }
+    Ok(data)
+}
+
+pub fn invoke_test_method<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    should: &Map,
+) -> Result<Insync, P::Error> {
+    debug_lazy(provider, || {
+        format!(
+            "Relying on DSC Test method for validating if '{}' is in the desired state",
+            title_text(name)
+        )
+    })?;
+    let name_hash = invocation_name_hash(name, should);
+    let test_props = dsc_props(should);
+    let data = provider.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
+    let in_desired_state = data
+        .as_ref()
+        .and_then(Value::as_map)
+        .and_then(|m| m.get_named("indesiredstate"))
+        .map(|v| matches!(v, Value::Bool(true)));
+    provider.with_state(|s| {
+        s.test_results
+            .insert(&name_hash, (name_hash.clone(), in_desired_state))
+    });
+    Ok(match in_desired_state {
+        None => Insync::UseDefault,
+        Some(true) => Insync::InSync,
+        Some(false) => Insync::OutOfSync(Some(NOT_IN_DESIRED_STATE.to_owned())),
+    })
+}
+
+pub fn insync<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    property: &str,
+    is_hash: Option<&Map>,
+    should_hash: &Map,
+) -> Result<Insync, P::Error> {
+    let typedef = provider.typedef()?;
+    if typedef
+        .attribute(property)
+        .is_some_and(|a| a.is_ensurable_workaround())
+    {
+        // Not a DSC property: nothing on the system can differ from it.
+        return Ok(Insync::InSync);
+    }
+    // Every cache of the state has the same namevars: one identity serves
+    // them all, made without building the merged name hash.
+    let identity =
+        provider.with_state(|s| invocation_identity(s.query_results.namevars(), name, should_hash));
+    let marker = (identity.clone(), property.to_owned());
+    if provider.with_state(|s| s.insync_reported.remove(&marker)) {
+        // The corrective-change check that Puppet makes after a change.
+        return Ok(Insync::UseDefault);
+    }
+    let answer = if provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
+        // Nothing to compare with, and no Test either: out of sync, so that
+        // `set` marks the resource failed.
+        Insync::OutOfSync(Some(format!(
+            "{property}: the current state could not be read"
+        )))
+    } else {
+        let is_value = match is_hash.and_then(|h| h.get_named(property)) {
+            Some(v) => Some(v.clone()),
+            None => provider.with_state(|s| {
+                s.query_results
+                    .get_identity(&identity)
+                    .and_then(|m| m.unpack().remove_named(property))
+            }),
+        };
+        let is_value = is_value.unwrap_or(Value::Nil);
+        let should_value = should_hash.get_named(property);
+        let by_test = if validates_whole_resource(should_hash) {
+            let in_desired_state = test_answer(provider, name, should_hash, &identity)?;
+            in_desired_state.map(|in_desired_state| {
+                answer_of_test(
+                    &typedef,
+                    property,
+                    in_desired_state,
+                    &is_value,
+                    should_value,
+                )
+            })
+        } else {
+            None
+        };
+        // Without a Test answer (or when it failed), the properties compare.
+        by_test.unwrap_or_else(|| compare_property(&typedef, property, &is_value, should_value))
+    };
+    if matches!(answer, Insync::OutOfSync(_)) {
+        // The change is reported: Puppet's corrective check gets nil.
+        provider.with_state(|s| s.insync_reported.insert(marker));
+    }
+    Ok(answer)
+}
+
+/// `validation_mode => resource`: DSC's Test judges the whole resource.
+fn validates_whole_resource(should_hash: &Map) -> bool {
+    matches!(
+        should_hash.get_named("validation_mode"),
+        Some(Value::Str(m) | Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
+    )
+}
+
+/// The resource's one Test in this run: Some(in desired state), or None
+/// when it failed.
+fn test_answer<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    should_hash: &Map,
+    identity: &Identity,
+) -> Result<Option<bool>, P::Error> {
+    if let Some(answer) =
+        provider.with_state(|s| s.test_results.get_identity(identity).map(|e| e.1))
+    {
+        return Ok(answer);
+    }
+    let answer = match provider.invoke_test_method(name, should_hash)? {
+        Insync::InSync => Some(true),
+        Insync::OutOfSync(_) => Some(false),
+        Insync::UseDefault => None,
+    };
+    let name_hash = invocation_name_hash(name, should_hash);
+    provider.with_state(|s| {
+        if s.test_results.get_identity(identity).is_none() {
+            s.test_results
+                .insert_identity(identity.clone(), (name_hash, answer));
+        }
+    });
+    Ok(answer)
+}
+
+/// A property's answer from the Test of the whole resource: out of sync
+/// says how the property differs, or that DSC says so.
+fn answer_of_test(
+    typedef: &TypeDef,
+    property: &str,
+    in_desired_state: bool,
+    is_value: &Value,
+    should_value: Option<&Value>,
+) -> Insync {
+    if in_desired_state {
+        return Insync::InSync;
+    }
+    let message = match should_value {
+        Some(should) if !values_equal(is_value, should) => {
+            change_message(typedef, property, is_value, should)
+        }
+        _ => NOT_IN_DESIRED_STATE.to_owned(),
+    };
+    Insync::OutOfSync(Some(message))
+}
+
+/// A property's answer from comparing its values: nil for what is not a
+/// DSC property or has no desired value.
+fn compare_property(
+    typedef: &TypeDef,
+    property: &str,
+    is_value: &Value,
+    should_value: Option<&Value>,
+) -> Insync {
+    if !property.starts_with("dsc_") {
+        return Insync::UseDefault;
+    }
+    let Some(should_value) = should_value.filter(|v| !is_empty_value(v)) else {
+        return Insync::UseDefault;
+    };
+    if values_equal(is_value, should_value) {
+        return Insync::InSync;
+    }
+    Insync::OutOfSync(Some(change_message(
+        typedef,
+        property,
+        is_value,
+        should_value,
+    )))
+}
