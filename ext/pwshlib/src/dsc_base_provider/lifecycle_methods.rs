@@ -445,7 +445,8 @@ fn raise_if_set_failed(
         Value::Hash(map) => map,
         _ => Map::new(),
     };
-    let key = set_failure_key(&name, &should);
+    // The key `lifecycle::invoke_set_method` files a failed Set under.
+    let key = lifecycle::invocation_name_hash(&name, &should);
     let failed = provider
         .state
         .borrow_mut()
@@ -463,24 +464,6 @@ fn raise_if_set_failed(
 }
 
 const SET_FAILED_MESSAGE: &str = "Invoke-DscResource Set did not succeed; see the error above";
-
-/// The key `lifecycle::invoke_set_method` files a failed Set under: the
-/// title's hash merged with the desired state (its identity is
-/// `lifecycle::invocation_identity`). Built as a hash because the cache
-/// removes entries by hash only; TODO(core): with
-/// `IdentityCache::remove_identity`, use `invocation_identity` here as
-/// `rb_set` does.
-fn set_failure_key(name: &Value, should: &Map) -> Map {
-    let mut key = lifecycle::name_hash_of(name);
-    for (k, v) in should.iter() {
-        if let Some(n) = k.key_name() {
-            if key.get_named(n).is_none() {
-                key.insert_symbol(n, v.clone());
-            }
-        }
-    }
-    key
-}
 
 /// `create(context, name, should)` and `update(…)` (`UPDATE`) differ only
 /// in what they log: both Set `should`.
