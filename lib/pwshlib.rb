@@ -38,7 +38,7 @@ module Pwshlib
 
     path = native_candidates.find { |candidate| File.file?(candidate) }
     begin
-      path ? require(path) : require('pwshlib/pwshlib')
+      require(path || 'pwshlib/pwshlib')
     rescue ::LoadError => e
       raise NativeLibraryMissing, missing_library_message(e)
     end
