@@ -96,6 +96,11 @@ impl Sim {
         self.json(&script("", "FixtureFile", "Test", properties))
     }
 
+    /// The result JSON of a Test of `resource` after `variables`.
+    fn test_of(&self, variables: &str, resource: &str, properties: &str) -> Json {
+        self.json(&script(variables, resource, "Test", properties))
+    }
+
     fn log(&self) -> Vec<Json> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
@@ -178,6 +183,28 @@ fn a_dsc_script_that_does_not_parse_is_rejected() {
     let message = script_error(sim.outcome(&broken));
     assert!(message.contains("does not parse"), "{message}");
     assert!(sim.log().is_empty());
+}
+
+/// Issue 14: a NUL before `$InvokeParams` used to pass the host's parse
+/// check and then hide the call from the engine ("not a DSC call"). The one
+/// check (`pslint`) refuses it, here as in the main loop.
+#[test]
+fn a_nul_before_invoke_params_is_rejected_as_not_parsing() {
+    let sim = Sim::new();
+    let with_nul =
+        script("", "FixtureFile", "Get", PATH_A).replace("$InvokeParams", "\0$InvokeParams");
+    let message = script_error(sim.outcome(&with_nul));
+    assert!(message.contains("does not parse"), "{message}");
+    assert!(message.contains("NUL"), "{message}");
+    assert!(sim.log().is_empty());
+    // Inside a string literal a NUL is text, as PowerShell reads it.
+    let in_string = script(
+        "",
+        "FixtureFile",
+        "Get",
+        "destinationpath = 'C:\\Temp\\A\0.txt'",
+    );
+    assert!(sim.json(&in_string).is_object());
 }
 
 #[test]
@@ -373,7 +400,7 @@ fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
         "{message}"
     );
     assert_eq!(result["indesiredstate"], false);
-    let result = fresh.json(&script("", "FixtureUser", "Test", "username = 'bob'"));
+    let result = fresh.test_of("", "FixtureUser", "username = 'bob'");
     assert!(result["errormessage"].as_str().unwrap().contains("unknown"));
 }
 
@@ -549,12 +576,7 @@ fn credentials_arrive_intact_and_come_back_in_the_5_1_shape() {
             .unwrap()
     );
     let other = "$cred_1 = New-PsCredential -User 'bob' -Password 'P''SS\u{2019}\u{2019}W\"ORD'";
-    let result = sim.json(&script(
-        other,
-        "FixtureUser",
-        "Test",
-        "username = 'bob'; password = $cred_1",
-    ));
+    let result = sim.test_of(other, "FixtureUser", "username = 'bob'; password = $cred_1");
     assert_eq!(result["indesiredstate"], false);
 }
 
@@ -588,12 +610,8 @@ fn cim_instances_nest_and_compare_without_order() {
     let reordered = "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_c3, $cim_b2)";
     assert!(site("Test", reordered)["indesiredstate"].as_bool().unwrap());
     let changed = "$cim_x = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' -Property @{protocol = 'http'; port = 8080}";
-    let result = sim.json(&script(
-        changed,
-        "FixtureWebsite",
-        "Test",
-        "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_x)",
-    ));
+    let bindings = "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_x)";
+    let result = sim.test_of(changed, "FixtureWebsite", bindings);
     assert_eq!(result["indesiredstate"], false);
 }
 
@@ -775,12 +793,8 @@ fn logon_failure_for_the_named_run_as_user() {
         "Absent",
         "no run-as credential, no logon"
     );
-    let test = sim.json(&script(
-        variables,
-        "FixtureFile",
-        "Test",
-        &format!("{PATH_A}; psdscrunascredential = $cred_1"),
-    ));
+    let run_as = format!("{PATH_A}; psdscrunascredential = $cred_1");
+    let test = sim.test_of(variables, "FixtureFile", &run_as);
     assert_eq!(
         test,
         json!({"indesiredstate": false, "errormessage": LOGON_FAILURE_MESSAGE})

@@ -27,7 +27,7 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
     common::guard(&stream, child);
     match protocol::read_message(&mut stream).unwrap() {
         Some(Message::Hello {
-            protocol: 1,
+            protocol: protocol::PROTOCOL_VERSION,
             pid,
             host,
             prelude,
