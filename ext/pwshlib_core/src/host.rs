@@ -37,7 +37,9 @@ pub const WINDOWS_PIPE_PREFIX: &str = r"\\.\pipe\";
 
 /// How long the manager waits for a result beyond the request's timeout
 /// before it declares the host hung.
-pub const READ_GRACE: Duration = Duration::from_secs(1);
+pub const READ_GRACE: Duration = Duration::from_millis(READ_GRACE_MS);
+/// [`READ_GRACE`] in milliseconds, as messages and timeouts count.
+pub const READ_GRACE_MS: u64 = 1_000;
 /// How long a host gets to leave after `exit` before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 const CONNECT_RETRY: Duration = Duration::from_millis(50);
@@ -339,14 +341,12 @@ impl Host {
             Ok(Some(other)) => {
                 format!("The PowerShell host sent an unexpected message: {other:?}")
             }
-            Ok(None) => self.dead_host_message(),
             Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::TimedOut => format!(
-                "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {} ms grace); it was killed",
-                call.timeout_ms + READ_GRACE.as_millis() as u64,
+                "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {READ_GRACE_MS} ms grace); it was killed",
+                call.timeout_ms + READ_GRACE_MS,
                 call.timeout_ms,
-                READ_GRACE.as_millis()
             ),
-            Err(FrameError::Io(_)) => self.dead_host_message(),
+            Ok(None) | Err(FrameError::Io(_)) => self.dead_host_message(),
             Err(e) => format!("The PowerShell host sent a malformed reply ({e}); it was killed"),
         };
         Waited::Finished(Err(HostFailure(failure)))

@@ -282,7 +282,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
         .parse()
         .unwrap();
     // The result must reach the manager within its grace after the timeout.
-    assert!(stop_wait < pwshlib_core::host::READ_GRACE.as_millis() as u64);
+    assert!(stop_wait < pwshlib_core::host::READ_GRACE_MS);
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
     let waited = position(

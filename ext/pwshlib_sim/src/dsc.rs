@@ -633,26 +633,20 @@ fn get(
 ) -> Json {
     let has_ensure = state.has_ensure(resource);
     let found = keys.and_then(|keys| state.find(resource, keys, given));
-    let mut out = JsonMap::new();
-    match found {
-        Some((_, stored)) => {
-            for (name, value) in stored {
-                out.insert(name.clone(), get_value(value));
-            }
-            if has_ensure && get_ci(&out, "Ensure").is_none_or(Json::is_null) {
-                let name = existing_name(&out, "Ensure");
-                out.insert(name, json!("Present"));
-            }
-        }
-        None => {
-            for (name, value) in given {
-                out.insert(name.clone(), get_value(value));
-            }
-            if has_ensure {
-                let name = existing_name(&out, "Ensure");
-                out.insert(name, json!("Absent"));
-            }
-        }
+    // Found: what is stored (Present unless it says otherwise); not
+    // found: what was asked for, Absent.
+    let (shown, ensure) = match found {
+        Some((_, stored)) => (stored, "Present"),
+        None => (given, "Absent"),
+    };
+    let mut out: JsonMap<String, Json> = shown
+        .iter()
+        .map(|(name, value)| (name.clone(), get_value(value)))
+        .collect();
+    let stored_ensure = found.is_some() && get_ci(&out, "Ensure").is_some_and(|e| !e.is_null());
+    if has_ensure && !stored_ensure {
+        let name = existing_name(&out, "Ensure");
+        out.insert(name, json!(ensure));
     }
     Json::Object(out)
 }

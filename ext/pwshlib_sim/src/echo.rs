@@ -437,8 +437,9 @@ impl<'a> Run<'a> {
                 let inner = text.strip_prefix('"')?.strip_suffix('"')?;
                 (!inner.contains(['$', '`', '"'])).then(|| inner.to_owned())
             }
-            "integer_literal" | "decimal_integer_literal" | "real_literal" => Some(text.to_owned()),
-            "generic_token" => Some(text.to_owned()),
+            "integer_literal" | "decimal_integer_literal" | "real_literal" | "generic_token" => {
+                Some(text.to_owned())
+            }
             "variable" => self.variable(text),
             "parenthesized_expression" | "sub_expression" => {
                 // `(Get-Location)` and friends: the location's text.

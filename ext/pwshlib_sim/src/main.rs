@@ -184,7 +184,7 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
                     request.prelude = None;
                 }
                 let id = request.id;
-                let (result, answer_twice) = execute(request, &mut session);
+                let (result, answer_twice) = execute(&request, &mut session);
                 let reply = Message::Result(ExecuteResult {
                     id: Some(id),
                     ..result
@@ -224,13 +224,13 @@ const DOUBLE_REPLY_ENV: &str = "PWSHLIB_SIM_DOUBLE_REPLY";
 /// double-reply fault applies to it.
 /// A request that names a prelude runs after its functions are defined
 /// (`prelude.rs`); the result then names it too.
-fn execute(request: ExecuteRequest, session: &mut Session) -> (ExecuteResult, bool) {
+fn execute(request: &ExecuteRequest, session: &mut Session) -> (ExecuteResult, bool) {
     let deadline = Instant::now() + Duration::from_millis(request.timeout_ms);
-    let admitted = match session.admit(&request) {
+    let admitted = match session.admit(request) {
         Ok(admitted) => admitted,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let (mut result, answer_twice) = run_code(&request, &admitted.functions, deadline);
+    let (mut result, answer_twice) = run_code(request, &admitted.functions, deadline);
     result.prelude = admitted.prelude;
     (result, answer_twice)
 }

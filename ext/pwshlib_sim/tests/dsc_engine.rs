@@ -62,7 +62,7 @@ impl Sim {
         }
     }
 
-    fn with_state(self, doc: Json) -> Sim {
+    fn with_state(self, doc: &Json) -> Sim {
         std::fs::write(&self.state, doc.to_string()).unwrap();
         self
     }
@@ -384,7 +384,7 @@ fn test_compares_like_dsc() {
 
 #[test]
 fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
-    let sim = Sim::new().with_state(json!({"keys": {"fixturefile": ["DestinationPath"]}}));
+    let sim = Sim::new().with_state(&json!({"keys": {"fixturefile": ["DestinationPath"]}}));
     sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
     assert_eq!(sim.get(PATH_A)["ensure"], "Present");
     assert_eq!(
@@ -406,7 +406,7 @@ fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
 
 #[test]
 fn types_listed_in_no_ensure_never_gain_ensure() {
-    let sim = Sim::new().with_state(json!({"no_ensure": ["FixtureService"]}));
+    let sim = Sim::new().with_state(&json!({"no_ensure": ["FixtureService"]}));
     let get = || sim.json(&script("", "FixtureService", "Get", "name = 'Spooler'"));
     assert_eq!(get(), json!({"name": "Spooler"}));
     sim.json(&script(
@@ -420,7 +420,7 @@ fn types_listed_in_no_ensure_never_gain_ensure() {
 
 #[test]
 fn read_only_values_can_be_seeded_in_the_state_file() {
-    let sim = Sim::new().with_state(json!({
+    let sim = Sim::new().with_state(&json!({
         "keys": {"FixtureFile": ["DestinationPath"]},
         "resources": {"FixtureFile": [
             {"DestinationPath": r"C:\Temp\A.txt", "Ensure": "Present", "Checksum": "abc", "Contents": ""}
@@ -751,8 +751,9 @@ fn collisions_n_times_then_success() {
 
 #[test]
 fn collisions_can_target_one_resource_and_come_from_the_state_file() {
-    let sim = Sim::new()
-        .with_state(json!({"faults": {"collisions": 1, "collisions_resource": "Set/FixtureFile"}}));
+    let sim = Sim::new().with_state(
+        &json!({"faults": {"collisions": 1, "collisions_resource": "Set/FixtureFile"}}),
+    );
     assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
     let set = sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
     assert_eq!(
@@ -861,7 +862,7 @@ fn a_bad_fault_setting_is_reported_in_the_result() {
 
 #[test]
 fn two_engines_sharing_a_state_file_do_not_lose_writes() {
-    let sim = Sim::new().with_state(json!({"keys": {"FixtureFile": ["destinationpath"]}}));
+    let sim = Sim::new().with_state(&json!({"keys": {"FixtureFile": ["destinationpath"]}}));
     let env = sim.env.clone();
     let threads: Vec<_> = (0..4)
         .map(|t| {

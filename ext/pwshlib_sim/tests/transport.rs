@@ -42,13 +42,11 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
 }
 
 fn exit_code(child: &mut Child) -> Option<i32> {
-    match common::wait_for_exit(child) {
-        Some(status) => status.code(),
-        None => {
-            let _ = child.kill();
-            panic!("pwshlib-sim did not exit");
-        }
+    if let Some(status) = common::wait_for_exit(child) {
+        return status.code();
     }
+    let _ = child.kill();
+    panic!("pwshlib-sim did not exit");
 }
 
 fn stderr_of(mut child: Child) -> String {
