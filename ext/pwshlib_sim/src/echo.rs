@@ -620,6 +620,18 @@ mod tests {
         handle(code, &tree, &[])
     }
 
+    const ERRORS_THEN_EXIT: &str = "Write-Error 'bad'; [Console]::Error.WriteLine('worse')\nWrite-Output 'x'\nexit 3\nWrite-Output 'never'";
+    const OUTPUT_CONSOLE_WARNING: &str =
+        "Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'";
+    const EVERY_HOST_WRITE: &str = "Write-Host 'a' -NoNewline\nWrite-Host 'b'\nWrite-Information -MessageData 'c'\nWrite-Verbose 'hidden'\nWrite-Debug 'hidden'\nWrite-Warning -Message 'w'\n'd'";
+
+    /// Each script run alone gives its reply.
+    fn assert_replies(cases: &[(&str, Outcome)]) {
+        for (code, expected) in cases {
+            assert_eq!(&run(code), expected, "{code:?}");
+        }
+    }
+
     fn reply(stdout: Option<&str>, stderr: &str, exitcode: i32, error: Option<&str>) -> Outcome {
         Outcome::Reply {
             stdout: stdout.map(str::to_owned),
@@ -631,53 +643,55 @@ mod tests {
 
     #[test]
     fn output_and_literals() {
-        assert_eq!(
-            run("Write-Output 'it''s' 42 \"plain\"\n'bare'\n7"),
-            reply(Some("it's\n42\nplain\nbare\n7\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Output @'\nline 'one' '@ is not the end\n'@"),
-            reply(Some("line 'one' '@ is not the end\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Output 'a\0b'"),
-            reply(Some("a\0b\n"), "", 0, None)
-        );
-        assert_eq!(run("  "), reply(None, "", 0, None));
+        assert_replies(&[
+            (
+                "Write-Output 'it''s' 42 \"plain\"\n'bare'\n7",
+                reply(Some("it's\n42\nplain\nbare\n7\n"), "", 0, None),
+            ),
+            (
+                "Write-Output @'\nline 'one' '@ is not the end\n'@",
+                reply(Some("line 'one' '@ is not the end\n"), "", 0, None),
+            ),
+            ("Write-Output 'a\0b'", reply(Some("a\0b\n"), "", 0, None)),
+            ("  ", reply(None, "", 0, None)),
+        ]);
     }
 
     #[test]
     fn errors_exit_codes_and_throw() {
-        assert_eq!(
-            run("Write-Error 'bad'; [Console]::Error.WriteLine('worse')\nWrite-Output 'x'\nexit 3\nWrite-Output 'never'"),
-            reply(Some("x\n"), "bad\nworse\n", 3, None)
-        );
-        assert_eq!(run("throw 'boom'"), reply(None, "", 1, Some("boom")));
+        assert_replies(&[
+            (
+                ERRORS_THEN_EXIT,
+                reply(Some("x\n"), "bad\nworse\n", 3, None),
+            ),
+            ("throw 'boom'", reply(None, "", 1, Some("boom"))),
+        ]);
     }
 
     /// As host.ps1 gathers a plain request's output (issue 10, item 3):
     /// host writes and [Console]::Out in order with Write-Output.
     #[test]
     fn host_writes_and_the_console_are_stdout_in_order() {
-        assert_eq!(
-            run("Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'"),
-            reply(Some("bar\nfoo\nWARNING: baz\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Host 'a' -NoNewline\nWrite-Host 'b'\nWrite-Information -MessageData 'c'\nWrite-Verbose 'hidden'\nWrite-Debug 'hidden'\nWrite-Warning -Message 'w'\n'd'"),
-            reply(Some("ab\nc\nWARNING: w\nd\n"), "", 0, None)
-        );
+        assert_replies(&[
+            (
+                OUTPUT_CONSOLE_WARNING,
+                reply(Some("bar\nfoo\nWARNING: baz\n"), "", 0, None),
+            ),
+            (
+                EVERY_HOST_WRITE,
+                reply(Some("ab\nc\nWARNING: w\nd\n"), "", 0, None),
+            ),
+        ]);
     }
 
     /// Item 2: `exit N` at the top level is the exit code, whatever was
     /// written before it.
     #[test]
     fn exit_gives_its_code() {
-        assert_eq!(
-            run("Write-Host 'x'\nexit 7"),
-            reply(Some("x\n"), "", 7, None)
-        );
-        assert_eq!(run("exit 0"), reply(None, "", 0, None));
+        assert_replies(&[
+            ("Write-Host 'x'\nexit 7", reply(Some("x\n"), "", 7, None)),
+            ("exit 0", reply(None, "", 0, None)),
+        ]);
     }
 
     /// `$env:NAME = value` sets the process environment (the host restores

@@ -175,14 +175,19 @@ fn code_that_is_not_a_dsc_invocation_is_left_to_echo_mode() {
     assert!(sim.log().is_empty());
 }
 
-#[test]
-fn a_dsc_script_that_does_not_parse_is_rejected() {
+/// A Get of PATH_A with `edit` applied to its text: refused as not
+/// parsing, before anything is played. The message, for more checks.
+fn refused_as_not_parsing(edit: impl Fn(String) -> String) -> String {
     let sim = Sim::new();
-    let broken =
-        script("", "FixtureFile", "Get", PATH_A).replace("Property = @{", "Property = @{ (");
-    let message = script_error(sim.outcome(&broken));
+    let message = script_error(sim.outcome(&edit(script("", "FixtureFile", "Get", PATH_A))));
     assert!(message.contains("does not parse"), "{message}");
     assert!(sim.log().is_empty());
+    message
+}
+
+#[test]
+fn a_dsc_script_that_does_not_parse_is_rejected() {
+    refused_as_not_parsing(|code| code.replace("Property = @{", "Property = @{ ("));
 }
 
 /// Issue 14: a NUL before `$InvokeParams` used to pass the host's parse
@@ -190,13 +195,9 @@ fn a_dsc_script_that_does_not_parse_is_rejected() {
 /// check (`pslint`) refuses it, here as in the main loop.
 #[test]
 fn a_nul_before_invoke_params_is_rejected_as_not_parsing() {
-    let sim = Sim::new();
-    let with_nul =
-        script("", "FixtureFile", "Get", PATH_A).replace("$InvokeParams", "\0$InvokeParams");
-    let message = script_error(sim.outcome(&with_nul));
-    assert!(message.contains("does not parse"), "{message}");
+    let message = refused_as_not_parsing(|code| code.replace("$InvokeParams", "\0$InvokeParams"));
     assert!(message.contains("NUL"), "{message}");
-    assert!(sim.log().is_empty());
+    let sim = Sim::new();
     // Inside a string literal a NUL is text, as PowerShell reads it.
     let in_string = script(
         "",

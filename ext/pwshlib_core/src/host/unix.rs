@@ -99,31 +99,17 @@ impl Connection {
         deadline: Instant,
         cancel: &Cancel,
     ) -> io::Result<usize> {
-        loop {
-            if cancel.is_woken() {
-                return Err(woken_error());
-            }
-            self.stream
-                .set_read_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
-            match self.stream.read(buf) {
-                Err(e) if is_slice_over(&e) => continue,
-                other => return other,
-            }
-        }
+        in_slices(deadline, cancel, |slice| {
+            self.stream.set_read_timeout(Some(slice))?;
+            self.stream.read(buf)
+        })
     }
 
     pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
-        loop {
-            if cancel.is_woken() {
-                return Err(woken_error());
-            }
-            self.stream
-                .set_write_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
-            match self.stream.write(buf) {
-                Err(e) if is_slice_over(&e) => continue,
-                other => return other,
-            }
-        }
+        in_slices(deadline, cancel, |slice| {
+            self.stream.set_write_timeout(Some(slice))?;
+            self.stream.write(buf)
+        })
     }
 
     pub fn shutdown(&self) {
@@ -133,6 +119,25 @@ impl Connection {
     /// Tells the host no more requests come (it sees EOF).
     pub fn shutdown_write(&self) {
         let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+/// Retries `operation` in slices of at most [`WAKE_SLICE`] (the socket's
+/// timeout, which it sets) until it does something, the deadline passes or
+/// the wait is woken.
+fn in_slices(
+    deadline: Instant,
+    cancel: &Cancel,
+    mut operation: impl FnMut(Duration) -> io::Result<usize>,
+) -> io::Result<usize> {
+    loop {
+        if cancel.is_woken() {
+            return Err(woken_error());
+        }
+        match operation(remaining(deadline)?.min(WAKE_SLICE)) {
+            Err(e) if is_slice_over(&e) => {}
+            other => return other,
+        }
     }
 }
 
