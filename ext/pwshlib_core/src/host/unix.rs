@@ -295,7 +295,8 @@ mod peer {
     fn parent_of(pid: u32) -> Option<u32> {
         // SAFETY: proc_bsdinfo is plain data; all zeros is a valid value.
         let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        let size = libc::c_int::try_from(std::mem::size_of::<libc::proc_bsdinfo>())
+            .expect("proc_bsdinfo's size fits in a c_int");
         // SAFETY: the buffer is a proc_bsdinfo of the size passed.
         let written = unsafe {
             libc::proc_pidinfo(
