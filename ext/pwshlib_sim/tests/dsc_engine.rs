@@ -211,25 +211,16 @@ fn a_nul_before_invoke_params_is_rejected_as_not_parsing() {
 #[test]
 fn values_outside_the_subset_are_errors_not_guesses() {
     let sim = Sim::new();
-    let message = script_error(sim.outcome(&script(
-        "",
-        "FixtureFile",
-        "Get",
-        "destinationpath = Get-Date",
-    )));
-    assert!(message.contains("Get-Date"), "{message}");
-    let message =
-        script_error(sim.outcome(&script("", "FixtureFile", "Get", "destinationpath = 1 + 2")));
-    assert!(message.contains("1 + 2"), "{message}");
-    let message = script_error(sim.outcome(&script(
-        "",
-        "FixtureFile",
-        "Get",
-        "credential = $cred_missing",
-    )));
-    assert!(message.contains("$cred_missing"), "{message}");
-    let message = script_error(sim.outcome(&script("", "FixtureFile", "Get", "a = 1; A = 2")));
-    assert!(message.contains("Duplicate keys"), "{message}");
+    // Each Get's properties, and what its error must name.
+    for (properties, named) in [
+        ("destinationpath = Get-Date", "Get-Date"),
+        ("destinationpath = 1 + 2", "1 + 2"),
+        ("credential = $cred_missing", "$cred_missing"),
+        ("a = 1; A = 2", "Duplicate keys"),
+    ] {
+        let message = script_error(sim.outcome(&script("", "FixtureFile", "Get", properties)));
+        assert!(message.contains(named), "{properties}: {message}");
+    }
     let message = script_error(sim.outcome(&script("", "FixtureFile", "Frobnicate", PATH_A)));
     assert!(message.contains("Method"), "{message}");
     let message =
