@@ -2,8 +2,8 @@
 //! to the endpoint it serves, the hello handshake, one request at a time
 //! under a deadline, cancellation, and leaving (docs/protocol.md).
 //!
-//! The endpoint is a Unix socket on Unix (`transport/unix.rs`) and a named
-//! pipe on Windows (`transport/windows.rs`); this file is the same on both.
+//! The endpoint is a Unix socket on Unix (`host/unix.rs`) and a named pipe
+//! on Windows (`host/windows.rs`); this file is the same on both.
 //! Nothing here blocks without a deadline, and every wait can be woken
 //! through a [`Cancel`], whose [`Cancel::unblock`] is safe to call from
 //! another thread or a signal handler (Ruby's unblocking function). A wake
@@ -37,7 +37,9 @@ pub const WINDOWS_PIPE_PREFIX: &str = r"\\.\pipe\";
 
 /// How long the manager waits for a result beyond the request's timeout
 /// before it declares the host hung.
-pub const READ_GRACE: Duration = Duration::from_secs(1);
+pub const READ_GRACE: Duration = Duration::from_millis(READ_GRACE_MS);
+/// [`READ_GRACE`] in milliseconds, as messages and timeouts count.
+pub const READ_GRACE_MS: u64 = 1_000;
 /// How long a host gets to leave after `exit` before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 const CONNECT_RETRY: Duration = Duration::from_millis(50);
@@ -339,14 +341,12 @@ impl Host {
             Ok(Some(other)) => {
                 format!("The PowerShell host sent an unexpected message: {other:?}")
             }
-            Ok(None) => self.dead_host_message(),
             Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::TimedOut => format!(
-                "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {} ms grace); it was killed",
-                call.timeout_ms + READ_GRACE.as_millis() as u64,
+                "The PowerShell host stopped responding: no result within {} ms (the timeout of {} ms plus {READ_GRACE_MS} ms grace); it was killed",
+                call.timeout_ms + READ_GRACE_MS,
                 call.timeout_ms,
-                READ_GRACE.as_millis()
             ),
-            Err(FrameError::Io(_)) => self.dead_host_message(),
+            Ok(None) | Err(FrameError::Io(_)) => self.dead_host_message(),
             Err(e) => format!("The PowerShell host sent a malformed reply ({e}); it was killed"),
         };
         Waited::Finished(Err(HostFailure(failure)))
@@ -447,47 +447,63 @@ pub enum Spawned {
 impl Spawning {
     /// Connects (retrying until pipe_timeout) and reads the hello.
     pub fn wait(mut self, cancel: &Cancel) -> Spawned {
-        let endpoint = self.starting.endpoint.clone();
-        let mut connection = match self.connection.take() {
+        let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => loop {
-                if cancel.is_woken() {
-                    return Spawned::Woken(self);
-                }
-                match Connection::connect(&endpoint) {
-                    Ok(connection) => {
-                        // Before anything is read or sent: the other end
-                        // must be the host we started (or its child).
-                        if let Err(problem) = connection.check_peer(self.starting.pid()) {
-                            return Spawned::Done(Err(self.starting.fail(format!(
-                                "Refused the PowerShell host's {} {endpoint}: {problem}",
-                                transport::ENDPOINT_KIND
-                            ))));
-                        }
-                        break connection;
-                    }
-                    Err(_) if Instant::now() < self.deadline => {
-                        if let Some(status) = self.starting.exit_status() {
-                            return Spawned::Done(Err(self.starting.fail(format!(
-                                "The PowerShell host {:?} exited ({status}) before opening its {} {endpoint}",
-                                self.program,
-                                transport::ENDPOINT_KIND
-                            ))));
-                        }
-                        cancel.pause(CONNECT_RETRY);
-                    }
-                    Err(e) => {
-                        let pid = self.starting.pid();
-                        return Spawned::Done(Err(self.starting.fail(format!(
-                            "Failure waiting for the PowerShell host (pid {pid}, {:?}) to open its {} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
-                            self.program,
-                            transport::ENDPOINT_KIND,
-                            self.pipe_timeout.as_secs_f64()
-                        ))));
-                    }
+            None => match self.connect(cancel) {
+                Connected::Yes(connection) => connection,
+                Connected::Woken => return Spawned::Woken(self),
+                Connected::Failed(message) => {
+                    return Spawned::Done(Err(self.starting.fail(message)))
                 }
             },
         };
+        self.greet(connection, cancel)
+    }
+
+    /// Connects to the endpoint, retrying until the pipe_timeout, and checks
+    /// that the other end is the host we started.
+    fn connect(&mut self, cancel: &Cancel) -> Connected {
+        let endpoint = self.starting.endpoint.clone();
+        let kind = transport::ENDPOINT_KIND;
+        loop {
+            if cancel.is_woken() {
+                return Connected::Woken;
+            }
+            match Connection::connect(&endpoint) {
+                Ok(connection) => {
+                    // Before anything is read or sent: the other end
+                    // must be the host we started (or its child).
+                    return match connection.check_peer(self.starting.pid()) {
+                        Ok(()) => Connected::Yes(connection),
+                        Err(problem) => Connected::Failed(format!(
+                            "Refused the PowerShell host's {kind} {endpoint}: {problem}"
+                        )),
+                    };
+                }
+                Err(_) if Instant::now() < self.deadline => {
+                    if let Some(status) = self.starting.exit_status() {
+                        return Connected::Failed(format!(
+                            "The PowerShell host {:?} exited ({status}) before opening its {kind} {endpoint}",
+                            self.program
+                        ));
+                    }
+                    cancel.pause(CONNECT_RETRY);
+                }
+                Err(e) => {
+                    return Connected::Failed(format!(
+                        "Failure waiting for the PowerShell host (pid {}, {:?}) to open its {kind} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
+                        self.starting.pid(),
+                        self.program,
+                        self.pipe_timeout.as_secs_f64()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Reads the hello (resumable: the bytes so far are kept) and, when it
+    /// is one this pwshlib speaks, hands over the host.
+    fn greet(mut self, mut connection: Connection, cancel: &Cancel) -> Spawned {
         // The handshake shares the pipe_timeout budget, with a floor so that
         // a host that connected at the last moment still gets to say hello.
         let hello_deadline = *self
@@ -501,43 +517,55 @@ impl Spawning {
             self.connection = Some(connection);
             return Spawned::Woken(self);
         }
-        let mut prelude_version = 0;
-        let problem = match hello {
-            Ok(Some(Message::Hello {
-                protocol: 1,
-                prelude,
-                ..
-            })) => {
-                prelude_version = prelude;
-                None
-            }
-            Ok(Some(Message::Hello { protocol, .. })) => Some(format!(
-                "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
-                protocol::PROTOCOL_VERSION
-            )),
-            Ok(other) => Some(format!(
-                "The PowerShell host did not greet with hello: {other:?}"
-            )),
-            Err(e) => Some(format!("The PowerShell host handshake failed: {e}")),
-        };
-        if let Some(problem) = problem {
-            return Spawned::Done(Err(self.starting.fail(problem)));
+        match prelude_version_of(hello) {
+            Ok(prelude_version) => Spawned::Done(Ok(self.into_host(connection, prelude_version))),
+            Err(problem) => Spawned::Done(Err(self.starting.fail(problem))),
         }
-        Spawned::Done(Ok(Host {
+    }
+
+    fn into_host(mut self, connection: Connection, prelude_version: u32) -> Host {
+        Host {
             child: self
                 .starting
                 .child
                 .take()
                 .expect("the child is kept until success"),
             connection,
-            endpoint,
+            endpoint: self.starting.endpoint.clone(),
             _guard: self.guard,
             owner_pid: std::process::id(),
             last_request_id: 0,
             prelude_version,
             installed_prelude: None,
             wire: WireStats::default(),
-        }))
+        }
+    }
+}
+
+/// How [`Spawning::connect`] ended.
+enum Connected {
+    Yes(Connection),
+    Woken,
+    /// Why the start failed (the process is then killed).
+    Failed(String),
+}
+
+/// The prelude version a hello offers, or why the host cannot be used.
+fn prelude_version_of(hello: Result<Option<Message>, FrameError>) -> Result<u32, String> {
+    match hello {
+        Ok(Some(Message::Hello {
+            protocol: protocol::PROTOCOL_VERSION,
+            prelude,
+            ..
+        })) => Ok(prelude),
+        Ok(Some(Message::Hello { protocol, .. })) => Err(format!(
+            "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
+            protocol::PROTOCOL_VERSION
+        )),
+        Ok(other) => Err(format!(
+            "The PowerShell host did not greet with hello: {other:?}"
+        )),
+        Err(e) => Err(format!("The PowerShell host handshake failed: {e}")),
     }
 }
 

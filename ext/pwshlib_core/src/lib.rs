@@ -6,6 +6,7 @@ pub mod error;
 pub mod host;
 pub mod literal;
 pub mod protocol;
+#[cfg(feature = "pslint")]
 pub mod pslint;
 pub mod redact;
 pub mod script;

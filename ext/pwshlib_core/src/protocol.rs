@@ -215,10 +215,11 @@ pub fn encode(message: &Message) -> Result<Vec<u8>, FrameError> {
     serde_json::to_writer(&mut frame, message)
         .map_err(|e| FrameError::BadMessage(e.to_string()))?;
     let len = frame.len() - 4;
-    if len > MAX_FRAME_LEN {
-        return Err(FrameError::TooLarge(len as u64));
-    }
-    frame[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    let prefix = match u32::try_from(len) {
+        Ok(prefix) if len <= MAX_FRAME_LEN => prefix,
+        _ => return Err(FrameError::TooLarge(len as u64)),
+    };
+    frame[..4].copy_from_slice(&prefix.to_be_bytes());
     Ok(frame)
 }
 

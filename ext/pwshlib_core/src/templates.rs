@@ -83,7 +83,7 @@ mod tests {
     /// function.
     #[test]
     fn the_prelude_only_defines_functions() {
-        let mut depth = 0i32;
+        let mut depth = 0isize;
         for line in PRELUDE.lines() {
             let trimmed = line.trim();
             if depth == 0 {
@@ -94,7 +94,8 @@ mod tests {
                     "top-level statement in the prelude: {line}"
                 );
             }
-            depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+            depth +=
+                line.matches('{').count().cast_signed() - line.matches('}').count().cast_signed();
         }
         assert_eq!(depth, 0);
     }

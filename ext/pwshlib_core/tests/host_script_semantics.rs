@@ -63,6 +63,13 @@ fn position(lines: &[String], wanted: &str) -> usize {
     found[0]
 }
 
+/// Each of `wanted` is among `lines`, exactly once.
+fn holds_each(lines: &[String], wanted: &[&str]) {
+    for line in wanted {
+        position(lines, line);
+    }
+}
+
 /// The C# source of the custom host (the here-string Add-Type compiles).
 fn host_source(script: &str) -> String {
     let start = script
@@ -230,17 +237,13 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
     assert!(snapshot < position(&top, "$result = Invoke-Request -Request $message"));
 
     let restore = lines(&function_body(&script, "Restore-Environment"));
-    position(
+    holds_each(
         &restore,
-        "if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {",
-    );
-    position(
-        &restore,
-        "[Environment]::SetEnvironmentVariable($name, $null)",
-    );
-    position(
-        &restore,
-        "[Environment]::SetEnvironmentVariable($entry.Key, $entry.Value)",
+        &[
+            "if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {",
+            "[Environment]::SetEnvironmentVariable($name, $null)",
+            "[Environment]::SetEnvironmentVariable($entry.Key, $entry.Value)",
+        ],
     );
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
@@ -258,14 +261,13 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
     );
 
     let set = lines(&function_body(&script, "Set-RequestEnvironment"));
-    position(&set, "if ($seen.ContainsKey($name)) {");
-    position(
+    holds_each(
         &set,
-        "throw \"The environment variable '$name' is given more than once\"",
-    );
-    position(
-        &set,
-        "[Environment]::SetEnvironmentVariable($name, [string]$pair[1])",
+        &[
+            "if ($seen.ContainsKey($name)) {",
+            "throw \"The environment variable '$name' is given more than once\"",
+            "[Environment]::SetEnvironmentVariable($name, [string]$pair[1])",
+        ],
     );
 }
 
@@ -282,7 +284,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
         .parse()
         .unwrap();
     // The result must reach the manager within its grace after the timeout.
-    assert!(u128::from(stop_wait) < pwshlib_core::host::READ_GRACE.as_millis());
+    assert!(stop_wait < pwshlib_core::host::READ_GRACE_MS);
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
     let waited = position(
@@ -317,10 +319,12 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     // The prelude is named only when the new session defines it again.
     position(&request, "if ($null -ne $preludeId -and $kept) {");
     let reset = lines(&function_body(&script, "Reset-Session"));
-    position(&reset, "$script:Session = New-Session");
-    position(
+    holds_each(
         &reset,
-        "$script:PreludeSession = New-PreludeSession -Id $script:PreludeId -Code $script:PreludeCode",
+        &[
+            "$script:Session = New-Session",
+            "$script:PreludeSession = New-PreludeSession -Id $script:PreludeId -Code $script:PreludeCode",
+        ],
     );
 }
 
@@ -330,11 +334,13 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
 fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     let script = host_script();
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    position(
+    holds_each(
         &invoke,
-        "$runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null",
+        &[
+            "$runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null",
+            "[Environment]::CurrentDirectory = $workingDir",
+        ],
     );
-    position(&invoke, "[Environment]::CurrentDirectory = $workingDir");
 
     let top = lines(&script);
     position(

@@ -21,7 +21,7 @@ fn round_trip(message: &Message) -> Message {
 }
 
 fn frame_of(payload: &[u8]) -> Vec<u8> {
-    let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+    let mut frame = u32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
     frame.extend_from_slice(payload);
     frame
 }
@@ -181,7 +181,10 @@ fn wire_format_matches_the_documentation() {
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
-    assert_eq!(&frame[..4], &(payload.len() as u32).to_be_bytes());
+    assert_eq!(
+        &frame[..4],
+        &u32::try_from(payload.len()).unwrap().to_be_bytes()
+    );
     assert_eq!(
         std::str::from_utf8(payload).unwrap(),
         r#"{"type":"execute","id":7,"code":"Write-Output 'hi'","timeout_ms":300000,"working_dir":"C:\\temp","env":[["NAME","value"]]}"#
@@ -230,7 +233,7 @@ fn code_with_nul_here_string_ends_and_five_megabytes_arrives_intact() {
 fn huge_lengths_are_refused_before_reading() {
     // The payload is not there at all: if the decoder tried to read or
     // allocate 4 GiB first, this would fail differently (or not at all).
-    for len in [u32::MAX, (MAX_FRAME_LEN as u32) + 1] {
+    for len in [u32::MAX, u32::try_from(MAX_FRAME_LEN).unwrap() + 1] {
         match decode_bytes(&len.to_be_bytes()) {
             Err(FrameError::TooLarge(got)) => assert_eq!(got, len as u64),
             other => panic!("length {len}: {other:?}"),
@@ -256,7 +259,7 @@ impl Read for Endless {
 #[test]
 fn a_maximal_length_reads_exactly_that_many_bytes() {
     let mut reader = std::io::Read::chain(
-        Cursor::new((MAX_FRAME_LEN as u32).to_be_bytes()),
+        Cursor::new(u32::try_from(MAX_FRAME_LEN).unwrap().to_be_bytes()),
         Endless { served: 0 },
     );
     // All spaces: valid UTF-8 but not JSON.

@@ -9,11 +9,13 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use pwshlib_core::pslint;
+use pwshlib_core::script::DscMethod;
 use serde_json::{json, Map as JsonMap, Value as Json};
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 use crate::faults::{
-    logon_user_matches, Call, FaultConfig, COLLISION_MESSAGE, LOGON_FAILURE_MESSAGE,
+    logon_user_matches, Call, FaultConfig, Selector, COLLISION_MESSAGE, LOGON_FAILURE_MESSAGE,
     MALFORMED_STDOUT,
 };
 use crate::outcome::Outcome;
@@ -31,42 +33,43 @@ const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
 /// How far past the caller's timeout a simulated hang sleeps; the main loop
 /// answers with the host's timeout error at the deadline.
 const HANG_BEYOND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Set,
-    Test,
-}
-
-impl Method {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "Get",
-            Method::Set => "Set",
-            Method::Test => "Test",
-        }
-    }
-}
+/// What ValidateSet on Invoke-DscResource's -Method says of anything else;
+/// `{}` is the argument, quoted.
+const METHOD_REFUSAL: &str = "Cannot validate argument on parameter 'Method'. The argument {} does not belong to the set \"Get,Set,Test\".";
+/// When the grammar cannot be loaded (a build problem, never the script).
+const NO_PARSER: &str = "pwshlib-sim: the PowerShell parser gave up on this script";
 
 /// One Invoke-DscResource call, as read from a script.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invocation {
     pub resource: String,
-    pub method: Method,
+    pub method: DscMethod,
     pub properties: Vec<(String, PsValue)>,
     pub module: PsValue,
 }
 
-/// The main loop's entry point; reads the environment of the process.
-pub fn handle(code: &str, timeout_ms: u64) -> Option<Outcome> {
-    handle_with_env(code, timeout_ms, &|name| std::env::var(name).ok())
+/// The main loop's entry point: `tree` is the parse of `code` (which the
+/// main loop has checked); reads the environment of the process.
+pub fn handle(code: &str, tree: &Tree, timeout_ms: u64) -> Option<Outcome> {
+    handle_parsed(code, tree, timeout_ms, &|name| std::env::var(name).ok())
 }
 
 /// [`handle`] with an explicit environment, for tests (the process
-/// environment is shared by parallel tests).
+/// environment is shared by parallel tests); parses `code` itself.
 pub fn handle_with_env(
     code: &str,
+    timeout_ms: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Outcome> {
+    match pslint::parse_tree(code) {
+        Some(tree) => handle_parsed(code, &tree, timeout_ms, env),
+        None => Some(script_error(NO_PARSER.to_owned())),
+    }
+}
+
+fn handle_parsed(
+    code: &str,
+    tree: &Tree,
     timeout_ms: u64,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
@@ -76,7 +79,7 @@ pub fn handle_with_env(
     if !contains_ignore_ascii_case(code, INVOKE_PARAMS) {
         return None;
     }
-    let invocation = match read_invocation(code) {
+    let invocation = match read_invocation_in(code, tree) {
         Ok(None) => return None,
         Ok(Some(invocation)) => invocation,
         // Real PowerShell would stop the script before Invoke-DscResource:
@@ -113,10 +116,10 @@ fn stdout_reply(text: String) -> Outcome {
 
 /// The result JSON of a failed call, as the postscript prints it: Test
 /// gets its own shape, Get and Set the `$Response` of the preamble.
-fn failure_json(method: Method, message: &str) -> Json {
+fn failure_json(method: DscMethod, message: &str) -> Json {
     match method {
-        Method::Test => json!({"indesiredstate": false, "errormessage": message}),
-        Method::Get | Method::Set => {
+        DscMethod::Test => json!({"indesiredstate": false, "errormessage": message}),
+        DscMethod::Get | DscMethod::Set => {
             json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message})
         }
     }
@@ -125,40 +128,17 @@ fn failure_json(method: Method, message: &str) -> Json {
 // ---------------------------------------------------------------------------
 // Reading the script
 
-fn parse(code: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_powershell::LANGUAGE.into())
-        .ok()?;
-    parser.parse(code, None)
-}
-
-/// The first syntax error, for the rejection message. Iterative: hostile
-/// input can nest deeper than the stack allows recursion.
-fn first_error(root: Node) -> Option<Node> {
-    let mut cursor = root.walk();
-    loop {
-        let node = cursor.node();
-        if node.is_error() || node.is_missing() {
-            return Some(node);
-        }
-        if node.has_error() && cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                return None;
-            }
-        }
-    }
-}
-
 /// Finds the DSC invocation in a script. `Ok(None)`: the script is not a
 /// DSC invocation (it never assigns `$InvokeParams`).
 pub fn read_invocation(code: &str) -> Result<Option<Invocation>, String> {
-    let Some(tree) = parse(code) else {
-        return Err("pwshlib-sim: the PowerShell parser gave up on this script".to_owned());
-    };
+    let tree = pslint::parse_tree(code).ok_or(NO_PARSER)?;
+    read_invocation_in(code, &tree)
+}
+
+/// [`read_invocation`] over `tree`, the parse of `code`. A script that
+/// assigns `$InvokeParams` but does not parse is refused as the main loop
+/// refuses it (`syntax.rs`).
+pub fn read_invocation_in(code: &str, tree: &Tree) -> Result<Option<Invocation>, String> {
     let root = tree.root_node();
     let mut reader = ScriptReader {
         evaluator: Evaluator::new(code),
@@ -169,16 +149,8 @@ pub fn read_invocation(code: &str) -> Result<Option<Invocation>, String> {
     let Some(params) = reader.invoke_params else {
         return Ok(None);
     };
-    if root.has_error() {
-        let at = first_error(root)
-            .map(|n| {
-                let p = n.start_position();
-                format!(" at line {} column {}", p.row + 1, p.column + 1)
-            })
-            .unwrap_or_default();
-        return Err(format!(
-            "pwshlib-sim: the script does not parse as PowerShell{at}"
-        ));
+    if let Some(error) = pslint::first_error(tree, code) {
+        return Err(crate::syntax::refusal(&error));
     }
     if let Some(message) = reader.constructor_error {
         return Err(message);
@@ -350,23 +322,19 @@ fn command_name(command: Node) -> Node {
 /// Descends through single-child wrappers to the `variable` an assignment
 /// targets.
 fn single_variable(node: Node) -> Option<Node> {
-    let mut node = node;
-    loop {
-        if node.kind() == "variable" {
-            return Some(node);
-        }
-        if node.child_count() != 1 {
-            return None;
-        }
-        node = node.child(0)?;
-    }
+    only_child_of_kind(node, "variable")
 }
 
 /// The command of a value that is one command and nothing else.
 fn single_command(node: Node) -> Option<Node> {
+    only_child_of_kind(node, "command")
+}
+
+/// `node`, or what it wraps through single-child nodes, if of `kind`.
+fn only_child_of_kind<'tree>(node: Node<'tree>, kind: &str) -> Option<Node<'tree>> {
     let mut node = node;
     loop {
-        if node.kind() == "command" {
+        if node.kind() == kind {
             return Some(node);
         }
         if node.child_count() != 1 {
@@ -384,16 +352,12 @@ fn invocation_from(params: &PsValue) -> Result<Invocation, String> {
         Some(PsValue::Str(name)) if !name.trim().is_empty() => name.clone(),
         _ => return Err("pwshlib-sim: $InvokeParams has no Name".to_owned()),
     };
-    let method = match params.get("Method").and_then(PsValue::as_str) {
-        Some(m) if eq_ignore_case(m, "Get") => Method::Get,
-        Some(m) if eq_ignore_case(m, "Set") => Method::Set,
-        Some(m) if eq_ignore_case(m, "Test") => Method::Test,
-        other => {
-            return Err(format!(
-                "Cannot validate argument on parameter 'Method'. The argument {:?} does not belong to the set \"Get,Set,Test\".",
-                other.unwrap_or("")
-            ))
-        }
+    let text = params.get("Method").and_then(PsValue::as_str);
+    // ValidateSet compares the whole argument, ignoring case: no trimming
+    // (DscMethod::parse trims, so the match is checked again untrimmed).
+    let method = text.and_then(|m| DscMethod::parse(m).filter(|d| eq_ignore_case(m, d.as_str())));
+    let Some(method) = method else {
+        return Err(METHOD_REFUSAL.replace("{}", &format!("{:?}", text.unwrap_or(""))));
     };
     let properties = match params.get("Property") {
         Some(PsValue::Hash(entries)) => entries.clone(),
@@ -466,6 +430,9 @@ fn json_call(invocation: &Invocation) -> JsonCall {
     }
 }
 
+/// Plays the call against the state: the refusal of run-as on PowerShell
+/// 7, then the faults that replace the call, then the method itself. Also
+/// names the fault that applied, for the log.
 fn play(
     invocation: &Invocation,
     timeout_ms: u64,
@@ -475,114 +442,165 @@ fn play(
     let method = invocation.method;
     let resource = invocation.resource.as_str();
     let call = json_call(invocation);
-    let fail = |message: &str| stdout_reply(failure_json(method, message).to_string());
-
-    // PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource
-    // as PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource
-    // throws before Invoke-DscResource, naming the resource (issue 10,
-    // item 12), and its catch makes that the result's errormessage.
-    if let Some(version) = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5) {
-        let run_as = invocation
-            .properties
-            .iter()
-            .any(|(name, _)| eq_ignore_case(name, RUN_AS));
-        if run_as {
-            let message = format!(
-                "The DSC resource '{resource}' cannot run as PsDscRunAsCredential on PowerShell {}: Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.",
-                version.trim()
-            );
-            return (fail(&message), Some("run_as_on_powershell_7"));
-        }
+    if let Some(message) = run_as_refusal(invocation, env) {
+        let refused = stdout_reply(failure_json(method, &message).to_string());
+        return (refused, Some("run_as_on_powershell_7"));
     }
-    if method == Method::Get {
+    if method == DscMethod::Get {
         let names: Vec<String> = call.properties.keys().cloned().collect();
         state.learn_keys(resource, &names);
     }
     let keys = state.keys(resource);
-    let faults = match FaultConfig::load(env, state.faults()) {
-        Ok(faults) => faults,
-        Err(message) => return (fail(&format!("pwshlib-sim: {message}")), None),
+    let armed = match FaultConfig::load(env, state.faults()) {
+        Ok(faults) => Armed {
+            faults,
+            method,
+            call: Call {
+                method: method.as_str(),
+                resource,
+                properties: &call.properties,
+                keys: keys.as_deref(),
+            },
+        },
+        Err(message) => {
+            let unreadable =
+                stdout_reply(failure_json(method, &format!("pwshlib-sim: {message}")).to_string());
+            return (unreadable, None);
+        }
     };
-    let selector_call = Call {
-        method: method.as_str(),
-        resource,
-        properties: &call.properties,
-        keys: keys.as_deref(),
-    };
-    let selected = |selector: &Option<crate::faults::Selector>| {
-        selector.as_ref().is_some_and(|s| s.matches(&selector_call))
-    };
-    let with_latency = |outcome: Outcome| {
-        if faults.latency_ms > 0 {
+    if let Some((outcome, fault)) = armed.fault(state, call.run_as_user.as_deref(), timeout_ms) {
+        return (outcome, Some(fault));
+    }
+    let reboot_required = armed.selected(armed.faults.reboot_required.as_ref());
+    let json = answer(state, &armed.call, method, reboot_required)
+        .unwrap_or_else(|message| failure_json(method, &message));
+    if armed.selected(armed.faults.malformed_json.as_ref()) {
+        let malformed = stdout_reply(MALFORMED_STDOUT.to_owned());
+        return (armed.with_latency(malformed), Some("malformed_json"));
+    }
+    (armed.with_latency(stdout_reply(json.to_string())), None)
+}
+
+/// The method's own result JSON (before any fault touches it).
+fn answer(
+    state: &mut State,
+    call: &Call<'_>,
+    method: DscMethod,
+    reboot_required: bool,
+) -> Result<Json, String> {
+    let (resource, keys, properties) = (call.resource, call.keys, call.properties);
+    match method {
+        DscMethod::Get => Ok(get(state, resource, keys, properties)),
+        DscMethod::Set => set(state, resource, keys, properties).map(|()| {
+            json!({
+                "indesiredstate": true,
+                "rebootrequired": reboot_required,
+                "errormessage": "",
+            })
+        }),
+        DscMethod::Test => test(state, resource, keys, properties)
+            .map(|ok| json!({"indesiredstate": ok, "errormessage": ""})),
+    }
+}
+
+/// PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource as
+/// PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource throws
+/// before Invoke-DscResource, naming the resource (issue 10, item 12), and
+/// its catch makes that the result's errormessage.
+fn run_as_refusal(invocation: &Invocation, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let version = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5)?;
+    let run_as = invocation
+        .properties
+        .iter()
+        .any(|(name, _)| eq_ignore_case(name, RUN_AS));
+    run_as.then(|| run_as_on_7_message(&invocation.resource, version.trim()))
+}
+
+fn run_as_on_7_message(resource: &str, version: &str) -> String {
+    format!("The DSC resource '{resource}' cannot run as PsDscRunAsCredential on PowerShell {version}: {RUN_AS_ON_7_REASON}")
+}
+
+/// The part of the run-as refusal that names neither resource nor version.
+const RUN_AS_ON_7_REASON: &str = "Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.";
+
+/// The faults configured for one call, and the call they are matched
+/// against.
+struct Armed<'call> {
+    faults: FaultConfig,
+    method: DscMethod,
+    call: Call<'call>,
+}
+
+impl Armed<'_> {
+    fn selected(&self, selector: Option<&Selector>) -> bool {
+        selector.is_some_and(|s| s.matches(&self.call))
+    }
+
+    /// A fault without a selector applies to every call.
+    fn selected_or_unset(&self, selector: Option<&Selector>) -> bool {
+        selector.is_none() || self.selected(selector)
+    }
+
+    fn fail(&self, message: &str) -> Outcome {
+        stdout_reply(failure_json(self.method, message).to_string())
+    }
+
+    fn with_latency(&self, outcome: Outcome) -> Outcome {
+        if self.faults.latency_ms > 0 {
             Outcome::Sleep {
-                millis: faults.latency_ms,
+                millis: self.faults.latency_ms,
                 then: Box::new(outcome),
             }
         } else {
             outcome
         }
-    };
+    }
 
-    if let Some(n) = faults.crash_on_call {
-        if faults.crash_selector.is_none() || selected(&faults.crash_selector) {
-            let seen = state.counter("crash_calls") + 1;
-            state.set_counter("crash_calls", seen);
-            if seen == n {
-                return (Outcome::Crash, Some("crash"));
+    /// The fault that takes the place of the call, if one applies, in order:
+    /// crash, hang forever, hang, collision, logon failure. The counters of
+    /// crashes and collisions live in the state.
+    fn fault(
+        &self,
+        state: &mut State,
+        run_as_user: Option<&str>,
+        timeout_ms: u64,
+    ) -> Option<(Outcome, &'static str)> {
+        let faults = &self.faults;
+        if let Some(n) = faults.crash_on_call {
+            if self.selected_or_unset(faults.crash_selector.as_ref()) {
+                let seen = state.counter("crash_calls") + 1;
+                state.set_counter("crash_calls", seen);
+                if seen == n {
+                    return Some((Outcome::Crash, "crash"));
+                }
             }
         }
-    }
-    if selected(&faults.hang_forever) {
-        return (Outcome::HangForever, Some("hang_forever"));
-    }
-    if selected(&faults.hang) {
-        let released = fail("pwshlib-sim: a simulated hang ended before the caller's timeout");
-        return (
-            Outcome::Sleep {
+        if self.selected(faults.hang_forever.as_ref()) {
+            return Some((Outcome::HangForever, "hang_forever"));
+        }
+        if self.selected(faults.hang.as_ref()) {
+            let released =
+                self.fail("pwshlib-sim: a simulated hang ended before the caller's timeout");
+            let hang = Outcome::Sleep {
                 millis: timeout_ms.saturating_add(HANG_BEYOND_TIMEOUT_MS),
                 then: Box::new(released),
-            },
-            Some("hang"),
-        );
-    }
-    if faults.collisions > 0
-        && (faults.collisions_selector.is_none() || selected(&faults.collisions_selector))
-    {
-        let served = state.counter("collisions_served");
-        if served < faults.collisions {
-            state.set_counter("collisions_served", served + 1);
-            return (with_latency(fail(COLLISION_MESSAGE)), Some("collision"));
+            };
+            return Some((hang, "hang"));
         }
-    }
-    if let (Some(configured), Some(user)) = (&faults.logon_failure_user, &call.run_as_user) {
-        if logon_user_matches(configured, user) {
-            return (
-                with_latency(fail(LOGON_FAILURE_MESSAGE)),
-                Some("logon_failure"),
-            );
+        if faults.collisions > 0 && self.selected_or_unset(faults.collisions_selector.as_ref()) {
+            let served = state.counter("collisions_served");
+            if served < faults.collisions {
+                state.set_counter("collisions_served", served + 1);
+                return Some((self.with_latency(self.fail(COLLISION_MESSAGE)), "collision"));
+            }
         }
+        let configured = faults.logon_failure_user.as_deref()?;
+        let user = run_as_user?;
+        logon_user_matches(configured, user).then(|| {
+            let failed = self.with_latency(self.fail(LOGON_FAILURE_MESSAGE));
+            (failed, "logon_failure")
+        })
     }
-
-    let result = match method {
-        Method::Get => Ok(get(state, resource, keys.as_deref(), &call.properties)),
-        Method::Set => set(state, resource, keys.as_deref(), &call.properties).map(|()| {
-            json!({
-                "indesiredstate": true,
-                "rebootrequired": selected(&faults.reboot_required),
-                "errormessage": "",
-            })
-        }),
-        Method::Test => test(state, resource, keys.as_deref(), &call.properties)
-            .map(|ok| json!({"indesiredstate": ok, "errormessage": ""})),
-    };
-    let json = result.unwrap_or_else(|message| failure_json(method, &message));
-    if selected(&faults.malformed_json) {
-        return (
-            with_latency(stdout_reply(MALFORMED_STDOUT.to_owned())),
-            Some("malformed_json"),
-        );
-    }
-    (with_latency(stdout_reply(json.to_string())), None)
 }
 
 /// The major version of `7.4.6`; 5 (Windows PowerShell 5.1) when unreadable.
@@ -615,26 +633,20 @@ fn get(
 ) -> Json {
     let has_ensure = state.has_ensure(resource);
     let found = keys.and_then(|keys| state.find(resource, keys, given));
-    let mut out = JsonMap::new();
-    match found {
-        Some((_, stored)) => {
-            for (name, value) in stored {
-                out.insert(name.clone(), get_value(value));
-            }
-            if has_ensure && get_ci(&out, "Ensure").is_none_or(Json::is_null) {
-                let name = existing_name(&out, "Ensure");
-                out.insert(name, json!("Present"));
-            }
-        }
-        None => {
-            for (name, value) in given {
-                out.insert(name.clone(), get_value(value));
-            }
-            if has_ensure {
-                let name = existing_name(&out, "Ensure");
-                out.insert(name, json!("Absent"));
-            }
-        }
+    // Found: what is stored (Present unless it says otherwise); not
+    // found: what was asked for, Absent.
+    let (shown, ensure) = match found {
+        Some((_, stored)) => (stored, "Present"),
+        None => (given, "Absent"),
+    };
+    let mut out: JsonMap<String, Json> = shown
+        .iter()
+        .map(|(name, value)| (name.clone(), get_value(value)))
+        .collect();
+    let stored_ensure = found.is_some() && get_ci(&out, "Ensure").is_some_and(|e| !e.is_null());
+    if has_ensure && !stored_ensure {
+        let name = existing_name(&out, "Ensure");
+        out.insert(name, json!(ensure));
     }
     Json::Object(out)
 }

@@ -8,6 +8,7 @@
 //! errormessage naming the statement, so a test never passes by accident.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use tree_sitter::{Node, Tree};
 
@@ -37,6 +38,39 @@ pub fn handle(code: &str, tree: &Tree, functions: &[String]) -> Outcome {
     };
     let end = run.statements(tree.root_node());
     run.finish(end)
+}
+
+/// A command's arguments: `-Name value` pairs (a switch has no value) and
+/// positional values, as text.
+#[derive(Default)]
+struct CommandArgs {
+    parameters: Vec<(String, Option<String>)>,
+    positional: Vec<String>,
+}
+
+impl CommandArgs {
+    /// The value of `-Name` (PowerShell parameter names ignore case).
+    fn named(&self, wanted: &str) -> Option<&String> {
+        self.parameters
+            .iter()
+            .find(|(p, _)| p.eq_ignore_ascii_case(wanted))
+            .and_then(|(_, v)| v.as_ref())
+    }
+
+    /// `-Name value`, or else the first positional value.
+    fn named_or_first(&self, wanted: &str) -> Option<&String> {
+        self.named(wanted).or(self.positional.first())
+    }
+
+    fn has_switch(&self, wanted: &str) -> bool {
+        self.parameters
+            .iter()
+            .any(|(p, _)| p.eq_ignore_ascii_case(wanted))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.parameters.is_empty() && self.positional.is_empty()
+    }
 }
 
 /// How a script ended.
@@ -236,144 +270,132 @@ impl<'a> Run<'a> {
     }
 
     fn command(&mut self, node: Node<'_>) -> End {
-        let Some(name) = node.child_by_field_name("command_name").or_else(|| {
+        let text = self.text(node);
+        let name = node.child_by_field_name("command_name").or_else(|| {
             let mut cursor = node.walk();
             let found = node
                 .named_children(&mut cursor)
                 .find(|c| c.kind() == "command_name");
             found
-        }) else {
-            return End::Unsupported(self.text(node).to_owned());
+        });
+        let (Some(name), Some(args)) = (name, self.command_arguments(node)) else {
+            return End::Unsupported(text.to_owned());
         };
-        let name = self.text(name).to_ascii_lowercase();
-        let Some((parameters, arguments)) = self.command_arguments(node) else {
-            return End::Unsupported(self.text(node).to_owned());
-        };
-        let parameter = |wanted: &str| -> Option<&String> {
-            parameters
-                .iter()
-                .find(|(p, _)| p.eq_ignore_ascii_case(wanted))
-                .and_then(|(_, v)| v.as_ref())
-        };
-        match name.as_str() {
+        let ran = match self.text(name).to_ascii_lowercase().as_str() {
             "write-output" | "echo" | "write" => {
-                for argument in arguments {
+                for argument in args.positional {
                     self.out_line(argument);
                 }
-                End::Completed
+                Some(End::Completed)
             }
-            // The host writes of host.ps1's PwshlibPSHost: shown in order
-            // with the pipeline output (Write-Verbose and Write-Debug are
-            // not shown at their default preference, SilentlyContinue).
-            "write-host" => {
-                let text = parameter("-Object")
-                    .cloned()
-                    .unwrap_or_else(|| arguments.join(" "));
-                let no_newline = parameters
-                    .iter()
-                    .any(|(p, _)| p.eq_ignore_ascii_case("-NoNewline"));
-                self.stdout.push_str(&text);
-                if !no_newline {
-                    self.stdout.push('\n');
-                }
-                End::Completed
-            }
-            "write-information" => match parameter("-MessageData").or(arguments.first()).cloned() {
-                Some(text) => {
-                    self.out_line(text);
-                    End::Completed
-                }
-                None => End::Unsupported(self.text(node).to_owned()),
-            },
-            "write-warning" => match parameter("-Message").or(arguments.first()).cloned() {
-                Some(text) => {
-                    self.out_line(format!("WARNING: {text}"));
-                    End::Completed
-                }
-                None => End::Unsupported(self.text(node).to_owned()),
-            },
-            "write-verbose" | "write-debug" => End::Completed,
+            "write-host" => Some(self.write_host(&args)),
+            "write-information" => self.write_line("", args.named_or_first("-MessageData")),
+            "write-warning" => self.write_line("WARNING: ", args.named_or_first("-Message")),
+            "write-verbose" | "write-debug" => Some(End::Completed),
             "write-error" => {
-                let message = parameter("-Message").or(arguments.first());
+                let message = args.named_or_first("-Message");
                 self.stderr.push(message.cloned().unwrap_or_default());
-                End::Completed
+                Some(End::Completed)
             }
-            "get-location" | "pwd" if parameters.is_empty() && arguments.is_empty() => {
+            "get-location" | "pwd" if args.is_empty() => {
                 self.out_line(current_dir());
-                End::Completed
+                Some(End::Completed)
             }
-            "start-sleep" | "sleep" => {
-                let (amount, factor) = if let Some(ms) = parameter("-Milliseconds") {
-                    (Some(ms), 1.0)
-                } else {
-                    (parameter("-Seconds").or(arguments.first()), 1000.0)
-                };
-                match amount.and_then(|a| a.trim().parse::<f64>().ok()) {
-                    Some(amount) if amount >= 0.0 => {
-                        self.slept_ms = self.slept_ms.saturating_add((amount * factor) as u64);
-                        End::Completed
-                    }
-                    _ => End::Unsupported(self.text(node).to_owned()),
-                }
-            }
-            "start-process" => {
-                let Some(program) = parameter("-FilePath").or(arguments.first()) else {
-                    return End::Unsupported(self.text(node).to_owned());
-                };
-                let arguments: Vec<&str> = parameter("-ArgumentList")
-                    .map(|list| list.split_whitespace().collect())
-                    .unwrap_or_default();
-                // Detached and never waited for: it may outlive this host.
-                match std::process::Command::new(program)
-                    .args(arguments)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                {
-                    Ok(child) => {
-                        self.out_line(child.id().to_string());
-                        End::Completed
-                    }
-                    Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
-                }
-            }
-            // Whether a function is defined: how a test sees which prelude
-            // functions a call gets.
-            "test-path" => {
-                let path = parameter("-Path")
-                    .or(parameter("-LiteralPath"))
-                    .or(arguments.first());
-                let Some(name) = path.and_then(|p| strip_prefix_ignore_case(p, "function:")) else {
-                    return End::Unsupported(self.text(node).to_owned());
-                };
-                let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));
-                self.out_line(if defined { "True" } else { "False" });
-                End::Completed
-            }
+            "start-sleep" | "sleep" => self.start_sleep(&args),
+            "start-process" => self.start_process(&args),
+            "test-path" => self.test_path(&args),
+            // Like `Stop-Process -Id $PID`.
             "stop-process" => {
                 let own_pid = std::process::id().to_string();
-                if parameter("-Id").or(arguments.first()) == Some(&own_pid) {
-                    End::Crash
-                } else {
-                    End::Unsupported(self.text(node).to_owned())
-                }
+                (args.named_or_first("-Id") == Some(&own_pid)).then_some(End::Crash)
             }
-            _ => End::Unsupported(self.text(node).to_owned()),
+            _ => None,
+        };
+        ran.unwrap_or_else(|| End::Unsupported(text.to_owned()))
+    }
+
+    /// The host writes of host.ps1's PwshlibPSHost: shown in order with the
+    /// pipeline output (Write-Verbose and Write-Debug are not shown at their
+    /// default preference, SilentlyContinue).
+    fn write_host(&mut self, args: &CommandArgs) -> End {
+        let text = args
+            .named("-Object")
+            .cloned()
+            .unwrap_or_else(|| args.positional.join(" "));
+        self.stdout.push_str(&text);
+        if !args.has_switch("-NoNewline") {
+            self.stdout.push('\n');
         }
+        End::Completed
+    }
+
+    /// Write-Information and Write-Warning: one line of output after
+    /// `prefix`. None without a message.
+    fn write_line(&mut self, prefix: &str, message: Option<&String>) -> Option<End> {
+        self.out_line(format!("{prefix}{}", message?));
+        Some(End::Completed)
+    }
+
+    /// Counts the time slept (the main loop sleeps it at the end).
+    fn start_sleep(&mut self, args: &CommandArgs) -> Option<End> {
+        let (amount, to_millis) = match args.named("-Milliseconds") {
+            Some(ms) => (Some(ms), 1.0),
+            None => (args.named_or_first("-Seconds"), 1000.0),
+        };
+        let amount = amount?.trim().parse::<f64>().ok()?;
+        if amount < 0.0 || amount.is_nan() {
+            return None;
+        }
+        // Whole milliseconds, rounded down; more than a u64 holds (or
+        // infinite) is forever. Duration is the checked f64 -> u64 here:
+        // read as seconds, its whole seconds are the whole milliseconds.
+        let millis =
+            Duration::try_from_secs_f64(amount * to_millis).map_or(u64::MAX, |d| d.as_secs());
+        self.slept_ms = self.slept_ms.saturating_add(millis);
+        Some(End::Completed)
+    }
+
+    fn start_process(&mut self, args: &CommandArgs) -> Option<End> {
+        let program = args.named_or_first("-FilePath")?;
+        let arguments: Vec<&str> = args
+            .named("-ArgumentList")
+            .map(|list| list.split_whitespace().collect())
+            .unwrap_or_default();
+        // Detached and never waited for: it may outlive this host.
+        let started = std::process::Command::new(program)
+            .args(arguments)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        Some(match started {
+            Ok(child) => {
+                self.out_line(child.id().to_string());
+                End::Completed
+            }
+            Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
+        })
+    }
+
+    /// Whether a function is defined: how a test sees which prelude
+    /// functions a call gets.
+    fn test_path(&mut self, args: &CommandArgs) -> Option<End> {
+        let path = args
+            .named("-Path")
+            .or(args.named("-LiteralPath"))
+            .or(args.positional.first())?;
+        let name = strip_prefix_ignore_case(path, "function:")?;
+        let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));
+        self.out_line(if defined { "True" } else { "False" });
+        Some(End::Completed)
     }
 
     /// `-Name value` pairs and positional values. `None` if an argument is
     /// outside the subset.
-    #[allow(clippy::type_complexity)]
-    fn command_arguments(
-        &self,
-        node: Node<'_>,
-    ) -> Option<(Vec<(String, Option<String>)>, Vec<String>)> {
-        let mut parameters: Vec<(String, Option<String>)> = Vec::new();
-        let mut arguments = Vec::new();
+    fn command_arguments(&self, node: Node<'_>) -> Option<CommandArgs> {
+        let mut args = CommandArgs::default();
         let Some(elements) = find_child(node, "command_elements") else {
-            return Some((parameters, arguments));
+            return Some(args);
         };
         let mut cursor = elements.walk();
         let mut pending_parameter: Option<String> = None;
@@ -382,7 +404,7 @@ impl<'a> Run<'a> {
                 "command_argument_sep" => {}
                 "command_parameter" => {
                     if let Some(name) = pending_parameter.take() {
-                        parameters.push((name, None));
+                        args.parameters.push((name, None));
                     }
                     let text = self.text(element).trim_end_matches(':');
                     pending_parameter = Some(text.to_owned());
@@ -393,16 +415,16 @@ impl<'a> Run<'a> {
                     }
                     let value = self.value(element)?;
                     match pending_parameter.take() {
-                        Some(name) => parameters.push((name, Some(value))),
-                        None => arguments.push(value),
+                        Some(name) => args.parameters.push((name, Some(value))),
+                        None => args.positional.push(value),
                     }
                 }
             }
         }
         if let Some(name) = pending_parameter {
-            parameters.push((name, None));
+            args.parameters.push((name, None));
         }
-        Some((parameters, arguments))
+        Some(args)
     }
 
     /// The value of an expression in the subset, as text.
@@ -415,8 +437,9 @@ impl<'a> Run<'a> {
                 let inner = text.strip_prefix('"')?.strip_suffix('"')?;
                 (!inner.contains(['$', '`', '"'])).then(|| inner.to_owned())
             }
-            "integer_literal" | "decimal_integer_literal" | "real_literal" => Some(text.to_owned()),
-            "generic_token" => Some(text.to_owned()),
+            "integer_literal" | "decimal_integer_literal" | "real_literal" | "generic_token" => {
+                Some(text.to_owned())
+            }
             "variable" => self.variable(text),
             "parenthesized_expression" | "sub_expression" => {
                 // `(Get-Location)` and friends: the location's text.
@@ -597,6 +620,18 @@ mod tests {
         handle(code, &tree, &[])
     }
 
+    const ERRORS_THEN_EXIT: &str = "Write-Error 'bad'; [Console]::Error.WriteLine('worse')\nWrite-Output 'x'\nexit 3\nWrite-Output 'never'";
+    const OUTPUT_CONSOLE_WARNING: &str =
+        "Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'";
+    const EVERY_HOST_WRITE: &str = "Write-Host 'a' -NoNewline\nWrite-Host 'b'\nWrite-Information -MessageData 'c'\nWrite-Verbose 'hidden'\nWrite-Debug 'hidden'\nWrite-Warning -Message 'w'\n'd'";
+
+    /// Each script run alone gives its reply.
+    fn assert_replies(cases: &[(&str, Outcome)]) {
+        for (code, expected) in cases {
+            assert_eq!(&run(code), expected, "{code:?}");
+        }
+    }
+
     fn reply(stdout: Option<&str>, stderr: &str, exitcode: i32, error: Option<&str>) -> Outcome {
         Outcome::Reply {
             stdout: stdout.map(str::to_owned),
@@ -608,53 +643,55 @@ mod tests {
 
     #[test]
     fn output_and_literals() {
-        assert_eq!(
-            run("Write-Output 'it''s' 42 \"plain\"\n'bare'\n7"),
-            reply(Some("it's\n42\nplain\nbare\n7\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Output @'\nline 'one' '@ is not the end\n'@"),
-            reply(Some("line 'one' '@ is not the end\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Output 'a\0b'"),
-            reply(Some("a\0b\n"), "", 0, None)
-        );
-        assert_eq!(run("  "), reply(None, "", 0, None));
+        assert_replies(&[
+            (
+                "Write-Output 'it''s' 42 \"plain\"\n'bare'\n7",
+                reply(Some("it's\n42\nplain\nbare\n7\n"), "", 0, None),
+            ),
+            (
+                "Write-Output @'\nline 'one' '@ is not the end\n'@",
+                reply(Some("line 'one' '@ is not the end\n"), "", 0, None),
+            ),
+            ("Write-Output 'a\0b'", reply(Some("a\0b\n"), "", 0, None)),
+            ("  ", reply(None, "", 0, None)),
+        ]);
     }
 
     #[test]
     fn errors_exit_codes_and_throw() {
-        assert_eq!(
-            run("Write-Error 'bad'; [Console]::Error.WriteLine('worse')\nWrite-Output 'x'\nexit 3\nWrite-Output 'never'"),
-            reply(Some("x\n"), "bad\nworse\n", 3, None)
-        );
-        assert_eq!(run("throw 'boom'"), reply(None, "", 1, Some("boom")));
+        assert_replies(&[
+            (
+                ERRORS_THEN_EXIT,
+                reply(Some("x\n"), "bad\nworse\n", 3, None),
+            ),
+            ("throw 'boom'", reply(None, "", 1, Some("boom"))),
+        ]);
     }
 
     /// As host.ps1 gathers a plain request's output (issue 10, item 3):
     /// host writes and [Console]::Out in order with Write-Output.
     #[test]
     fn host_writes_and_the_console_are_stdout_in_order() {
-        assert_eq!(
-            run("Write-Output 'bar'; [Console]::Out.WriteLine('foo'); Write-Warning 'baz'"),
-            reply(Some("bar\nfoo\nWARNING: baz\n"), "", 0, None)
-        );
-        assert_eq!(
-            run("Write-Host 'a' -NoNewline\nWrite-Host 'b'\nWrite-Information -MessageData 'c'\nWrite-Verbose 'hidden'\nWrite-Debug 'hidden'\nWrite-Warning -Message 'w'\n'd'"),
-            reply(Some("ab\nc\nWARNING: w\nd\n"), "", 0, None)
-        );
+        assert_replies(&[
+            (
+                OUTPUT_CONSOLE_WARNING,
+                reply(Some("bar\nfoo\nWARNING: baz\n"), "", 0, None),
+            ),
+            (
+                EVERY_HOST_WRITE,
+                reply(Some("ab\nc\nWARNING: w\nd\n"), "", 0, None),
+            ),
+        ]);
     }
 
     /// Item 2: `exit N` at the top level is the exit code, whatever was
     /// written before it.
     #[test]
     fn exit_gives_its_code() {
-        assert_eq!(
-            run("Write-Host 'x'\nexit 7"),
-            reply(Some("x\n"), "", 7, None)
-        );
-        assert_eq!(run("exit 0"), reply(None, "", 0, None));
+        assert_replies(&[
+            ("Write-Host 'x'\nexit 7", reply(Some("x\n"), "", 7, None)),
+            ("exit 0", reply(None, "", 0, None)),
+        ]);
     }
 
     /// `$env:NAME = value` sets the process environment (the host restores

@@ -184,7 +184,7 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
                     request.prelude = None;
                 }
                 let id = request.id;
-                let (result, answer_twice) = execute(request, &mut session);
+                let (result, answer_twice) = execute(&request, &mut session);
                 let reply = Message::Result(ExecuteResult {
                     id: Some(id),
                     ..result
@@ -224,13 +224,13 @@ const DOUBLE_REPLY_ENV: &str = "PWSHLIB_SIM_DOUBLE_REPLY";
 /// double-reply fault applies to it.
 /// A request that names a prelude runs after its functions are defined
 /// (`prelude.rs`); the result then names it too.
-fn execute(request: ExecuteRequest, session: &mut Session) -> (ExecuteResult, bool) {
+fn execute(request: &ExecuteRequest, session: &mut Session) -> (ExecuteResult, bool) {
     let deadline = Instant::now() + Duration::from_millis(request.timeout_ms);
-    let admitted = match session.admit(&request) {
+    let admitted = match session.admit(request) {
         Ok(admitted) => admitted,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let (mut result, answer_twice) = run_code(&request, &admitted.functions, deadline);
+    let (mut result, answer_twice) = run_code(request, &admitted.functions, deadline);
     result.prelude = admitted.prelude;
     (result, answer_twice)
 }
@@ -260,7 +260,7 @@ fn run_code(
         Ok(saved) => saved,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let outcome = dsc::handle(&request.code, request.timeout_ms)
+    let outcome = dsc::handle(&request.code, &tree, request.timeout_ms)
         .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
     let result = carry_out(outcome, deadline, request.timeout_ms);
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
@@ -429,5 +429,30 @@ mod tests {
         let error = parse("Write-Output 'unterminated").unwrap_err();
         assert!(error.contains("does not parse as PowerShell"), "{error}");
         assert!(parse("Write-Output 'fine'").is_ok());
+    }
+
+    /// Issue 14: the main loop's one parse refuses a NUL before
+    /// `$InvokeParams` (it used to let it through to echo mode, as "not a
+    /// DSC call"), with the message the DSC engine gives.
+    #[test]
+    fn a_nul_before_invoke_params_is_refused_by_the_main_loop() {
+        let code = "$a = 1\n\0$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{}; ModuleName = 'M'}\nInvoke-DscResource @InvokeParams";
+        let request = ExecuteRequest::new(code.to_owned(), Some(5_000), None, &[] as &[&str]);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (result, _) = run_code(&request, &[], deadline);
+        assert_eq!(result.exitcode, 1);
+        assert_eq!(result.stdout, None);
+        let message = result.errormessage.unwrap_or_default();
+        assert_eq!(
+            message,
+            "pwshlib-sim: the script does not parse as PowerShell (NUL character at line 2, column 1)"
+        );
+        assert_eq!(
+            Some(message),
+            match dsc::handle_with_env(code, 5_000, &|_| None) {
+                Some(Outcome::Reply { errormessage, .. }) => errormessage,
+                other => panic!("{other:?}"),
+            }
+        );
     }
 }

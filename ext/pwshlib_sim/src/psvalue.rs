@@ -132,6 +132,13 @@ fn entries_to_json(entries: &[(String, PsValue)]) -> JsonMap<String, Json> {
 }
 
 /// PowerShell compares names (variables, keys, parameters) without case.
+/// A whole number below 9.2e18 in magnitude as the i64 it is: the guard
+/// above makes the conversion exact, so nothing is truncated.
+#[allow(clippy::cast_possible_truncation)]
+fn whole_to_i64(whole: f64) -> i64 {
+    whole as i64
+}
+
 pub fn eq_ignore_case(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
 }
@@ -635,7 +642,9 @@ fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
         "int" | "int32" | "int64" | "long" | "uint32" | "uint64" | "uint16" | "int16" | "byte"
         | "sbyte" => match value {
             PsValue::Int(_) => Ok(value),
-            PsValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(PsValue::Int(f as i64)),
+            PsValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Ok(PsValue::Int(whole_to_i64(f)))
+            }
             PsValue::Str(ref s) => s
                 .trim()
                 .parse::<i64>()

@@ -38,23 +38,21 @@ pub struct State {
 impl State {
     /// Locks and reads the state. `path` None means the process-local state.
     pub fn open(path: Option<&Path>) -> Result<State, String> {
-        match path {
-            Some(path) => Self::open_file(path),
-            None => {
-                let guard = PROCESS_STATE
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let doc = match guard.as_ref() {
-                    Some(Json::Object(map)) => map.clone(),
-                    _ => JsonMap::new(),
-                };
-                Ok(State {
-                    doc,
-                    dirty: false,
-                    backend: Backend::Process(guard),
-                })
-            }
+        if let Some(path) = path {
+            return Self::open_file(path);
         }
+        let guard = PROCESS_STATE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let doc = match guard.as_ref() {
+            Some(Json::Object(map)) => map.clone(),
+            _ => JsonMap::new(),
+        };
+        Ok(State {
+            doc,
+            dirty: false,
+            backend: Backend::Process(guard),
+        })
     }
 
     fn open_file(path: &Path) -> Result<State, String> {

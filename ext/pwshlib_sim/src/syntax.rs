@@ -1,50 +1,27 @@
-//! The host's parse check: every script must parse as PowerShell.
+//! The host's parse check: every script must parse as PowerShell. The check
+//! itself is `pwshlib_core::pslint` (the same for every caller); this gives
+//! its refusal the host's wording.
 
-/// Parses with the real PowerShell grammar; a script with any ERROR or
-/// MISSING node is refused with a message saying where.
+use pwshlib_core::pslint::{self, SyntaxError, SyntaxErrorKind};
+
+/// The script's syntax tree, or why PowerShell would refuse it (a message
+/// saying where).
 pub fn parse(code: &str) -> Result<tree_sitter::Tree, String> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_powershell::LANGUAGE.into())
-        .map_err(|e| format!("pwshlib-sim: cannot load the PowerShell grammar: {e}"))?;
-    // tree-sitter reads NUL as the end of input, PowerShell reads it as a
-    // character: parse a copy with each NUL as a space (same byte offsets).
-    let for_parser: std::borrow::Cow<'_, str> = if code.contains('\0') {
-        code.replace('\0', " ").into()
-    } else {
-        code.into()
-    };
-    let tree = parser
-        .parse(for_parser.as_bytes(), None)
-        .ok_or("pwshlib-sim: the PowerShell parser gave up")?;
-    if code.trim().is_empty() {
-        // The grammar refuses an empty program; PowerShell runs it (no output).
-        return Ok(tree);
-    }
-    if let Some(bad) = first_error(tree.root_node()) {
-        let at = bad.start_position();
-        return Err(format!(
-            "pwshlib-sim: the script does not parse as PowerShell ({} at line {}, column {})",
-            if bad.is_missing() {
-                "missing token"
-            } else {
-                "syntax error"
-            },
-            at.row + 1,
-            at.column + 1
-        ));
-    }
-    Ok(tree)
+    pslint::parse(code).map_err(|error| refusal(&error))
 }
 
-fn first_error(node: tree_sitter::Node<'_>) -> Option<tree_sitter::Node<'_>> {
-    if !node.has_error() {
-        return None;
-    }
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    let mut cursor = node.walk();
-    let children: Vec<_> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error).or(Some(node))
+/// The host's error message for a script that does not parse.
+pub fn refusal(error: &SyntaxError) -> String {
+    let what = match error.kind {
+        SyntaxErrorKind::NoGrammar => {
+            return format!("pwshlib-sim: cannot load the PowerShell grammar ({error})")
+        }
+        SyntaxErrorKind::Missing(_) => "missing token",
+        SyntaxErrorKind::Unexpected(_) => "syntax error",
+        SyntaxErrorKind::Nul => "NUL character",
+    };
+    format!(
+        "pwshlib-sim: the script does not parse as PowerShell ({what} at line {}, column {})",
+        error.line, error.column
+    )
 }

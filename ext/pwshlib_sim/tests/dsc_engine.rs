@@ -62,7 +62,7 @@ impl Sim {
         }
     }
 
-    fn with_state(self, doc: Json) -> Sim {
+    fn with_state(self, doc: &Json) -> Sim {
         std::fs::write(&self.state, doc.to_string()).unwrap();
         self
     }
@@ -94,6 +94,11 @@ impl Sim {
 
     fn test(&self, properties: &str) -> Json {
         self.json(&script("", "FixtureFile", "Test", properties))
+    }
+
+    /// The result JSON of a Test of `resource` after `variables`.
+    fn test_of(&self, variables: &str, resource: &str, properties: &str) -> Json {
+        self.json(&script(variables, resource, "Test", properties))
     }
 
     fn log(&self) -> Vec<Json> {
@@ -170,38 +175,52 @@ fn code_that_is_not_a_dsc_invocation_is_left_to_echo_mode() {
     assert!(sim.log().is_empty());
 }
 
-#[test]
-fn a_dsc_script_that_does_not_parse_is_rejected() {
+/// A Get of PATH_A with `edit` applied to its text: refused as not
+/// parsing, before anything is played. The message, for more checks.
+fn refused_as_not_parsing(edit: impl Fn(String) -> String) -> String {
     let sim = Sim::new();
-    let broken =
-        script("", "FixtureFile", "Get", PATH_A).replace("Property = @{", "Property = @{ (");
-    let message = script_error(sim.outcome(&broken));
+    let message = script_error(sim.outcome(&edit(script("", "FixtureFile", "Get", PATH_A))));
     assert!(message.contains("does not parse"), "{message}");
     assert!(sim.log().is_empty());
+    message
+}
+
+#[test]
+fn a_dsc_script_that_does_not_parse_is_rejected() {
+    refused_as_not_parsing(|code| code.replace("Property = @{", "Property = @{ ("));
+}
+
+/// Issue 14: a NUL before `$InvokeParams` used to pass the host's parse
+/// check and then hide the call from the engine ("not a DSC call"). The one
+/// check (`pslint`) refuses it, here as in the main loop.
+#[test]
+fn a_nul_before_invoke_params_is_rejected_as_not_parsing() {
+    let message = refused_as_not_parsing(|code| code.replace("$InvokeParams", "\0$InvokeParams"));
+    assert!(message.contains("NUL"), "{message}");
+    let sim = Sim::new();
+    // Inside a string literal a NUL is text, as PowerShell reads it.
+    let in_string = script(
+        "",
+        "FixtureFile",
+        "Get",
+        "destinationpath = 'C:\\Temp\\A\0.txt'",
+    );
+    assert!(sim.json(&in_string).is_object());
 }
 
 #[test]
 fn values_outside_the_subset_are_errors_not_guesses() {
     let sim = Sim::new();
-    let message = script_error(sim.outcome(&script(
-        "",
-        "FixtureFile",
-        "Get",
-        "destinationpath = Get-Date",
-    )));
-    assert!(message.contains("Get-Date"), "{message}");
-    let message =
-        script_error(sim.outcome(&script("", "FixtureFile", "Get", "destinationpath = 1 + 2")));
-    assert!(message.contains("1 + 2"), "{message}");
-    let message = script_error(sim.outcome(&script(
-        "",
-        "FixtureFile",
-        "Get",
-        "credential = $cred_missing",
-    )));
-    assert!(message.contains("$cred_missing"), "{message}");
-    let message = script_error(sim.outcome(&script("", "FixtureFile", "Get", "a = 1; A = 2")));
-    assert!(message.contains("Duplicate keys"), "{message}");
+    // Each Get's properties, and what its error must name.
+    for (properties, named) in [
+        ("destinationpath = Get-Date", "Get-Date"),
+        ("destinationpath = 1 + 2", "1 + 2"),
+        ("credential = $cred_missing", "$cred_missing"),
+        ("a = 1; A = 2", "Duplicate keys"),
+    ] {
+        let message = script_error(sim.outcome(&script("", "FixtureFile", "Get", properties)));
+        assert!(message.contains(named), "{properties}: {message}");
+    }
     let message = script_error(sim.outcome(&script("", "FixtureFile", "Frobnicate", PATH_A)));
     assert!(message.contains("Method"), "{message}");
     let message =
@@ -357,7 +376,7 @@ fn test_compares_like_dsc() {
 
 #[test]
 fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
-    let sim = Sim::new().with_state(json!({"keys": {"fixturefile": ["DestinationPath"]}}));
+    let sim = Sim::new().with_state(&json!({"keys": {"fixturefile": ["DestinationPath"]}}));
     sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
     assert_eq!(sim.get(PATH_A)["ensure"], "Present");
     assert_eq!(
@@ -373,13 +392,13 @@ fn declared_keys_allow_set_before_any_get_and_unknown_keys_are_an_error() {
         "{message}"
     );
     assert_eq!(result["indesiredstate"], false);
-    let result = fresh.json(&script("", "FixtureUser", "Test", "username = 'bob'"));
+    let result = fresh.test_of("", "FixtureUser", "username = 'bob'");
     assert!(result["errormessage"].as_str().unwrap().contains("unknown"));
 }
 
 #[test]
 fn types_listed_in_no_ensure_never_gain_ensure() {
-    let sim = Sim::new().with_state(json!({"no_ensure": ["FixtureService"]}));
+    let sim = Sim::new().with_state(&json!({"no_ensure": ["FixtureService"]}));
     let get = || sim.json(&script("", "FixtureService", "Get", "name = 'Spooler'"));
     assert_eq!(get(), json!({"name": "Spooler"}));
     sim.json(&script(
@@ -393,7 +412,7 @@ fn types_listed_in_no_ensure_never_gain_ensure() {
 
 #[test]
 fn read_only_values_can_be_seeded_in_the_state_file() {
-    let sim = Sim::new().with_state(json!({
+    let sim = Sim::new().with_state(&json!({
         "keys": {"FixtureFile": ["DestinationPath"]},
         "resources": {"FixtureFile": [
             {"DestinationPath": r"C:\Temp\A.txt", "Ensure": "Present", "Checksum": "abc", "Contents": ""}
@@ -549,12 +568,7 @@ fn credentials_arrive_intact_and_come_back_in_the_5_1_shape() {
             .unwrap()
     );
     let other = "$cred_1 = New-PsCredential -User 'bob' -Password 'P''SS\u{2019}\u{2019}W\"ORD'";
-    let result = sim.json(&script(
-        other,
-        "FixtureUser",
-        "Test",
-        "username = 'bob'; password = $cred_1",
-    ));
+    let result = sim.test_of(other, "FixtureUser", "username = 'bob'; password = $cred_1");
     assert_eq!(result["indesiredstate"], false);
 }
 
@@ -588,12 +602,8 @@ fn cim_instances_nest_and_compare_without_order() {
     let reordered = "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_c3, $cim_b2)";
     assert!(site("Test", reordered)["indesiredstate"].as_bool().unwrap());
     let changed = "$cim_x = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' -Property @{protocol = 'http'; port = 8080}";
-    let result = sim.json(&script(
-        changed,
-        "FixtureWebsite",
-        "Test",
-        "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_x)",
-    ));
+    let bindings = "name = 'Default'; bindinginfo = [CimInstance[]]@($cim_x)";
+    let result = sim.test_of(changed, "FixtureWebsite", bindings);
     assert_eq!(result["indesiredstate"], false);
 }
 
@@ -733,8 +743,9 @@ fn collisions_n_times_then_success() {
 
 #[test]
 fn collisions_can_target_one_resource_and_come_from_the_state_file() {
-    let sim = Sim::new()
-        .with_state(json!({"faults": {"collisions": 1, "collisions_resource": "Set/FixtureFile"}}));
+    let sim = Sim::new().with_state(
+        &json!({"faults": {"collisions": 1, "collisions_resource": "Set/FixtureFile"}}),
+    );
     assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
     let set = sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
     assert_eq!(
@@ -775,12 +786,8 @@ fn logon_failure_for_the_named_run_as_user() {
         "Absent",
         "no run-as credential, no logon"
     );
-    let test = sim.json(&script(
-        variables,
-        "FixtureFile",
-        "Test",
-        &format!("{PATH_A}; psdscrunascredential = $cred_1"),
-    ));
+    let run_as = format!("{PATH_A}; psdscrunascredential = $cred_1");
+    let test = sim.test_of(variables, "FixtureFile", &run_as);
     assert_eq!(
         test,
         json!({"indesiredstate": false, "errormessage": LOGON_FAILURE_MESSAGE})
@@ -847,7 +854,7 @@ fn a_bad_fault_setting_is_reported_in_the_result() {
 
 #[test]
 fn two_engines_sharing_a_state_file_do_not_lose_writes() {
-    let sim = Sim::new().with_state(json!({"keys": {"FixtureFile": ["destinationpath"]}}));
+    let sim = Sim::new().with_state(&json!({"keys": {"FixtureFile": ["destinationpath"]}}));
     let env = sim.env.clone();
     let threads: Vec<_> = (0..4)
         .map(|t| {

@@ -28,7 +28,10 @@ impl Host {
         common::guard(&stream, &child);
         assert!(matches!(
             protocol::read_message(&mut stream).unwrap(),
-            Some(Message::Hello { protocol: 1, .. })
+            Some(Message::Hello {
+                protocol: protocol::PROTOCOL_VERSION,
+                ..
+            })
         ));
         Host { child, stream }
     }

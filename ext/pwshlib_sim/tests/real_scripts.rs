@@ -2,7 +2,8 @@
 //! shipped templates around the generated variable and `$InvokeParams`
 //! lines.
 
-use pwshlib_sim::dsc::{handle_with_env, read_invocation, Method};
+use pwshlib_core::script::DscMethod;
+use pwshlib_sim::dsc::{handle_with_env, read_invocation};
 use pwshlib_sim::outcome::Outcome;
 use pwshlib_sim::psvalue::PsValue;
 use serde_json::{json, Value as Json};
@@ -43,7 +44,7 @@ fn run(code: &str, state: &std::path::Path) -> Json {
 fn the_kitchen_sink_script_is_read_whole() {
     let invocation = read_invocation(&kitchen_sink_set()).unwrap().unwrap();
     assert_eq!(invocation.resource, "KitchenSink");
-    assert_eq!(invocation.method, Method::Set);
+    assert_eq!(invocation.method, DscMethod::Set);
     let names: Vec<&str> = invocation
         .properties
         .iter()
@@ -167,7 +168,7 @@ fn scripts_assembled_from_the_shipped_templates_are_recognised() {
 // ---------------------------------------------------------------------------
 // Issue 10, item 8: values inside CIM instances, as New-CimInstance takes them
 
-use pwshlib_core::script::{build_script_with, DscMethod, InvocableResource};
+use pwshlib_core::script::{build_script_with, InvocableResource};
 use pwshlib_core::{Map, TypeDef, Value};
 
 fn definition(pairs: Vec<(&str, Value)>) -> Value {

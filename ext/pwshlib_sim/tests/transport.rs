@@ -27,7 +27,7 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
     common::guard(&stream, child);
     match protocol::read_message(&mut stream).unwrap() {
         Some(Message::Hello {
-            protocol: 1,
+            protocol: protocol::PROTOCOL_VERSION,
             pid,
             host,
             prelude,
@@ -42,13 +42,17 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
 }
 
 fn exit_code(child: &mut Child) -> Option<i32> {
-    match common::wait_for_exit(child) {
-        Some(status) => status.code(),
-        None => {
-            let _ = child.kill();
-            panic!("pwshlib-sim did not exit");
-        }
+    if let Some(status) = common::wait_for_exit(child) {
+        return status.code();
     }
+    let _ = child.kill();
+    panic!("pwshlib-sim did not exit");
+}
+
+/// The host exited with 0 and took its endpoint with it.
+fn assert_left_cleanly(child: &mut Child, endpoint: &Path) {
+    assert_eq!(exit_code(child), Some(0));
+    assert!(common::endpoint_is_gone(endpoint));
 }
 
 fn stderr_of(mut child: Child) -> String {
@@ -81,8 +85,7 @@ fn the_host_answers_then_leaves_on_exit_taking_its_endpoint_with_it() {
     protocol::write_message(&mut stream, &Message::Exit).unwrap();
     // The host closes its end: EOF, not an error.
     assert!(matches!(protocol::read_message(&mut stream), Ok(None)));
-    assert_eq!(exit_code(&mut child), Some(0));
-    assert!(common::endpoint_is_gone(&endpoint));
+    assert_left_cleanly(&mut child, &endpoint);
 }
 
 #[test]
@@ -92,8 +95,7 @@ fn a_client_hang_up_is_a_clean_end_of_stream() {
     let mut child = spawn(&endpoint, None);
     let stream = greet(&endpoint, &child);
     drop(stream);
-    assert_eq!(exit_code(&mut child), Some(0));
-    assert!(common::endpoint_is_gone(&endpoint));
+    assert_left_cleanly(&mut child, &endpoint);
     assert_eq!(stderr_of(child), "");
 }
 
@@ -188,8 +190,7 @@ fn the_host_leaves_when_its_parent_is_gone() {
     );
     parent.kill().unwrap();
     parent.wait().unwrap();
-    assert_eq!(exit_code(&mut child), Some(0));
-    assert!(common::endpoint_is_gone(&endpoint));
+    assert_left_cleanly(&mut child, &endpoint);
 }
 
 #[test]
@@ -201,8 +202,7 @@ fn a_host_whose_parent_is_gone_already_leaves_at_once() {
     parent.wait().unwrap();
     let endpoint = common::endpoint(dir.path(), "late");
     let mut child = spawn(&endpoint, Some(gone));
-    assert_eq!(exit_code(&mut child), Some(0));
-    assert!(common::endpoint_is_gone(&endpoint));
+    assert_left_cleanly(&mut child, &endpoint);
 }
 
 #[test]

@@ -99,31 +99,17 @@ impl Connection {
         deadline: Instant,
         cancel: &Cancel,
     ) -> io::Result<usize> {
-        loop {
-            if cancel.is_woken() {
-                return Err(woken_error());
-            }
-            self.stream
-                .set_read_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
-            match self.stream.read(buf) {
-                Err(e) if is_slice_over(&e) => continue,
-                other => return other,
-            }
-        }
+        in_slices(deadline, cancel, |slice| {
+            self.stream.set_read_timeout(Some(slice))?;
+            self.stream.read(buf)
+        })
     }
 
     pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
-        loop {
-            if cancel.is_woken() {
-                return Err(woken_error());
-            }
-            self.stream
-                .set_write_timeout(Some(remaining(deadline)?.min(WAKE_SLICE)))?;
-            match self.stream.write(buf) {
-                Err(e) if is_slice_over(&e) => continue,
-                other => return other,
-            }
-        }
+        in_slices(deadline, cancel, |slice| {
+            self.stream.set_write_timeout(Some(slice))?;
+            self.stream.write(buf)
+        })
     }
 
     pub fn shutdown(&self) {
@@ -133,6 +119,25 @@ impl Connection {
     /// Tells the host no more requests come (it sees EOF).
     pub fn shutdown_write(&self) {
         let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+/// Retries `operation` in slices of at most [`WAKE_SLICE`] (the socket's
+/// timeout, which it sets) until it does something, the deadline passes or
+/// the wait is woken.
+fn in_slices(
+    deadline: Instant,
+    cancel: &Cancel,
+    mut operation: impl FnMut(Duration) -> io::Result<usize>,
+) -> io::Result<usize> {
+    loop {
+        if cancel.is_woken() {
+            return Err(woken_error());
+        }
+        match operation(remaining(deadline)?.min(WAKE_SLICE)) {
+            Err(e) if is_slice_over(&e) => {}
+            other => return other,
+        }
     }
 }
 
@@ -219,30 +224,49 @@ mod peer {
         false
     }
 
-    /// SO_PEERCRED: the pid and uid of the process that called listen()
-    /// on the socket we connected to, recorded by the kernel at connect.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
-        let mut credentials = libc::ucred {
-            pid: 0,
-            uid: 0,
-            gid: 0,
-        };
-        let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    /// getsockopt for an option whose value is one plain `T`, starting from
+    /// `initial` (the kernel overwrites it).
+    fn socket_option<T>(
+        stream: &UnixStream,
+        level: libc::c_int,
+        name: libc::c_int,
+        initial: T,
+    ) -> std::io::Result<T> {
+        let mut value = initial;
+        let mut length = libc::socklen_t::try_from(std::mem::size_of::<T>())
+            .expect("a socket option's size fits in socklen_t");
         // SAFETY: a valid socket descriptor, and a buffer of the size passed.
         let status = unsafe {
             libc::getsockopt(
                 stream.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_PEERCRED,
-                &mut credentials as *mut libc::ucred as *mut libc::c_void,
+                level,
+                name,
+                (&raw mut value).cast::<libc::c_void>(),
                 &mut length,
             )
         };
         if status != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok((credentials.pid as u32, credentials.uid))
+        Ok(value)
+    }
+
+    /// A pid the kernel reported; never negative for a live peer.
+    fn pid_from(pid: libc::pid_t) -> std::io::Result<u32> {
+        u32::try_from(pid).map_err(|_| std::io::Error::other(format!("peer pid {pid}")))
+    }
+
+    /// SO_PEERCRED: the pid and uid of the process that called listen()
+    /// on the socket we connected to, recorded by the kernel at connect.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
+        let empty = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let credentials = socket_option(stream, libc::SOL_SOCKET, libc::SO_PEERCRED, empty)?;
+        Ok((pid_from(credentials.pid)?, credentials.uid))
     }
 
     /// The fourth field of /proc/<pid>/stat, after the command name (which
@@ -257,27 +281,13 @@ mod peer {
     /// LOCAL_PEERPID (the peer's pid) and getpeereid (its effective uid).
     #[cfg(target_os = "macos")]
     fn credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
-        let mut pid: libc::pid_t = 0;
-        let mut length = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
-        // SAFETY: a valid socket descriptor, and a buffer of the size passed.
-        let status = unsafe {
-            libc::getsockopt(
-                stream.as_raw_fd(),
-                libc::SOL_LOCAL,
-                libc::LOCAL_PEERPID,
-                &mut pid as *mut libc::pid_t as *mut libc::c_void,
-                &mut length,
-            )
-        };
-        if status != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let pid: libc::pid_t = socket_option(stream, libc::SOL_LOCAL, libc::LOCAL_PEERPID, 0)?;
         let (mut uid, mut gid): (libc::uid_t, libc::gid_t) = (0, 0);
         // SAFETY: a valid socket descriptor and two out-parameters.
         if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok((pid as u32, uid))
+        Ok((pid_from(pid)?, uid))
     }
 
     /// proc_pidinfo(PROC_PIDTBSDINFO): the parent pid.
@@ -285,7 +295,8 @@ mod peer {
     fn parent_of(pid: u32) -> Option<u32> {
         // SAFETY: proc_bsdinfo is plain data; all zeros is a valid value.
         let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        let size = libc::c_int::try_from(std::mem::size_of::<libc::proc_bsdinfo>())
+            .expect("proc_bsdinfo's size fits in a c_int");
         // SAFETY: the buffer is a proc_bsdinfo of the size passed.
         let written = unsafe {
             libc::proc_pidinfo(

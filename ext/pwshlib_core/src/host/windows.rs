@@ -110,7 +110,7 @@ fn kill_on_close_job(child: &Child) -> Option<OwnedHandle> {
             raw(&job),
             JobObjectExtendedLimitInformation,
             &limits as *const _ as *const std::ffi::c_void,
-            std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            size_u32::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>(),
         ) != 0
             && AssignProcessToJobObject(raw(&job), child.as_raw_handle() as HANDLE) != 0
     };
@@ -201,7 +201,8 @@ impl Connection {
         deadline: Instant,
         cancel: &Cancel,
     ) -> io::Result<usize> {
-        let length = buf.len().min(u32::MAX as usize) as u32;
+        // At most 4 GiB per call; the caller loops for the rest.
+        let length = u32::try_from(buf.len()).unwrap_or(u32::MAX);
         let buffer = buf.as_mut_ptr();
         match self.overlapped(deadline, cancel, Wakeable::Yes, |pipe, overlapped| {
             // SAFETY: `buffer` is valid for `length` bytes and, like the
@@ -216,7 +217,8 @@ impl Connection {
     }
 
     pub fn write(&mut self, buf: &[u8], deadline: Instant, cancel: &Cancel) -> io::Result<usize> {
-        let length = buf.len().min(u32::MAX as usize) as u32;
+        // At most 4 GiB per call; the caller loops for the rest.
+        let length = u32::try_from(buf.len()).unwrap_or(u32::MAX);
         let buffer = buf.as_ptr();
         // A write is not cut short by a wake, only by the deadline: a
         // cancelled WriteFile on a pipe may have moved more than it reports
@@ -354,7 +356,7 @@ fn process_parents() -> std::collections::HashMap<u32, u32> {
     // SAFETY: a valid handle that we own from here on.
     let snapshot = unsafe { OwnedHandle::from_raw_handle(snapshot as RawHandle) };
     let mut entry = PROCESSENTRY32W {
-        dwSize: std::mem::size_of::<PROCESSENTRY32W>() as u32,
+        dwSize: size_u32::<PROCESSENTRY32W>(),
         ..Default::default()
     };
     // SAFETY: a valid snapshot handle and an entry whose dwSize is set.
@@ -394,7 +396,7 @@ enum Wakeable {
 
 fn is_disconnected(error: &io::Error) -> bool {
     matches!(
-        error.raw_os_error().map(|code| code as u32),
+        error.raw_os_error().map(i32::cast_unsigned),
         Some(
             ERROR_BROKEN_PIPE | ERROR_NO_DATA | ERROR_PIPE_NOT_CONNECTED | ERROR_OPERATION_ABORTED
         )
@@ -405,7 +407,12 @@ fn is_disconnected(error: &io::Error) -> bool {
 /// below INFINITE.
 fn millis(duration: Duration) -> u32 {
     let millis = duration.as_micros().div_ceil(1000);
-    millis.min(u128::from(u32::MAX - 1)) as u32
+    u32::try_from(millis).map_or(u32::MAX - 1, |millis| millis.min(u32::MAX - 1))
+}
+
+/// The size of a Win32 structure, as the `u32` the API takes.
+fn size_u32<T>() -> u32 {
+    u32::try_from(std::mem::size_of::<T>()).expect("a Win32 structure's size fits in a u32")
 }
 
 /// Interrupt plumbing for one blocking call: [`Cancel::unblock`] sets a flag

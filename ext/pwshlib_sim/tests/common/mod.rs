@@ -150,7 +150,8 @@ pub fn guard(_stream: &Stream, child: &Child) {
     use windows_sys::Win32::System::Threading::{TerminateProcess, WaitForSingleObject};
 
     let process = child.as_handle().try_clone_to_owned().unwrap();
-    let limit = (PATIENCE * 3).as_millis() as u32;
+    let limit =
+        u32::try_from((PATIENCE * 3).as_millis()).expect("the patience fits in a u32 of ms");
     std::thread::spawn(move || {
         // SAFETY: `process` is a valid process handle owned by this closure.
         if unsafe { WaitForSingleObject(process.as_raw_handle(), limit) } == WAIT_TIMEOUT {
