@@ -201,7 +201,7 @@ fn date_like(s: &str) -> bool {
         && b[5..7].iter().all(u8::is_ascii_digit)
 }
 
-/// The `insync?` equality of behavior.md §3: `==`, both empty, or equal
+/// The `insync?` equality of docs/behavior.md §3: `==`, both empty, or equal
 /// after folding case, ignoring order, unifying numbers with numeric strings
 /// and date-times as instants, nested too.
 pub fn values_equal(is: &Value, should: &Value) -> bool {

@@ -1,5 +1,5 @@
 //! Turning the JSON that the host script prints into Values, and a DSC Get
-//! result into the Puppet resource hash (behavior.md §3 "get").
+//! result into the Puppet resource hash (docs/behavior.md §3 "get").
 
 use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
 use crate::typedef::{Attribute, Behaviour, MofType, TypeDef};
@@ -311,7 +311,7 @@ fn integers_from_text(value: &mut Value) {
 
 /// Where the system reports a number as text (`"1440"`) and the desired
 /// value is that number, takes the number: the values are equal anyway
-/// (behavior.md §3), and Puppet checks the current state against the type
+/// (docs/behavior.md §3), and Puppet checks the current state against the type
 /// schema, which wants an Integer. Goes through arrays (matching elements by
 /// equality, since order does not matter) and hashes (keys without case).
 fn adopt_number_forms(current: &mut Value, desired: &Value) {

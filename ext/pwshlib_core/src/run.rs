@@ -3,7 +3,7 @@
 //! The Resource API keeps one provider instance per type for the life of the
 //! Ruby process (`my_provider ||= ...` in `Puppet::ResourceApi`), and its
 //! `context` too, so nothing the provider is handed changes from run to run.
-//! The caches and the logon-failure memo belong to one run (behavior.md §3
+//! The caches and the logon-failure memo belong to one run (docs/behavior.md §3
 //! "Caches"), so the provider watches two objects Puppet creates afresh:
 //!
 //! * **The run's report.** `Puppet::Configurer#run` (every agent run, in the

@@ -1,7 +1,7 @@
 //! The simulator's DSC engine: recognises the invocation scripts the
 //! provider generates (docs/architecture.md), plays Get, Set and Test
 //! against the state file, injects the configured faults, and answers with
-//! the result JSON of behavior.md §4, one compressed line on stdout.
+//! the result JSON of docs/behavior.md §4, one compressed line on stdout.
 //!
 //! The main loop calls [`handle`] for every execute request; `None` means
 //! "not a DSC invocation", and echo mode takes over.

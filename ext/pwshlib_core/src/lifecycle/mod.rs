@@ -1,4 +1,4 @@
-//! The provider lifecycle (behavior.md §3 and §4 "Errors") as pure Rust over
+//! The provider lifecycle (docs/behavior.md §3 and §4 "Errors") as pure Rust over
 //! a [`ProviderCallbacks`]. The binding implements the callbacks with Ruby dispatch,
 //! so that the overridable methods (`invoke_get_method`, …, `ps_manager`)
 //! stay overridable; unit tests implement it with fakes.

@@ -226,7 +226,7 @@ impl SetAction {
     }
 }
 
-/// behavior.md §3 "set": compares `dsc_ensure` case-insensitively.
+/// docs/behavior.md §3 "set": compares `dsc_ensure` case-insensitively.
 pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetAction {
     if typedef.attribute("dsc_ensure").is_none() {
         return SetAction::Update;
