@@ -5,7 +5,7 @@
 //! socket, or a named pipe on Windows: `endpoint.rs`), and speaks
 //! docs/protocol.md: hello, then execute → result until exit or EOF.
 //! Every script must parse as PowerShell (tree-sitter-powershell). DSC
-//! invocations go to the DSC engine (`dsc.rs`); anything else to echo mode
+//! invocations go to the DSC engine (`dsc/`); anything else to echo mode
 //! (`echo.rs`, see README.md).
 //!
 //! `pwshlib-sim --parse-tree < script.ps1` prints the syntax tree (a debugging aid).

@@ -1,5 +1,5 @@
 //! What the simulated host does with one `execute` request. Both the DSC
-//! engine (`dsc.rs`) and echo mode (`echo.rs`) produce an [`Outcome`]; the
+//! engine (`dsc/`) and echo mode (`echo.rs`) produce an [`Outcome`]; the
 //! main loop carries it out against the request's timeout.
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,205 @@
+//! Keeping secrets out of logs, errors and change messages.
+//!
+//! Two halves. [`mark_attributes`] finds the secrets in a resource hash or a
+//! DSC result by the type schema: every value whose attribute (at any depth:
+//! top level, Struct member, CIM instance member, credential password) is
+//! `Sensitive`-typed is wrapped in [`Value::Sensitive`], so that rendering
+//! it shows the redaction marker. That covers what the machine reports,
+//! which the manifest never held. [`Redactor`] is the last line of defence
+//! for text that came back from PowerShell (error messages that quote the
+//! script): it replaces every form in which a secret can appear there.
+
+mod redactor;
+mod type_string;
+
+pub use redactor::Redactor;
+pub use type_string::secrecy_of_type;
+
+use crate::typedef::TypeDef;
+use crate::value::{Map, Value};
+
+/// Where the secrets sit inside the values of one Puppet type.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Secrecy {
+    /// The whole value is secret (`Sensitive[…]`).
+    pub whole: bool,
+    /// Struct members by lowercase name.
+    pub members: Vec<(String, Secrecy)>,
+    /// Array elements and Hash values.
+    pub items: Option<Box<Secrecy>>,
+}
+
+impl Secrecy {
+    fn whole() -> Secrecy {
+        Secrecy {
+            whole: true,
+            ..Secrecy::default()
+        }
+    }
+
+    pub fn is_public(&self) -> bool {
+        !self.whole
+            && self.members.iter().all(|(_, s)| s.is_public())
+            && self.items.as_deref().is_none_or(Secrecy::is_public)
+    }
+
+    /// What is secret under either (Variant alternatives, Tuple elements).
+    fn merge(mut self, other: Secrecy) -> Secrecy {
+        self.whole |= other.whole;
+        for (name, secrecy) in other.members {
+            match self.members.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = std::mem::take(&mut slot.1).merge(secrecy),
+                None => self.members.push((name, secrecy)),
+            }
+        }
+        self.items = match (self.items.take(), other.items) {
+            (Some(a), Some(b)) => Some(Box::new(a.merge(*b))),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+
+    fn member(&self, name: &str) -> Option<&Secrecy> {
+        self.members
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, s)| s)
+    }
+}
+
+/// The secrecy of one attribute: its type's, and for a credential the
+/// password too, whatever the type says.
+pub fn attribute_secrecy(typedef: &TypeDef, name: &str) -> Secrecy {
+    let Some(attribute) = typedef.attribute(name) else {
+        return Secrecy::default();
+    };
+    let secrecy = secrecy_of_type(&attribute.type_string);
+    if attribute.is_credential() && secrecy.member("password").is_none() {
+        return secrecy.merge(Secrecy {
+            members: vec![("password".into(), Secrecy::whole())],
+            ..Secrecy::default()
+        });
+    }
+    secrecy
+}
+
+/// `value` with every part that `secrecy` calls secret wrapped in
+/// Sensitive. A hash member named `password` is secret at any depth: a
+/// credential nested in a CIM instance has no type of its own to say so.
+pub fn mark(value: &Value, secrecy: &Secrecy) -> Value {
+    match value {
+        Value::Nil | Value::Sensitive(_) => value.clone(),
+        _ if secrecy.whole => Value::Sensitive(Box::new(value.clone())),
+        Value::Hash(map) => Value::Hash(
+            map.iter()
+                .map(|(key, item)| {
+                    let name = key.key_name().unwrap_or_default();
+                    let item = match secrecy.member(name).or(secrecy.items.as_deref()) {
+                        Some(member) => mark(item, member),
+                        None => mark(item, &Secrecy::default()),
+                    };
+                    let item = if name.eq_ignore_ascii_case("password") {
+                        mark(&item, &Secrecy::whole())
+                    } else {
+                        item
+                    };
+                    (key.clone(), item)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => {
+            // An array where the type has a Struct (a CIM instance given as
+            // a one-element list) keeps the members' secrecy.
+            let each = secrecy.items.as_deref().unwrap_or(secrecy);
+            Value::Array(items.iter().map(|item| mark(item, each)).collect())
+        }
+        _ => value.clone(),
+    }
+}
+
+/// A resource hash (`dsc_x` keys) or a DSC result (`X` keys, DSC property
+/// names) with every Sensitive-typed value marked; see [`mark`].
+pub fn mark_attributes(typedef: &TypeDef, map: &Map) -> Map {
+    map.iter()
+        .map(|(key, value)| {
+            let secrecy = match key.key_name() {
+                Some(name) if typedef.attribute(name).is_some() => attribute_secrecy(typedef, name),
+                Some(name) => attribute_secrecy(typedef, &format!("dsc_{}", name.to_lowercase())),
+                None => Secrecy::default(),
+            };
+            let is_password = key
+                .key_name()
+                .is_some_and(|n| n.eq_ignore_ascii_case("password"));
+            let secrecy = if is_password {
+                Secrecy::whole()
+            } else {
+                secrecy
+            };
+            (key.clone(), mark(value, &secrecy))
+        })
+        .collect()
+}
+
+/// [`mark_attributes`] for any value: hashes are marked, the rest kept.
+pub fn mark_value(typedef: &TypeDef, value: &Value) -> Value {
+    match value {
+        Value::Hash(map) => Value::Hash(mark_attributes(typedef, map)),
+        other => mark(other, &Secrecy::default()),
+    }
+}
+
+/// A resource hash as a log shows it: secrets as the redaction marker.
+pub fn shown_resource(typedef: &TypeDef, map: &Map) -> String {
+    shown(&Value::Hash(mark_attributes(typedef, map)))
+}
+
+/// A value as a log shows it: each Sensitive part as the redaction marker,
+/// or, should a secret spell out the marker, as a marker that shows none.
+pub fn shown(value: &Value) -> String {
+    Redactor::for_values([value]).scrub(&value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::secret_typedef;
+
+    fn s(text: &str) -> Value {
+        Value::str(text)
+    }
+
+    #[test]
+    fn marking_wraps_the_secret_parts_of_a_dsc_result() {
+        let def = secret_typedef();
+        let result = Map(vec![
+            (s("VaultName"), s("v1")),
+            (s("Secret"), s("top-secret")),
+            (
+                s("Settings"),
+                Value::Hash(Map(vec![(s("Label"), s("l")), (s("Token"), s("in-hash"))])),
+            ),
+            (
+                s("Endpoints"),
+                Value::Array(vec![Value::Hash(Map(vec![
+                    (s("Address"), s("a")),
+                    (s("ApiKey"), s("in-cim")),
+                    (
+                        s("Login"),
+                        Value::Hash(Map(vec![(s("User"), s("u")), (s("Password"), s("nested"))])),
+                    ),
+                ]))]),
+            ),
+            (
+                s("Credential"),
+                Value::Hash(Map(vec![(s("user"), s("u")), (s("password"), s("cred"))])),
+            ),
+        ]);
+        let shown = Value::Hash(mark_attributes(&def, &result)).to_string();
+        for secret in ["top-secret", "in-hash", "in-cim", "nested", "cred"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        for public in ["v1", "\"l\"", "\"a\"", "\"u\""] {
+            assert!(shown.contains(public), "{public} not in {shown}");
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! The call log (`PWSHLIB_SIM_LOG`): one JSON line per DSC call.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map as JsonMap, Value as Json};
+
+use super::{Invocation, RUN_AS};
+use crate::psvalue::{eq_ignore_case, PsValue};
+
+pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str>) {
+    use std::io::Write;
+    let mut properties = JsonMap::new();
+    let mut run_as_user = Json::Null;
+    for (name, value) in &invocation.properties {
+        if eq_ignore_case(name, RUN_AS) {
+            if let PsValue::Credential { user, .. } = value {
+                run_as_user = json!(user);
+            }
+        }
+        properties.insert(name.clone(), value.to_json());
+    }
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let line = json!({
+        "method": invocation.method.as_str(),
+        "resource": invocation.resource,
+        "module": invocation.module.to_json(),
+        "properties": properties,
+        "run_as_user": run_as_user,
+        "fault": fault,
+        "pid": std::process::id(),
+        "ts": ts,
+    });
+    // One write per line with O_APPEND. A log that cannot be written must
+    // not fail the call it records.
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = file.write_all(format!("{line}\n").as_bytes());
+    }
+}

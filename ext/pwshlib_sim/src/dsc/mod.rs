@@ -1,0 +1,119 @@
+//! The simulator's DSC engine: recognises the invocation scripts the
+//! provider generates (docs/architecture.md), plays Get, Set and Test
+//! against the state file, injects the configured faults, and answers with
+//! the result JSON of docs/behavior.md §4, one compressed line on stdout.
+//!
+//! The main loop calls [`handle`] for every execute request; `None` means
+//! "not a DSC invocation", and echo mode takes over.
+
+mod call_log;
+mod comparing;
+mod methods;
+mod reading;
+mod running;
+
+pub use comparing::values_equal;
+pub use reading::{read_invocation, read_invocation_in};
+pub use running::run;
+
+use pwshlib_core::pslint;
+use pwshlib_core::script::DscMethod;
+use serde_json::{json, Value as Json};
+use tree_sitter::Tree;
+
+use crate::outcome::Outcome;
+use crate::psvalue::PsValue;
+
+/// The property that carries the run-as account; never stored.
+const RUN_AS: &str = "PsDscRunAsCredential";
+/// The variable the provider's script assigns the Invoke-DscResource
+/// parameters to.
+const INVOKE_PARAMS: &str = "InvokeParams";
+/// When the grammar cannot be loaded (a build problem, never the script).
+const NO_PARSER: &str = "pwshlib-sim: the PowerShell parser gave up on this script";
+
+/// One Invoke-DscResource call, as read from a script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    pub resource: String,
+    pub method: DscMethod,
+    pub properties: Vec<(String, PsValue)>,
+    pub module: PsValue,
+}
+
+/// The main loop's entry point: `tree` is the parse of `code` (which the
+/// main loop has checked); reads the environment of the process.
+pub fn handle(code: &str, tree: &Tree, timeout_ms: u64) -> Option<Outcome> {
+    handle_parsed(code, tree, timeout_ms, &|name| std::env::var(name).ok())
+}
+
+/// [`handle`] with an explicit environment, for tests (the process
+/// environment is shared by parallel tests); parses `code` itself.
+pub fn handle_with_env(
+    code: &str,
+    timeout_ms: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Outcome> {
+    match pslint::parse_tree(code) {
+        Some(tree) => handle_parsed(code, &tree, timeout_ms, env),
+        None => Some(script_error(NO_PARSER.to_owned())),
+    }
+}
+
+fn handle_parsed(
+    code: &str,
+    tree: &Tree,
+    timeout_ms: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Outcome> {
+    // Reading a script evaluates its literals; a script that never names
+    // $InvokeParams cannot be an invocation, and big echo-mode scripts
+    // (megabytes of text) would otherwise be evaluated for nothing.
+    if !contains_ignore_ascii_case(code, INVOKE_PARAMS) {
+        return None;
+    }
+    let invocation = match read_invocation_in(code, tree) {
+        Ok(None) => return None,
+        Ok(Some(invocation)) => invocation,
+        // Real PowerShell would stop the script before Invoke-DscResource:
+        // a terminating error, reported by the host, not in the result JSON.
+        Err(message) => return Some(script_error(message)),
+    };
+    Some(run(&invocation, timeout_ms, env))
+}
+
+fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+fn script_error(message: String) -> Outcome {
+    Outcome::Reply {
+        stdout: None,
+        stderr: String::new(),
+        exitcode: 1,
+        errormessage: Some(message),
+    }
+}
+
+fn stdout_reply(text: String) -> Outcome {
+    Outcome::Reply {
+        stdout: Some(text + "\n"),
+        stderr: String::new(),
+        exitcode: 0,
+        errormessage: None,
+    }
+}
+
+/// The result JSON of a failed call, as the postscript prints it: Test
+/// gets its own shape, Get and Set the `$Response` of the preamble.
+fn failure_json(method: DscMethod, message: &str) -> Json {
+    match method {
+        DscMethod::Test => json!({"indesiredstate": false, "errormessage": message}),
+        DscMethod::Get | DscMethod::Set => {
+            json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message})
+        }
+    }
+}

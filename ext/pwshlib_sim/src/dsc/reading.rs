@@ -1,0 +1,258 @@
+//! Reading the script: the Invoke-DscResource call an invocation script
+//! makes through `$InvokeParams`, or the error that stops the script first.
+
+use pwshlib_core::pslint;
+use pwshlib_core::script::DscMethod;
+use tree_sitter::{Node, Tree};
+
+use super::{Invocation, INVOKE_PARAMS, NO_PARSER};
+use crate::psvalue::{eq_ignore_case, excerpt, Evaluator, PsValue};
+
+/// What ValidateSet on Invoke-DscResource's -Method says of anything else;
+/// `{}` is the argument, quoted.
+const METHOD_REFUSAL: &str = "Cannot validate argument on parameter 'Method'. The argument {} does not belong to the set \"Get,Set,Test\".";
+
+/// Finds the DSC invocation in a script. `Ok(None)`: the script is not a
+/// DSC invocation (it never assigns `$InvokeParams`).
+pub fn read_invocation(code: &str) -> Result<Option<Invocation>, String> {
+    let tree = pslint::parse_tree(code).ok_or(NO_PARSER)?;
+    read_invocation_in(code, &tree)
+}
+
+/// [`read_invocation`] over `tree`, the parse of `code`. A script that
+/// assigns `$InvokeParams` but does not parse is refused as the main loop
+/// refuses it (`syntax.rs`).
+pub fn read_invocation_in(code: &str, tree: &Tree) -> Result<Option<Invocation>, String> {
+    let root = tree.root_node();
+    let mut reader = ScriptReader {
+        evaluator: Evaluator::new(code),
+        invoke_params: None,
+        constructor_error: None,
+    };
+    reader.visit(root, 0);
+    let Some(params) = reader.invoke_params else {
+        return Ok(None);
+    };
+    if let Some(error) = pslint::first_error(tree, code) {
+        return Err(crate::syntax::refusal(&error));
+    }
+    if let Some(message) = reader.constructor_error {
+        return Err(message);
+    }
+    let params = params?;
+    invocation_from(&params).map(Some)
+}
+
+struct ScriptReader<'src> {
+    evaluator: Evaluator<'src>,
+    /// The value of the last `$InvokeParams = …`, or why it failed.
+    invoke_params: Option<Result<PsValue, String>>,
+    /// Why the first credential or CIM variable could not be built.
+    constructor_error: Option<String>,
+}
+
+const MAX_STATEMENT_DEPTH: usize = 100;
+
+impl ScriptReader<'_> {
+    /// Visits the statements in document order. Function bodies are skipped:
+    /// the templates define helpers there, and nothing in them runs until
+    /// called.
+    fn visit(&mut self, node: Node, depth: usize) {
+        if depth > MAX_STATEMENT_DEPTH {
+            return;
+        }
+        match node.kind() {
+            "function_statement" | "class_statement" | "script_block_expression" | "comment" => {}
+            "assignment_expression" => self.assignment(node),
+            _ => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.visit(child, depth + 1);
+                }
+            }
+        }
+    }
+
+    fn assignment(&mut self, node: Node) {
+        let Some(operator) = node.child(1) else {
+            return;
+        };
+        if self.evaluator.text(operator).trim() != "=" {
+            return;
+        }
+        let (Some(target), Some(value)) = (
+            node.child(0).and_then(single_variable),
+            node.child_by_field_name("value"),
+        ) else {
+            return;
+        };
+        let name = self.evaluator.text(target).to_owned();
+        let is_invoke_params = eq_ignore_case(name.trim_start_matches('$'), INVOKE_PARAMS);
+        let result = match single_command(value) {
+            Some(command) => self.command(command),
+            None => self.evaluator.eval(value),
+        };
+        if is_invoke_params {
+            self.invoke_params = Some(result.clone());
+        }
+        match result {
+            Ok(value) => self.evaluator.assign(&name, value),
+            // The templates assign things the sim does not model (command
+            // output, .NET calls); only an unreadable $InvokeParams, or a
+            // credential or CIM variable, matters.
+            Err(message) => {
+                let constructor = single_command(value)
+                    .is_some_and(|c| is_constructor(self.evaluator.text(command_name(c))));
+                if constructor {
+                    self.constructor_error.get_or_insert(message);
+                }
+            }
+        }
+    }
+
+    /// Evaluates `New-PsCredential` and `New-CimInstance`; other commands
+    /// are not modelled.
+    fn command(&self, command: Node) -> Result<PsValue, String> {
+        let name = self.evaluator.text(command_name(command));
+        let arguments = self.arguments(command)?;
+        let argument = |wanted: &str| -> Option<&PsValue> {
+            arguments
+                .iter()
+                .find(|(name, _)| eq_ignore_case(name, wanted))
+                .and_then(|(_, value)| value.as_ref())
+        };
+        let text_argument = |wanted: &str| -> Result<String, String> {
+            match argument(wanted) {
+                Some(PsValue::Str(s)) => Ok(s.clone()),
+                _ => Err(format!("{name}: -{wanted} must be a string literal")),
+            }
+        };
+        if eq_ignore_case(name, "New-PsCredential") {
+            Ok(PsValue::Credential {
+                user: text_argument("User")?,
+                password: text_argument("Password")?,
+            })
+        } else if eq_ignore_case(name, "New-CimInstance") {
+            let class = text_argument("ClassName")?;
+            let properties = match argument("Property") {
+                Some(PsValue::Hash(entries)) => entries.clone(),
+                None | Some(PsValue::Null) => Vec::new(),
+                Some(_) => return Err(format!("{name}: -Property must be a hashtable")),
+            };
+            for (property, value) in &properties {
+                if let Some(what) = crate::psvalue::cim_property_refusal(value) {
+                    // What MMI's CimProperty.Create throws, naming the
+                    // property so that a test failure says where.
+                    return Err(format!(
+                        "New-CimInstance : Cannot infer CimType from the .NET object type of property '{property}' of {class} ({what})"
+                    ));
+                }
+            }
+            Ok(PsValue::Cim { class, properties })
+        } else {
+            Err(format!("pwshlib-sim does not run the command {name}"))
+        }
+    }
+
+    /// `-Name value` pairs; a switch has no value.
+    #[allow(clippy::type_complexity)]
+    fn arguments(&self, command: Node) -> Result<Vec<(String, Option<PsValue>)>, String> {
+        let mut out: Vec<(String, Option<PsValue>)> = Vec::new();
+        let Some(elements) = command.child_by_field_name("command_elements") else {
+            return Ok(out);
+        };
+        let mut cursor = elements.walk();
+        for element in elements.named_children(&mut cursor) {
+            match element.kind() {
+                "command_argument_sep" | "comment" => {}
+                "command_parameter" => {
+                    let name = self.evaluator.text(element);
+                    out.push((
+                        name.trim_start_matches('-')
+                            .trim_end_matches(':')
+                            .to_owned(),
+                        None,
+                    ));
+                }
+                _ => {
+                    let value = self.evaluator.eval(element)?;
+                    match out.last_mut() {
+                        Some((_, slot @ None)) => *slot = Some(value),
+                        _ => {
+                            return Err(format!(
+                                "pwshlib-sim: positional argument `{}` not supported",
+                                excerpt(self.evaluator.text(element))
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn is_constructor(name: &str) -> bool {
+    eq_ignore_case(name, "New-PsCredential") || eq_ignore_case(name, "New-CimInstance")
+}
+
+fn command_name(command: Node) -> Node {
+    command
+        .child_by_field_name("command_name")
+        .unwrap_or(command)
+}
+
+/// Descends through single-child wrappers to the `variable` an assignment
+/// targets.
+fn single_variable(node: Node) -> Option<Node> {
+    only_child_of_kind(node, "variable")
+}
+
+/// The command of a value that is one command and nothing else.
+fn single_command(node: Node) -> Option<Node> {
+    only_child_of_kind(node, "command")
+}
+
+/// `node`, or what it wraps through single-child nodes, if of `kind`.
+fn only_child_of_kind<'tree>(node: Node<'tree>, kind: &str) -> Option<Node<'tree>> {
+    let mut node = node;
+    loop {
+        if node.kind() == kind {
+            return Some(node);
+        }
+        if node.child_count() != 1 {
+            return None;
+        }
+        node = node.child(0)?;
+    }
+}
+
+fn invocation_from(params: &PsValue) -> Result<Invocation, String> {
+    if !matches!(params, PsValue::Hash(_)) {
+        return Err("pwshlib-sim: $InvokeParams must be a hashtable literal".to_owned());
+    }
+    let resource = match params.get("Name") {
+        Some(PsValue::Str(name)) if !name.trim().is_empty() => name.clone(),
+        _ => return Err("pwshlib-sim: $InvokeParams has no Name".to_owned()),
+    };
+    let text = params.get("Method").and_then(PsValue::as_str);
+    // ValidateSet compares the whole argument, ignoring case: no trimming
+    // (DscMethod::parse trims, so the match is checked again untrimmed).
+    let method = text.and_then(|m| DscMethod::parse(m).filter(|d| eq_ignore_case(m, d.as_str())));
+    let Some(method) = method else {
+        return Err(METHOD_REFUSAL.replace("{}", &format!("{:?}", text.unwrap_or(""))));
+    };
+    let properties = match params.get("Property") {
+        Some(PsValue::Hash(entries)) => entries.clone(),
+        None | Some(PsValue::Null) => Vec::new(),
+        Some(_) => return Err("pwshlib-sim: $InvokeParams.Property must be a hashtable".to_owned()),
+    };
+    let module = params.get("ModuleName").cloned().unwrap_or(PsValue::Null);
+    Ok(Invocation {
+        resource,
+        method,
+        properties,
+        module,
+    })
+}

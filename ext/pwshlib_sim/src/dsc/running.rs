@@ -1,0 +1,262 @@
+//! Running a call: the run-as refusal, the configured faults, then the
+//! method against the state file, logged.
+
+use std::path::PathBuf;
+
+use pwshlib_core::script::DscMethod;
+use serde_json::{json, Map as JsonMap, Value as Json};
+
+use super::call_log::append_log;
+use super::methods::{get, set, test};
+use super::{failure_json, stdout_reply, Invocation, RUN_AS};
+use crate::faults::{
+    logon_user_matches, Call, FaultConfig, Selector, COLLISION_MESSAGE, LOGON_FAILURE_MESSAGE,
+    MALFORMED_STDOUT,
+};
+use crate::outcome::Outcome;
+use crate::psvalue::{eq_ignore_case, PsValue};
+use crate::state::State;
+
+/// The PowerShell version the simulated host plays (`7.4.6`, say); unset
+/// or empty is Windows PowerShell 5.1.
+const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
+/// How far past the caller's timeout a simulated hang sleeps; the main loop
+/// answers with the host's timeout error at the deadline.
+const HANG_BEYOND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Plays one invocation: log, faults, then the method against the state.
+pub fn run(
+    invocation: &Invocation,
+    timeout_ms: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Outcome {
+    let state_path = env("PWSHLIB_SIM_STATE")
+        .filter(|p| !p.trim().is_empty())
+        .map(PathBuf::from);
+    let method = invocation.method;
+    let mut state = match State::open(state_path.as_deref()) {
+        Ok(state) => state,
+        Err(message) => return stdout_reply(failure_json(method, &message).to_string()),
+    };
+    let (outcome, fault) = play(invocation, timeout_ms, env, &mut state);
+    // Logged while the state is still locked, so that lines from several
+    // hosts sharing one state never interleave.
+    if let Some(log_path) = env("PWSHLIB_SIM_LOG").filter(|p| !p.trim().is_empty()) {
+        append_log(&log_path, invocation, fault);
+    }
+    let saved = state.save();
+    match saved {
+        Err(message) if !matches!(outcome, Outcome::Crash) => {
+            stdout_reply(failure_json(method, &message).to_string())
+        }
+        _ => outcome,
+    }
+}
+
+/// The call with properties as JSON: the form stored, compared and logged.
+struct JsonCall {
+    /// Every property but the run-as credential.
+    properties: JsonMap<String, Json>,
+    run_as_user: Option<String>,
+}
+
+fn json_call(invocation: &Invocation) -> JsonCall {
+    let mut properties = JsonMap::new();
+    let mut run_as_user = None;
+    for (name, value) in &invocation.properties {
+        if eq_ignore_case(name, RUN_AS) {
+            if let PsValue::Credential { user, .. } = value {
+                run_as_user = Some(user.clone());
+            }
+            continue;
+        }
+        properties.insert(name.clone(), value.to_json());
+    }
+    JsonCall {
+        properties,
+        run_as_user,
+    }
+}
+
+/// Plays the call against the state: the refusal of run-as on PowerShell
+/// 7, then the faults that replace the call, then the method itself. Also
+/// names the fault that applied, for the log.
+fn play(
+    invocation: &Invocation,
+    timeout_ms: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+    state: &mut State,
+) -> (Outcome, Option<&'static str>) {
+    let method = invocation.method;
+    let resource = invocation.resource.as_str();
+    let call = json_call(invocation);
+    if let Some(message) = run_as_refusal(invocation, env) {
+        let refused = stdout_reply(failure_json(method, &message).to_string());
+        return (refused, Some("run_as_on_powershell_7"));
+    }
+    if method == DscMethod::Get {
+        let names: Vec<String> = call.properties.keys().cloned().collect();
+        state.learn_keys(resource, &names);
+    }
+    let keys = state.keys(resource);
+    let armed = match FaultConfig::load(env, state.faults()) {
+        Ok(faults) => Armed {
+            faults,
+            method,
+            call: Call {
+                method: method.as_str(),
+                resource,
+                properties: &call.properties,
+                keys: keys.as_deref(),
+            },
+        },
+        Err(message) => {
+            let unreadable =
+                stdout_reply(failure_json(method, &format!("pwshlib-sim: {message}")).to_string());
+            return (unreadable, None);
+        }
+    };
+    if let Some((outcome, fault)) = armed.fault(state, call.run_as_user.as_deref(), timeout_ms) {
+        return (outcome, Some(fault));
+    }
+    let reboot_required = armed.selected(armed.faults.reboot_required.as_ref());
+    let json = answer(state, &armed.call, method, reboot_required)
+        .unwrap_or_else(|message| failure_json(method, &message));
+    if armed.selected(armed.faults.malformed_json.as_ref()) {
+        let malformed = stdout_reply(MALFORMED_STDOUT.to_owned());
+        return (armed.with_latency(malformed), Some("malformed_json"));
+    }
+    (armed.with_latency(stdout_reply(json.to_string())), None)
+}
+
+/// The method's own result JSON (before any fault touches it).
+fn answer(
+    state: &mut State,
+    call: &Call<'_>,
+    method: DscMethod,
+    reboot_required: bool,
+) -> Result<Json, String> {
+    let (resource, keys, properties) = (call.resource, call.keys, call.properties);
+    match method {
+        DscMethod::Get => Ok(get(state, resource, keys, properties)),
+        DscMethod::Set => set(state, resource, keys, properties).map(|()| {
+            json!({
+                "indesiredstate": true,
+                "rebootrequired": reboot_required,
+                "errormessage": "",
+            })
+        }),
+        DscMethod::Test => test(state, resource, keys, properties)
+            .map(|ok| json!({"indesiredstate": ok, "errormessage": ""})),
+    }
+}
+
+/// PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource as
+/// PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource throws
+/// before Invoke-DscResource, naming the resource (issue 10, item 12), and
+/// its catch makes that the result's errormessage.
+fn run_as_refusal(invocation: &Invocation, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let version = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5)?;
+    let run_as = invocation
+        .properties
+        .iter()
+        .any(|(name, _)| eq_ignore_case(name, RUN_AS));
+    run_as.then(|| run_as_on_7_message(&invocation.resource, version.trim()))
+}
+
+fn run_as_on_7_message(resource: &str, version: &str) -> String {
+    format!("The DSC resource '{resource}' cannot run as PsDscRunAsCredential on PowerShell {version}: {RUN_AS_ON_7_REASON}")
+}
+
+/// The part of the run-as refusal that names neither resource nor version.
+const RUN_AS_ON_7_REASON: &str = "Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.";
+
+/// The faults configured for one call, and the call they are matched
+/// against.
+struct Armed<'call> {
+    faults: FaultConfig,
+    method: DscMethod,
+    call: Call<'call>,
+}
+
+impl Armed<'_> {
+    fn selected(&self, selector: Option<&Selector>) -> bool {
+        selector.is_some_and(|s| s.matches(&self.call))
+    }
+
+    /// A fault without a selector applies to every call.
+    fn selected_or_unset(&self, selector: Option<&Selector>) -> bool {
+        selector.is_none() || self.selected(selector)
+    }
+
+    fn fail(&self, message: &str) -> Outcome {
+        stdout_reply(failure_json(self.method, message).to_string())
+    }
+
+    fn with_latency(&self, outcome: Outcome) -> Outcome {
+        if self.faults.latency_ms > 0 {
+            Outcome::Sleep {
+                millis: self.faults.latency_ms,
+                then: Box::new(outcome),
+            }
+        } else {
+            outcome
+        }
+    }
+
+    /// The fault that takes the place of the call, if one applies, in order:
+    /// crash, hang forever, hang, collision, logon failure. The counters of
+    /// crashes and collisions live in the state.
+    fn fault(
+        &self,
+        state: &mut State,
+        run_as_user: Option<&str>,
+        timeout_ms: u64,
+    ) -> Option<(Outcome, &'static str)> {
+        let faults = &self.faults;
+        if let Some(n) = faults.crash_on_call {
+            if self.selected_or_unset(faults.crash_selector.as_ref()) {
+                let seen = state.counter("crash_calls") + 1;
+                state.set_counter("crash_calls", seen);
+                if seen == n {
+                    return Some((Outcome::Crash, "crash"));
+                }
+            }
+        }
+        if self.selected(faults.hang_forever.as_ref()) {
+            return Some((Outcome::HangForever, "hang_forever"));
+        }
+        if self.selected(faults.hang.as_ref()) {
+            let released =
+                self.fail("pwshlib-sim: a simulated hang ended before the caller's timeout");
+            let hang = Outcome::Sleep {
+                millis: timeout_ms.saturating_add(HANG_BEYOND_TIMEOUT_MS),
+                then: Box::new(released),
+            };
+            return Some((hang, "hang"));
+        }
+        if faults.collisions > 0 && self.selected_or_unset(faults.collisions_selector.as_ref()) {
+            let served = state.counter("collisions_served");
+            if served < faults.collisions {
+                state.set_counter("collisions_served", served + 1);
+                return Some((self.with_latency(self.fail(COLLISION_MESSAGE)), "collision"));
+            }
+        }
+        let configured = faults.logon_failure_user.as_deref()?;
+        let user = run_as_user?;
+        logon_user_matches(configured, user).then(|| {
+            let failed = self.with_latency(self.fail(LOGON_FAILURE_MESSAGE));
+            (failed, "logon_failure")
+        })
+    }
+}
+
+/// The major version of `7.4.6`; 5 (Windows PowerShell 5.1) when unreadable.
+fn major_version(version: &str) -> u32 {
+    version
+        .trim()
+        .split('.')
+        .next()
+        .and_then(|major| major.parse().ok())
+        .unwrap_or(5)
+}
