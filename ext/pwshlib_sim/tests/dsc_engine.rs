@@ -161,7 +161,6 @@ fn script_error(outcome: Option<Outcome>) -> String {
 
 const PATH_A: &str = r"destinationpath = 'C:\Temp\A.txt'";
 
-// ---------------------------------------------------------------------------
 // Recognising scripts
 
 #[test]
@@ -228,7 +227,6 @@ fn values_outside_the_subset_are_errors_not_guesses() {
     assert!(message.contains("DateTime"), "{message}");
 }
 
-// ---------------------------------------------------------------------------
 // Get, Set, Test
 
 #[test]
@@ -647,7 +645,6 @@ fn a_state_file_that_is_not_json_fails_the_call_cleanly() {
     assert_eq!(std::fs::read_to_string(&sim.state).unwrap(), "{not json");
 }
 
-// ---------------------------------------------------------------------------
 // Faults
 
 #[test]

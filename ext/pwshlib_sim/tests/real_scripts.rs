@@ -165,7 +165,6 @@ fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     assert_eq!(got, json!({"destinationpath": "C:\\a", "Ensure": "Absent"}));
 }
 
-// ---------------------------------------------------------------------------
 // Issue 10, item 8: values inside CIM instances, as New-CimInstance takes them
 
 use pwshlib_core::script::{build_script_with, InvocableResource};
