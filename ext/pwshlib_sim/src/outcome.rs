@@ -21,8 +21,6 @@ pub enum Outcome {
     Crash,
 }
 
-// Constructors for the DSC engine and tests; not every build uses them all.
-#[allow(dead_code)]
 impl Outcome {
     /// A successful reply with this stdout.
     pub fn stdout(text: impl Into<String>) -> Self {

@@ -56,7 +56,7 @@ pub fn handle_with_env(
 ) -> Option<Outcome> {
     match pslint::parse_tree(code) {
         Some(tree) => handle_parsed(code, &tree, timeout_ms, env),
-        None => Some(script_error(NO_PARSER.to_owned())),
+        None => Some(Outcome::error(NO_PARSER.to_owned())),
     }
 }
 
@@ -77,7 +77,7 @@ fn handle_parsed(
         Ok(Some(invocation)) => invocation,
         // Real PowerShell would stop the script before Invoke-DscResource:
         // a terminating error, reported by the host, not in the result JSON.
-        Err(message) => return Some(script_error(message)),
+        Err(message) => return Some(Outcome::error(message)),
     };
     Some(run(&invocation, timeout_ms, env))
 }
@@ -89,22 +89,9 @@ fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
         .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-fn script_error(message: String) -> Outcome {
-    Outcome::Reply {
-        stdout: None,
-        stderr: String::new(),
-        exitcode: 1,
-        errormessage: Some(message),
-    }
-}
-
+/// The postscript writes its JSON with a line end.
 fn stdout_reply(text: String) -> Outcome {
-    Outcome::Reply {
-        stdout: Some(text + "\n"),
-        stderr: String::new(),
-        exitcode: 0,
-        errormessage: None,
-    }
+    Outcome::stdout(text + "\n")
 }
 
 /// The result JSON of a failed call, as the postscript prints it: Test
