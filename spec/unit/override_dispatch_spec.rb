@@ -61,6 +61,35 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
         expect(seen).to eq([:prepended])
       end
 
+      # The provider does not convert back a value it has just made in Ruby
+      # when it comes back unchanged; what an override changes in place, in
+      # its arguments or in the result of super, must still be seen.
+      it 'sees a result that an override changed in place' do
+        subclass = Class.new(provider_class_for(type_name)) do
+          define_method(method_name) do |*args|
+            result = super(*args)
+            path_key = result.keys.find { |key| key.to_s =~ /destinationpath/i }
+            result[path_key].replace('C:\\FOO')
+            result
+          end
+        end
+        expect(canonicalize_with(subclass.new)[:dsc_destinationpath]).to eq('C:\\FOO')
+      end
+
+      it 'sees arguments that an override changed in place' do
+        subclass = Class.new(provider_class_for(type_name)) do
+          # invoke_dsc_resource(context, name_hash, props, method): the props
+          # are what the Get is made with.
+          changed = method_name == :invoke_dsc_resource ? 2 : 1
+          define_method(method_name) do |*args|
+            args[changed][:dsc_destinationpath].replace('c:\\changed')
+            super(*args)
+          end
+        end
+        canonicalize_with(subclass.new)
+        expect(manager.calls.map(&:script).join).to include("'c:\\changed'")
+      end
+
       it 'calls a Ruby redefinition in the base class itself' do
         base = Puppet::Provider::DscBaseProvider
         calls = seen

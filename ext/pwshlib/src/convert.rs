@@ -117,6 +117,65 @@ pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Ma
     }
 }
 
+/// Whether `from_ruby(value)` would give exactly `expected`, found without
+/// converting (no allocation): the binding hands a value it has just made
+/// in Ruby back to itself this way, across an overridable method that did
+/// not change it. False whenever that cannot be told cheaply (Sensitive,
+/// Timestamp, a big integer, a String in another encoding): the caller then
+/// converts, so a false answer is always safe.
+pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
+    match expected {
+        Value::Nil => value.is_nil(),
+        Value::Bool(true) => value.is_kind_of(ruby.class_true_class()),
+        Value::Bool(false) => value.is_kind_of(ruby.class_false_class()),
+        // SAFETY: the borrowed str is compared and dropped before any other
+        // Ruby call, so the String cannot change or be collected meanwhile.
+        Value::Str(text) => RString::from_value(value)
+            .is_some_and(|string| unsafe { string.test_as_str() } == Some(text.as_str())),
+        Value::Symbol(name) => Symbol::from_value(value)
+            .and_then(|symbol| symbol.name().ok())
+            .is_some_and(|found| found == name.as_str()),
+        Value::Int(number) => {
+            Integer::from_value(value).is_some_and(|integer| integer.to_i64().ok() == Some(*number))
+        }
+        Value::Float(number) => Float::from_value(value)
+            .is_some_and(|float| float.to_f64().to_bits() == number.to_bits()),
+        Value::Array(items) => RArray::from_value(value).is_some_and(|array| {
+            array.len() == items.len()
+                && items.iter().enumerate().all(|(index, item)| {
+                    match array.entry::<RValue>(index as isize) {
+                        Ok(entry) => ruby_matches(ruby, entry, item),
+                        Err(_) => false,
+                    }
+                })
+        }),
+        Value::Hash(map) => {
+            RHash::from_value(value).is_some_and(|hash| ruby_matches_map(ruby, hash, map))
+        }
+        Value::BigInt(_) | Value::Sensitive(_) | Value::Timestamp(_) => false,
+    }
+}
+
+/// [`ruby_matches`] for a hash: the same entries in the same order.
+pub fn ruby_matches_map(ruby: &Ruby, hash: RHash, expected: &Map) -> bool {
+    if hash.len() != expected.len() {
+        return false;
+    }
+    let mut entries = expected.iter();
+    let mut all_match = true;
+    let walked = hash.foreach(|key: RValue, value: RValue| {
+        all_match = entries
+            .next()
+            .is_some_and(|(k, v)| ruby_matches(ruby, key, k) && ruby_matches(ruby, value, v));
+        Ok(if all_match {
+            ForEach::Continue
+        } else {
+            ForEach::Stop
+        })
+    });
+    walked.is_ok() && all_match
+}
+
 /// A Ruby String as an owned Rust one: strings in any encoding arrive as
 /// UTF-8; bytes that are not text in their own encoding are replaced rather
 /// than rejected, as Ruby's `scrub` does. The one lossy conversion of the

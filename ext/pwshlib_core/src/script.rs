@@ -81,82 +81,119 @@ pub const RESTORE_MODULE_PATH: &str =
 
 /// A finished script: the real text for PowerShell, the byte ranges of every
 /// secret literal in it, and the plain texts of those secrets.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// The prelude ([`templates::PRELUDE`], some 14 KB) is not copied in front
+/// of each call's lines: a host holding it needs only [`Script::body`], and
+/// the whole text is joined on first use (a `--debug` dump, a manager that
+/// takes whole scripts). Joining it on every call was a third of the cost
+/// of an in-sync Get (`rake bench`).
+#[derive(Debug, Clone, Default)]
 pub struct Script {
-    text: String,
-    secret_spans: Vec<Range<usize>>,
+    /// The lines of this call: the whole text when there is no prelude.
+    body: String,
+    /// Byte ranges of the secret literals in `body`.
+    body_spans: Vec<Range<usize>>,
     secrets: Vec<String>,
-    /// How many leading bytes of `text` are the prelude
-    /// ([`templates::PRELUDE`]); zero when the script does not start with it.
-    prelude_len: usize,
+    /// Whether the text starts with the prelude, in front of `body`.
+    with_prelude: bool,
+    /// The prelude and the body, joined when first asked for.
+    joined: OnceLock<String>,
+}
+
+impl PartialEq for Script {
+    fn eq(&self, other: &Script) -> bool {
+        self.body == other.body
+            && self.body_spans == other.body_spans
+            && self.secrets == other.secrets
+            && self.with_prelude == other.with_prelude
+    }
 }
 
 impl Script {
     pub fn from_tracked(tracked: TrackedText) -> Script {
-        let (text, secret_spans, secrets) = tracked.into_parts();
+        let (body, body_spans, secrets) = tracked.into_parts();
         Script {
-            text,
-            secret_spans,
+            body,
+            body_spans,
             secrets,
-            prelude_len: 0,
+            with_prelude: false,
+            joined: OnceLock::new(),
         }
     }
 
     /// This script with [`templates::PRELUDE`] in front (it ends with a
-    /// newline, a test checks, so the body starts right after it), the
-    /// secret spans moved along.
+    /// newline, a test checks, so the body starts right after it).
     fn with_prelude(self) -> Script {
-        let prelude_len = templates::PRELUDE.len();
-        let mut text = String::with_capacity(prelude_len + self.text.len());
-        text.push_str(templates::PRELUDE);
-        text.push_str(&self.text);
         Script {
-            text,
-            secret_spans: self
-                .secret_spans
-                .into_iter()
-                .map(|span| span.start + prelude_len..span.end + prelude_len)
-                .collect(),
-            secrets: self.secrets,
-            prelude_len,
+            with_prelude: true,
+            joined: OnceLock::new(),
+            ..self
+        }
+    }
+
+    /// How many leading bytes of [`Script::text`] are the prelude.
+    fn prelude_len(&self) -> usize {
+        if self.with_prelude {
+            templates::PRELUDE.len()
+        } else {
+            0
         }
     }
 
     /// The whole text PowerShell runs, prelude included. Never log it.
     pub fn text(&self) -> &str {
-        &self.text
+        if !self.with_prelude {
+            return &self.body;
+        }
+        self.joined.get_or_init(|| {
+            let mut text = String::with_capacity(templates::PRELUDE.len() + self.body.len());
+            text.push_str(templates::PRELUDE);
+            text.push_str(&self.body);
+            text
+        })
     }
 
     /// True when the text starts with [`templates::PRELUDE`], so that a host
     /// holding the prelude needs only [`Script::body`].
     pub fn has_prelude(&self) -> bool {
-        self.prelude_len > 0
+        self.with_prelude
     }
 
     /// The lines of this call alone: the text after the prelude (all of it
     /// when there is none). Every secret is in here.
     pub fn body(&self) -> &str {
-        &self.text[self.prelude_len..]
+        &self.body
     }
 
     /// Byte ranges of the secret literals in [`Script::text`], in order.
-    pub fn secret_spans(&self) -> &[Range<usize>] {
-        &self.secret_spans
+    pub fn secret_spans(&self) -> Vec<Range<usize>> {
+        let shift = self.prelude_len();
+        self.body_spans
+            .iter()
+            .map(|span| span.start + shift..span.end + shift)
+            .collect()
+    }
+
+    /// Byte ranges of the secret literals in [`Script::body`], in order.
+    pub fn body_secret_spans(&self) -> &[Range<usize>] {
+        &self.body_spans
     }
 
     pub fn has_secrets(&self) -> bool {
-        !self.secret_spans.is_empty()
+        !self.body_spans.is_empty()
     }
 
     /// The text between the secrets: everything the redacted rendering keeps.
     pub fn public_pieces(&self) -> Vec<&str> {
-        let mut pieces = Vec::with_capacity(self.secret_spans.len() + 1);
+        let text = self.text();
+        let spans = self.secret_spans();
+        let mut pieces = Vec::with_capacity(spans.len() + 1);
         let mut at = 0;
-        for span in &self.secret_spans {
-            pieces.push(&self.text[at..span.start]);
+        for span in spans {
+            pieces.push(&text[at..span.start]);
             at = span.end;
         }
-        pieces.push(&self.text[at..]);
+        pieces.push(&text[at..]);
         pieces
     }
 
@@ -195,8 +232,8 @@ impl Script {
     /// [`REDACTION_MARKER`], or, if a secret would then still show (say the
     /// secret is that marker text), by a random marker that lets none show.
     pub fn redacted(&self) -> String {
-        if self.secret_spans.is_empty() {
-            return self.text.clone();
+        if self.body_spans.is_empty() {
+            return self.text().to_owned();
         }
         let guarded = self.guarded_secrets();
         let clean = |candidate: &str| !guarded.iter().any(|s| candidate.contains(s));
@@ -218,23 +255,24 @@ impl Script {
     /// token, which would make the form ambiguous.
     pub fn marked(&self) -> Result<String> {
         let marker = secret_marker();
-        if self.text.contains(marker_token()) {
+        let text = self.text();
+        if text.contains(marker_token()) {
             return Err(Error::InvalidValue {
                 attribute: "script".into(),
                 message: "a value contains pwshlib's secret marker".into(),
             });
         }
-        let mut out =
-            String::with_capacity(self.text.len() + 2 * marker.len() * self.secret_spans.len());
+        let spans = self.secret_spans();
+        let mut out = String::with_capacity(text.len() + 2 * marker.len() * spans.len());
         let mut at = 0;
-        for span in &self.secret_spans {
-            out.push_str(&self.text[at..span.start]);
+        for span in spans {
+            out.push_str(&text[at..span.start]);
             out.push_str(marker);
-            out.push_str(&self.text[span.clone()]);
+            out.push_str(&text[span.clone()]);
             out.push_str(marker);
             at = span.end;
         }
-        out.push_str(&self.text[at..]);
+        out.push_str(&text[at..]);
         Ok(out)
     }
 
@@ -258,20 +296,29 @@ impl Script {
         }
         // A marked text that begins with this build's prelude (what
         // `ps_script_content` returns) keeps the split.
-        let prelude_len = if text.starts_with(templates::PRELUDE)
+        let prelude_len = templates::PRELUDE.len();
+        let with_prelude = text.starts_with(templates::PRELUDE)
             && secret_spans
                 .first()
-                .is_none_or(|span| span.start >= templates::PRELUDE.len())
-        {
-            templates::PRELUDE.len()
-        } else {
-            0
-        };
+                .is_none_or(|span| span.start >= prelude_len);
+        if !with_prelude {
+            return Script {
+                body: text,
+                body_spans: secret_spans,
+                secrets,
+                with_prelude,
+                joined: OnceLock::new(),
+            };
+        }
         Script {
-            text,
-            secret_spans,
+            body: text[prelude_len..].to_owned(),
+            body_spans: secret_spans
+                .into_iter()
+                .map(|span| span.start - prelude_len..span.end - prelude_len)
+                .collect(),
             secrets,
-            prelude_len,
+            with_prelude,
+            joined: OnceLock::new(),
         }
     }
 }
@@ -630,9 +677,6 @@ impl ScriptParts {
         if restores {
             out.push(RESTORE_MODULE_PATH);
         }
-        // The prelude goes in front last, into a buffer of the final size:
-        // a buffer grown past the prelude on every call cost more than
-        // building the rest of the script.
         Script::from_tracked(out).with_prelude()
     }
 }

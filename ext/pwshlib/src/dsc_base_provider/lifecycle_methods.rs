@@ -108,13 +108,6 @@ fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RVal
     }
 }
 
-fn option_map_to_ruby(ruby: &Ruby, map: Option<Map>) -> BindingResult<RValue> {
-    match map {
-        Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
-        None => Ok(ruby.qnil().as_value()),
-    }
-}
-
 fn rb_canonicalize(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
@@ -515,13 +508,18 @@ fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
 ) -> BindingResult<RValue> {
     let provider = RubyProvider::new(ruby, rb_self, context)?;
     let result = if FOR_CANONICALIZE {
-        let resource = hash_arg(ruby, query, "resource")?;
+        let resource = provider.hash_arg(query, "resource")?;
         lifecycle::get_for_canonicalize(&provider, &resource)?
     } else {
-        let name_hash = hash_arg(ruby, query, "name_hash")?;
+        let name_hash = provider.hash_arg(query, "name_hash")?;
         lifecycle::invoke_get_method(&provider, &name_hash)?
     };
-    option_map_to_ruby(ruby, result)
+    let Some(result) = result else {
+        return Ok(ruby.qnil().as_value());
+    };
+    let converted = map_to_ruby(ruby, &result)?.as_value();
+    provider.hand_over(vec![Value::Hash(result)]);
+    Ok(converted)
 }
 
 /// `invoke_set_method(context, name, should)`, or with `TEST`
@@ -570,11 +568,14 @@ fn rb_invoke_dsc_resource(
     method: RValue,
 ) -> BindingResult<RValue> {
     let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let props = hash_arg(ruby, props, "props")?;
+    let name_hash = provider.hash_arg(name_hash, "name_hash")?;
+    let props = provider.hash_arg(props, "props")?;
     let method = dsc_method_arg(ruby, method)?;
-    option_value_to_ruby(
-        ruby,
-        lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)?,
-    )
+    let Some(result) = lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)?
+    else {
+        return Ok(ruby.qnil().as_value());
+    };
+    let converted = to_ruby(ruby, &result)?;
+    provider.hand_over(vec![result]);
+    Ok(converted)
 }

@@ -66,6 +66,11 @@ pub struct ProviderState {
     /// frame holds the context) runs: cleared when `entry_depth` is back
     /// to zero.
     entry_debug: Option<(u64, bool)>,
+    /// Values this provider has just converted for Ruby and is about to get
+    /// back unchanged, unless an override changes them: the arguments of an
+    /// overridable method it calls, and the result of one of its native
+    /// methods (see `RubyProvider::take_handed`).
+    handed_over: Vec<pwshlib_core::Value>,
 }
 
 impl ProviderState {

@@ -23,7 +23,8 @@ use super::run::{
 };
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, lossy_string, map_from_ruby, map_to_ruby, to_ruby, type_definition_from_context,
+    from_ruby, hash_arg, lossy_string, map_from_ruby, map_to_ruby, ruby_matches, to_ruby,
+    type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -104,6 +105,41 @@ impl<'r> RubyProvider<'r> {
         let entries = Arc::new(entries);
         self.provider.state.borrow_mut().load_path = Some(entries.clone());
         Ok(entries)
+    }
+
+    /// Remembers `values`, just converted for Ruby, in place of what was
+    /// handed over before: the next native method of this provider that
+    /// receives one of them unchanged takes it instead of converting it back.
+    pub(super) fn hand_over(&self, values: Vec<Value>) {
+        self.provider.state.borrow_mut().handed_over = values;
+    }
+
+    /// The value handed over that `value` (from Ruby) equals, taken; None
+    /// when there is none (an override made or changed it), and the caller
+    /// converts. Equality is checked, not assumed from identity: Ruby code
+    /// may have changed the object in place.
+    pub(super) fn take_handed(&self, value: RValue) -> Option<Value> {
+        let mut handed = std::mem::take(&mut self.provider.state.borrow_mut().handed_over);
+        let found = handed
+            .iter()
+            .position(|candidate| ruby_matches(self.ruby, value, candidate))
+            .map(|index| handed.swap_remove(index));
+        let mut state = self.provider.state.borrow_mut();
+        if state.handed_over.is_empty() {
+            state.handed_over = handed;
+        }
+        found
+    }
+
+    /// A hash argument, taken from what was handed over when it comes back
+    /// unchanged, else converted (`convert::hash_arg`).
+    pub(super) fn hash_arg(&self, value: RValue, what: &str) -> BindingResult<Map> {
+        if !value.is_nil() {
+            if let Some(Value::Hash(map)) = self.take_handed(value) {
+                return Ok(map);
+            }
+        }
+        hash_arg(self.ruby, value, what)
     }
 
     fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -206,12 +242,16 @@ impl ProviderCallbacks for RubyProvider<'_> {
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
         let arg = map_to_ruby(self.ruby, name_hash)?;
+        self.hand_over(vec![Value::Hash(name_hash.clone())]);
         let result: RValue = self
             .provider
             .funcall("invoke_get_method", (self.context, arg))?;
-        match RHash::from_value(result) {
-            Some(hash) => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
-            None => Ok(None),
+        let Some(hash) = RHash::from_value(result) else {
+            return Ok(None);
+        };
+        match self.take_handed(result) {
+            Some(Value::Hash(map)) => Ok(Some(map)),
+            _ => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
         }
     }
 
@@ -239,8 +279,10 @@ impl ProviderCallbacks for RubyProvider<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
+        let handed = vec![Value::Hash(name_hash.clone()), Value::Hash(props.clone())];
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
+        self.hand_over(handed);
         let method = method.as_str().to_lowercase();
         let result: RValue = self.provider.funcall(
             "invoke_dsc_resource",
@@ -249,7 +291,10 @@ impl ProviderCallbacks for RubyProvider<'_> {
         if result.is_nil() {
             return Ok(None);
         }
-        Ok(Some(from_ruby(self.ruby, result, "result")?))
+        match self.take_handed(result) {
+            Some(value) => Ok(Some(value)),
+            None => Ok(Some(from_ruby(self.ruby, result, "result")?)),
+        }
     }
 
     fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {

@@ -80,8 +80,8 @@ impl Redactor {
     /// The literal text of every secret span of the script, as PowerShell
     /// may quote it back.
     pub fn add_script(&mut self, script: &Script) {
-        for span in script.secret_spans() {
-            let literal = &script.text()[span.clone()];
+        for span in script.body_secret_spans() {
+            let literal = &script.body()[span.clone()];
             self.add_form(literal);
             self.add_lines(literal);
         }
