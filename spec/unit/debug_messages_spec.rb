@@ -40,4 +40,13 @@ RSpec.describe 'DscBaseProvider debug messages' do
     provider.invoke_get_method(context, query)
     expect(context.logged(:debug).grep(/Script:\n/).size).to eq(1)
   end
+
+  it 'are built for a PuppetContext given a send_log of its own, whatever the level' do
+    Puppet::Util::Log.level = :err
+    context = Puppet::ResourceApi::PuppetContext.new(type_definition_for(:dsc_fixturefile))
+    sent = []
+    context.define_singleton_method(:send_log) { |level, message| sent << [level, message] }
+    provider.invoke_get_method(context, query)
+    expect(sent.count { |level, message| level == :debug && message.include?("Script:\n") }).to eq(1)
+  end
 end

@@ -187,12 +187,19 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         &PUPPET_CONTEXT_CLASS,
         "Puppet::ResourceApi::PuppetContext",
     )?;
-    let send_log: RValue = context
-        .funcall("method", (ruby.sym_new("send_log"),))
-        .ok()?;
-    let owner: RValue = send_log.funcall("owner", ()).ok()?;
-    if !owner.eql(stock).ok()? {
-        return Some(false);
+    // The class in the object's header is PuppetContext itself only when
+    // the context is a plain PuppetContext with no singleton class (no
+    // stub, no method of its own): its `send_log` is then PuppetContext's,
+    // found without a Method object. (A module prepended to PuppetContext
+    // itself is not looked for.) Any other context is asked.
+    if context.class().as_raw() != stock.as_raw() {
+        let send_log: RValue = context
+            .funcall("method", (ruby.sym_new("send_log"),))
+            .ok()?;
+        let owner: RValue = send_log.funcall("owner", ()).ok()?;
+        if !owner.eql(stock).ok()? {
+            return Some(false);
+        }
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
     let level: RValue = log.funcall("level", ()).ok()?;
