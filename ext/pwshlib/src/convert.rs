@@ -1,11 +1,14 @@
 //! Ruby values ⇄ owned [`pwshlib_core::Value`]s. Everything that crosses into
 //! Rust is copied out here, so no Ruby object is ever held in Rust heap data.
 
+use std::cell::RefCell;
+
 use magnus::{
-    prelude::*, r_hash::ForEach, value::ReprValue, Float, Integer, IntoValue, RArray, RClass,
-    RHash, RString, Ruby, Symbol, Value as RValue,
+    prelude::*, r_hash::ForEach, value::OpaqueId, value::ReprValue, Float, Integer, IntoValue,
+    RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
+use rustc_hash::FxHashMap;
 
 use crate::error::{BindingError, BindingResult};
 
@@ -15,6 +18,39 @@ const TIMESTAMP_CLASS: &str = "Puppet::Pops::Time::Timestamp";
 /// Ends the attribute path of a value inside a Sensitive one: the keys
 /// below it are secret, so the path names no more of them.
 const INSIDE_SENSITIVE: &str = " (inside a Sensitive value)";
+
+/// How many names [`interned`] remembers: attribute names and the method
+/// names the binding calls are a bounded set; beyond this (Symbols as
+/// values, say) names are interned each time, as Ruby would.
+const INTERNED_NAMES_KEPT: usize = 4096;
+
+thread_local! {
+    static INTERNED_NAMES: RefCell<FxHashMap<String, OpaqueId>> = RefCell::default();
+}
+
+/// `name` as a Ruby ID (a Symbol key, a method to call). Ruby's own
+/// interning hashes the name into its symbol table each time, which was a
+/// tenth of the provider's cost per in-sync resource; a name seen before is
+/// found here instead. An interned (static) Symbol is never collected, so
+/// its ID stays valid for the life of the process.
+pub fn interned(ruby: &Ruby, name: &str) -> OpaqueId {
+    INTERNED_NAMES.with(|names| {
+        if let Some(id) = names.borrow().get(name) {
+            return *id;
+        }
+        let id = OpaqueId::from(ruby.intern(name));
+        let mut names = names.borrow_mut();
+        if names.len() < INTERNED_NAMES_KEPT {
+            names.insert(name.to_owned(), id);
+        }
+        id
+    })
+}
+
+/// `name` as a Ruby Symbol ([`interned`]).
+pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
+    interned(ruby, name).into_value_with(ruby)
+}
 
 /// Converts a Ruby value. `attribute` names where it came from, so that an
 /// unsupported value yields an error that names the attribute.
@@ -214,7 +250,7 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
         Value::Str(s) => ruby.str_new(s).as_value(),
         // A static symbol: interned without making a Ruby String first, as
         // `to_symbol` does (keys are attribute names, a bounded set).
-        Value::Symbol(s) => ruby.sym_new(s.as_str()).into_value_with(ruby),
+        Value::Symbol(s) => symbol(ruby, s),
         Value::Array(items) => {
             let array = ruby.ary_new_capa(items.len());
             for item in items {

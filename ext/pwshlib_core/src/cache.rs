@@ -9,9 +9,9 @@
 //! allocation each ([`PackedMap`]).
 
 use std::borrow::Cow;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::value::{Map, Timestamp, Value};
 
@@ -116,7 +116,7 @@ fn read_len(bytes: &[u8]) -> (usize, &[u8]) {
 /// hash. Entries in a bucket are told apart by their whole identity, so two
 /// heads that share a hash only share a bucket.
 fn head_key(head: Option<&str>) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = FxHasher::default();
     head.hash(&mut hasher);
     hasher.finish()
 }
@@ -129,7 +129,7 @@ fn head_key(head: Option<&str>) -> u64 {
 pub struct IdentityCache<V> {
     namevars: Vec<String>,
     /// Head bucket → the entries with that head (mostly one).
-    by_head: HashMap<u64, Vec<(Identity, V)>>,
+    by_head: FxHashMap<u64, Vec<(Identity, V)>>,
     len: usize,
 }
 
@@ -137,7 +137,7 @@ impl<V> IdentityCache<V> {
     pub fn new(namevars: Vec<String>) -> Self {
         IdentityCache {
             namevars,
-            by_head: HashMap::new(),
+            by_head: FxHashMap::default(),
             len: 0,
         }
     }

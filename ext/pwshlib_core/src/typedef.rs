@@ -1,7 +1,7 @@
 //! The scaffolded type definition (`context.type.definition`), read once per
 //! provider instance into owned Rust data with precomputed attribute sets.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::value::{Map, Value};
@@ -467,7 +467,7 @@ pub struct TypeDef {
     pub module_version: Option<String>,
     /// Attributes in definition order.
     pub attributes: Vec<Attribute>,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
 }
 
 impl TypeDef {

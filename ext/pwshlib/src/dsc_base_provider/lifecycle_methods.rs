@@ -18,7 +18,7 @@ use pwshlib_core::{Map, TypeDef, Value};
 
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, map_to_ruby, maps_to_ruby, to_ruby};
+use crate::convert::{from_ruby, hash_arg, map_to_ruby, maps_to_ruby, symbol, to_ruby};
 use crate::error::{self, BindingError, BindingResult};
 
 /// Defines the entry points (Resource API and pwshlib 2.x names and
@@ -96,7 +96,7 @@ fn resource_label(typedef: &TypeDef, title: &Value) -> String {
 /// The title of a resource hash (its `name`), for messages.
 fn title_in(ruby: &Ruby, resource: RValue) -> Value {
     RHash::from_value(resource)
-        .and_then(|hash| hash.get(ruby.sym_new("name")))
+        .and_then(|hash| hash.get(symbol(ruby, "name")))
         .and_then(|name| from_ruby(ruby, name, "name").ok())
         .unwrap_or(Value::Nil)
 }
@@ -182,7 +182,7 @@ fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Optio
     let identity = Identity::from_lookup(namevars, |name| {
         // As `Map::get_named`: a Symbol or a String key.
         let value = hash
-            .get(ruby.sym_new(name))
+            .get(symbol(ruby, name))
             .or_else(|| hash.get(ruby.str_new(name)))?;
         let converted = from_ruby(ruby, value, name).ok();
         failed |= converted.is_none();
@@ -334,7 +334,7 @@ fn rb_set(
         let change_hash = RHash::from_value(change);
         let field = |key: &str| -> Option<RValue> {
             change_hash
-                .and_then(|h| h.get(ruby.sym_new(key)))
+                .and_then(|h| h.get(symbol(ruby, key)))
                 .filter(|v| !v.is_nil())
         };
         let should_rb = field("should");

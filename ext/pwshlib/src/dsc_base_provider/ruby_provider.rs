@@ -23,8 +23,8 @@ use super::run::{
 };
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, lossy_string, map_from_ruby, map_to_ruby, ruby_matches, to_ruby,
-    type_definition_from_context,
+    from_ruby, hash_arg, interned, lossy_string, map_from_ruby, map_to_ruby, ruby_matches, symbol,
+    to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -146,10 +146,14 @@ impl<'r> RubyProvider<'r> {
         match title {
             Some(title) => {
                 let title = to_ruby(self.ruby, title)?;
-                let _: RValue = self.context.funcall(level, (title, message))?;
+                let _: RValue = self
+                    .context
+                    .funcall(interned(self.ruby, level), (title, message))?;
             }
             None => {
-                let _: RValue = self.context.funcall(level, (message,))?;
+                let _: RValue = self
+                    .context
+                    .funcall(interned(self.ruby, level), (message,))?;
             }
         }
         Ok(())
@@ -194,7 +198,7 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
     // itself is not looked for.) Any other context is asked.
     if context.class().as_raw() != stock.as_raw() {
         let send_log: RValue = context
-            .funcall("method", (ruby.sym_new("send_log"),))
+            .funcall("method", (symbol(ruby, "send_log"),))
             .ok()?;
         let owner: RValue = send_log.funcall("owner", ()).ok()?;
         if !owner.eql(stock).ok()? {
@@ -202,8 +206,8 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         }
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-    let level: RValue = log.funcall("level", ()).ok()?;
-    Some(!level.equal(ruby.sym_new("debug")).ok()?)
+    let level: RValue = log.funcall(interned(ruby, "level"), ()).ok()?;
+    Some(!level.equal(symbol(ruby, "debug")).ok()?)
 }
 
 /// The manager method that runs a script body after a prelude.
@@ -221,11 +225,14 @@ fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
 
 fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
     let value = hash
-        .get(ruby.sym_new(name))
+        .get(symbol(ruby, name))
         .or_else(|| hash.get(ruby.str_new(name)));
     match value {
         Some(v) if !v.is_nil() => {
-            let text: RString = v.funcall("to_s", ())?;
+            let text = match RString::from_value(v) {
+                Some(text) => text,
+                None => v.funcall(interned(ruby, "to_s"), ())?,
+            };
             Ok(Some(lossy_string(text)))
         }
         _ => Ok(None),
@@ -250,9 +257,10 @@ impl ProviderCallbacks for RubyProvider<'_> {
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
         let arg = map_to_ruby(self.ruby, name_hash)?;
         self.hand_over(vec![Value::Hash(name_hash.clone())]);
-        let result: RValue = self
-            .provider
-            .funcall("invoke_get_method", (self.context, arg))?;
+        let result: RValue = self.provider.funcall(
+            interned(self.ruby, "invoke_get_method"),
+            (self.context, arg),
+        )?;
         let Some(hash) = RHash::from_value(result) else {
             return Ok(None);
         };
@@ -292,7 +300,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         self.hand_over(handed);
         let method = method.as_str().to_lowercase();
         let result: RValue = self.provider.funcall(
-            "invoke_dsc_resource",
+            interned(self.ruby, "invoke_dsc_resource"),
             (self.context, name_hash, props, method),
         )?;
         if result.is_nil() {
@@ -318,12 +326,15 @@ impl ProviderCallbacks for RubyProvider<'_> {
         script: &Script,
         timeout_ms: Option<u64>,
     ) -> BindingResult<ExecuteOutput> {
-        let manager: RValue = self.provider.funcall("ps_manager", ())?;
+        let manager: RValue = self
+            .provider
+            .funcall(interned(self.ruby, "ps_manager"), ())?;
+        let execute_with_prelude = interned(self.ruby, EXECUTE_WITH_PRELUDE);
         let takes_prelude =
-            script.has_prelude() && manager.respond_to(EXECUTE_WITH_PRELUDE, false)?;
+            script.has_prelude() && manager.respond_to(execute_with_prelude, false)?;
         let result: RValue = if takes_prelude {
             manager.funcall(
-                EXECUTE_WITH_PRELUDE,
+                execute_with_prelude,
                 (templates::PRELUDE_NAME, script.body(), timeout_ms),
             )?
         } else {

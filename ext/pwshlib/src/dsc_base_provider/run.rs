@@ -10,6 +10,7 @@ use magnus::{
 use pwshlib_core::run::{self, RunMarker};
 
 use super::{DscBaseProvider, POWERSHELL_MEMO_IVAR};
+use crate::convert::{interned, symbol};
 
 /// The (user, password) pairs that failed to log on in this run. A
 /// credential is not tied to a type, and there is one provider instance per
@@ -33,8 +34,10 @@ pub(super) fn logon_memo() -> MutexGuard<'static, LogonMemo> {
 }
 
 /// The object id of a Ruby object (never reused by Ruby, unlike addresses).
-fn object_id(value: RValue) -> Option<u64> {
-    value.funcall::<_, _, u64>("object_id", ()).ok()
+fn object_id(ruby: &Ruby, value: RValue) -> Option<u64> {
+    value
+        .funcall::<_, _, u64>(interned(ruby, "object_id"), ())
+        .ok()
 }
 
 // Constants the provider reads on every entry call, looked up once they
@@ -82,8 +85,10 @@ fn current_run_marker(ruby: &Ruby) -> RunMarker {
     let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
         .and_then(|report_class| {
             let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-            let destinations =
-                RHash::from_value(log.funcall::<_, _, RValue>("destinations", ()).ok()?)?;
+            let destinations = RHash::from_value(
+                log.funcall::<_, _, RValue>(interned(ruby, "destinations"), ())
+                    .ok()?,
+            )?;
             let report_class = RClass::from_value(report_class)?;
             let mut found = None;
             destinations
@@ -95,15 +100,21 @@ fn current_run_marker(ruby: &Ruby) -> RunMarker {
                     Ok(magnus::r_hash::ForEach::Continue)
                 })
                 .ok()?;
-            found.and_then(object_id)
+            found.and_then(|report| object_id(ruby, report))
         });
     let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
         // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
         // nothing is bound (outside a run).
         let loaders: RValue = puppet
-            .funcall_with_block("lookup", (ruby.sym_new("loaders"),), nil_block(ruby))
+            .funcall_with_block(
+                interned(ruby, "lookup"),
+                (symbol(ruby, "loaders"),),
+                nil_block(ruby),
+            )
             .ok()?;
-        (!loaders.is_nil()).then_some(loaders).and_then(object_id)
+        (!loaders.is_nil())
+            .then_some(loaders)
+            .and_then(|loaders| object_id(ruby, loaders))
     });
     RunMarker { report, loaders }
 }
