@@ -3,9 +3,11 @@
 
 use std::cell::RefCell;
 
+use magnus::rb_sys::AsRawValue;
+
 use magnus::{
-    prelude::*, r_hash::ForEach, value::OpaqueId, value::ReprValue, Float, Integer, IntoValue,
-    RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
+    prelude::*, r_hash::ForEach, value::Opaque, value::OpaqueId, value::ReprValue, Float, Integer,
+    IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 use rustc_hash::FxHashMap;
@@ -44,6 +46,27 @@ pub fn interned(ruby: &Ruby, name: &str) -> OpaqueId {
             names.insert(name.to_owned(), id);
         }
         id
+    })
+}
+
+thread_local! {
+    static FROZEN_LITERALS: RefCell<FxHashMap<&'static str, Opaque<RString>>> = RefCell::default();
+}
+
+/// A frozen Ruby String of a literal the binding passes on every call (a
+/// DSC method name, the prelude's name), made once: a frozen string
+/// literal is what pwshlib 2.x passed too. Each is registered with the GC,
+/// which keeps it for the life of the process; there are a handful.
+pub fn frozen_literal(ruby: &Ruby, text: &'static str) -> RString {
+    FROZEN_LITERALS.with(|literals| {
+        if let Some(found) = literals.borrow().get(text) {
+            return ruby.get_inner(*found);
+        }
+        let string = ruby.str_new(text);
+        string.freeze();
+        ruby.gc_register_mark_object(string);
+        literals.borrow_mut().insert(text, Opaque::from(string));
+        string
     })
 }
 
@@ -168,9 +191,11 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
         // Ruby call, so the String cannot change or be collected meanwhile.
         Value::Str(text) => RString::from_value(value)
             .is_some_and(|string| unsafe { string.test_as_str() } == Some(text.as_str())),
-        Value::Symbol(name) => Symbol::from_value(value)
-            .and_then(|symbol| symbol.name().ok())
-            .is_some_and(|found| found == name.as_str()),
+        // A Symbol is unique to its name: the same object, whether it was
+        // interned here or made by Ruby.
+        Value::Symbol(name) => {
+            Symbol::from_value(value).is_some() && value.as_raw() == symbol(ruby, name).as_raw()
+        }
         Value::Int(number) => {
             Integer::from_value(value).is_some_and(|integer| integer.to_i64().ok() == Some(*number))
         }

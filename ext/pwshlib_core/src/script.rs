@@ -33,6 +33,16 @@ impl DscMethod {
         }
     }
 
+    /// `get`, `set` or `test`: how pwshlib 2.x passes the method to
+    /// `invoke_dsc_resource`.
+    pub fn as_lowercase_str(self) -> &'static str {
+        match self {
+            DscMethod::Get => "get",
+            DscMethod::Set => "set",
+            DscMethod::Test => "test",
+        }
+    }
+
     /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
     pub fn parse(text: &str) -> Option<DscMethod> {
         [DscMethod::Get, DscMethod::Set, DscMethod::Test]

@@ -23,8 +23,8 @@ use super::run::{
 };
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, interned, lossy_string, map_from_ruby, map_to_ruby, ruby_matches, symbol,
-    to_ruby, type_definition_from_context,
+    from_ruby, frozen_literal, hash_arg, interned, lossy_string, map_from_ruby, map_to_ruby,
+    ruby_matches, symbol, to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -298,7 +298,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         let name_hash = map_to_ruby(self.ruby, name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         self.hand_over(handed);
-        let method = method.as_str().to_lowercase();
+        let method = frozen_literal(self.ruby, method.as_lowercase_str());
         let result: RValue = self.provider.funcall(
             interned(self.ruby, "invoke_dsc_resource"),
             (self.context, name_hash, props, method),
@@ -335,7 +335,11 @@ impl ProviderCallbacks for RubyProvider<'_> {
         let result: RValue = if takes_prelude {
             manager.funcall(
                 execute_with_prelude,
-                (templates::PRELUDE_NAME, script.body(), timeout_ms),
+                (
+                    frozen_literal(self.ruby, templates::PRELUDE_NAME),
+                    script.body(),
+                    timeout_ms,
+                ),
             )?
         } else {
             manager.funcall("execute", (script.text(), timeout_ms))?
