@@ -80,8 +80,16 @@ fn nil_block(ruby: &Ruby) -> Proc {
 }
 
 /// The report and loaders Puppet has in view now (`pwshlib_core::run`
-/// explains the choice). Either is None outside a Puppet run.
-fn current_run_marker(ruby: &Ruby) -> RunMarker {
+/// explains the choice). Either is None outside a Puppet run. When a report
+/// is in view now and was at every earlier look (`last_reports_seen`), the
+/// loaders decide nothing (`run::is_new_run` compares the reports alone),
+/// so they are not looked up (a `Puppet.lookup`, in Ruby, on every entry
+/// call of a run's evaluation) and `last_loaders` stands for them.
+fn current_run_marker(
+    ruby: &Ruby,
+    last_reports_seen: bool,
+    last_loaders: Option<u64>,
+) -> RunMarker {
     let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
         .and_then(|report_class| {
             let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
@@ -102,6 +110,12 @@ fn current_run_marker(ruby: &Ruby) -> RunMarker {
                 .ok()?;
             found.and_then(|report| object_id(ruby, report))
         });
+    if report.is_some() && last_reports_seen {
+        return RunMarker {
+            report,
+            loaders: last_loaders,
+        };
+    }
     let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
         // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
         // nothing is bound (outside a run).
@@ -126,7 +140,18 @@ pub(super) fn observe_run(
     ruby: &Ruby,
     provider: Obj<DscBaseProvider>,
 ) -> Result<(), magnus::Error> {
-    let now = current_run_marker(ruby);
+    let (last_reports_seen, last_loaders) = {
+        let memo_marker = logon_memo().run_marker;
+        let state_marker = provider.state.borrow().run_marker;
+        match (memo_marker, state_marker) {
+            (Some(memo), Some(state)) => (
+                memo.report.is_some() && state.report.is_some(),
+                state.loaders,
+            ),
+            _ => (false, None),
+        }
+    };
+    let now = current_run_marker(ruby, last_reports_seen, last_loaders);
     {
         let mut memo = logon_memo();
         if run::is_new_run(memo.run_marker, now) {
