@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use magnus::rb_sys::AsRawValue;
+use magnus::rb_sys::{AsRawValue, FromRawValue};
 
 use magnus::{
     prelude::*, r_hash::ForEach, value::Opaque, value::OpaqueId, value::ReprValue, Float, Integer,
@@ -299,9 +299,35 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
-        hash.aset(to_ruby(ruby, k)?, to_ruby(ruby, v)?)?;
+        hash.aset(key_to_ruby(ruby, k)?, to_ruby(ruby, v)?)?;
     }
     Ok(hash)
+}
+
+/// A hash key. A String key is stored as Ruby's deduplicated frozen copy
+/// of it whatever is passed (`Hash#[]=` freezes String keys), so it is
+/// made that way to begin with: found in Ruby's table of such strings
+/// rather than made and dropped on every conversion (DSC results have
+/// String keys).
+fn key_to_ruby(ruby: &Ruby, key: &Value) -> BindingResult<RValue> {
+    let Value::Str(text) = key else {
+        return to_ruby(ruby, key);
+    };
+    let Ok(length) = std::os::raw::c_long::try_from(text.len()) else {
+        return to_ruby(ruby, key);
+    };
+    // SAFETY: `rb_enc_interned_str` copies `length` bytes from the pointer,
+    // which `text` keeps valid for the call, as UTF-8 (valid: it is a Rust
+    // str). Like `rb_utf8_str_new` behind `Ruby::str_new`, it only
+    // allocates; it returns a live String VALUE that Ruby's table keeps.
+    let interned = unsafe {
+        RValue::from_raw(rb_sys::rb_enc_interned_str(
+            text.as_ptr().cast(),
+            length,
+            rb_sys::rb_utf8_encoding(),
+        ))
+    };
+    Ok(interned)
 }
 
 pub fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {
