@@ -16,7 +16,7 @@ require 'rbconfig'
 
 RUN = File.join(__dir__, 'support', 'catalog_run.rb')
 WIRE = File.join(__dir__, 'support', 'wire_bytes.rb')
-SIZES = { 100 => 7, 1_000 => 5, 5_000 => 3 }.freeze
+SIZES = { 100 => 7, 1_000 => 7, 5_000 => 5 }.freeze
 
 def load_average
   File.read('/proc/loadavg').split.first(3).join(' ')

@@ -68,9 +68,15 @@ type_name = if kind.start_with?('noop')
               # Resource API's own custom_insync work is in the floor too.
               definition[:features] = kind == 'noop-insync' ? fixture.type_definition.definition[:features] : %w[simple_get_filter canonicalize]
               Puppet::ResourceApi.register_type(definition)
+              # The system state pwshlib's Get reports for the same resource
+              # (the fake manager's answer below, munged), attribute for
+              # attribute: Puppet's own work on a current state (retrieve's
+              # debug line, the strict check's deep copy, Puppet::Resource)
+              # grows with its attributes, so both sides must report the same.
               titles.each_with_index do |title, i|
                 Puppet::Provider::DscBenchnoop::DscBenchnoop::STATE[title] =
-                  { name: title, dsc_destinationpath: path_of.call(i + 1), dsc_ensure: 'Present', dsc_contents: 'hello' }
+                  { dsc_destinationpath: path_of.call(i + 1), dsc_ensure: 'Present', dsc_contents: 'hello',
+                    dsc_type: 'File', dsc_attributes: nil, dsc_checksum: nil, name: title }
               end
               :dsc_benchnoop
             else

@@ -3,6 +3,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::redact::Secrecy;
+
 use crate::error::{Error, Result};
 use crate::value::{Map, Value};
 
@@ -98,6 +100,9 @@ pub struct Attribute {
     pub enum_values: Option<Vec<String>>,
     /// The parts of the Puppet type that the enum rules look into.
     pub shape: TypeShape,
+    /// Where its values' secrets sit, read from the type string once
+    /// (`redact::attribute_secrecy` gives it), not on every invocation.
+    pub secrecy: Secrecy,
 }
 
 impl Attribute {
@@ -579,7 +584,7 @@ fn attribute_from_options(name: &str, options: &Map) -> Attribute {
         _ => Behaviour::Property,
     };
     let shape = TypeShape::parse(&type_string);
-    Attribute {
+    let mut attribute = Attribute {
         name: name.to_owned(),
         enum_values: match &shape {
             TypeShape::Enum(values) => Some(values.clone()),
@@ -592,7 +597,10 @@ fn attribute_from_options(name: &str, options: &Map) -> Attribute {
         mandatory_for_set: flag("mandatory_for_set"),
         mof_type: text("mof_type").as_deref().map(MofType::parse),
         mof_is_embedded: flag("mof_is_embedded"),
-    }
+        secrecy: Secrecy::default(),
+    };
+    attribute.secrecy = crate::redact::secrecy_of_attribute(&attribute);
+    attribute
 }
 
 #[cfg(test)]

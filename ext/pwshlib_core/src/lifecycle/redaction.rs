@@ -93,9 +93,39 @@ pub(super) fn change_message(
 /// The redactor for an invocation's own values: every Sensitive value, and
 /// every value the type schema calls Sensitive (even given in the clear).
 pub(super) fn redactor_for(typedef: &TypeDef, maps: &[&Map]) -> Redactor {
+    // Most invocations (every in-sync Get of plain values) have nothing to
+    // scrub: told without marking (copying) every value.
+    if !maps.iter().any(|map| may_hold_secrets(typedef, map)) {
+        return Redactor::new();
+    }
     let marked: Vec<Value> = maps
         .iter()
         .map(|map| Value::Hash(mark_attributes(typedef, map)))
         .collect();
     Redactor::for_values(&marked)
+}
+
+/// False only when no value of `map` can be secret: none is or holds a
+/// Sensitive value, none belongs to an attribute whose type makes any part
+/// of it secret, none is named `password`, and none is a hash or an array
+/// (where a `password` member makes a secret at any depth).
+fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
+    map.iter().any(|(key, value)| {
+        if value.is_nil() {
+            return false;
+        }
+        if value.contains_sensitive() || matches!(value, Value::Hash(_) | Value::Array(_)) {
+            return true;
+        }
+        let Some(name) = key.key_name() else {
+            return false;
+        };
+        if name.eq_ignore_ascii_case("password") {
+            return true;
+        }
+        let attribute = typedef
+            .attribute(name)
+            .or_else(|| typedef.attribute(&format!("dsc_{}", name.to_lowercase())));
+        attribute.is_some_and(|attribute| attribute.secrecy != Default::default())
+    })
 }

@@ -70,9 +70,16 @@ impl Secrecy {
 /// The secrecy of one attribute: its type's, and for a credential the
 /// password too, whatever the type says.
 pub fn attribute_secrecy(typedef: &TypeDef, name: &str) -> Secrecy {
-    let Some(attribute) = typedef.attribute(name) else {
-        return Secrecy::default();
-    };
+    typedef
+        .attribute(name)
+        .map(|attribute| attribute.secrecy.clone())
+        .unwrap_or_default()
+}
+
+/// Where an attribute's secrets sit: its Puppet type says, and a
+/// credential's password is secret whatever the type says. Computed once,
+/// as the type definition is read (`Attribute::secrecy`).
+pub(crate) fn secrecy_of_attribute(attribute: &crate::typedef::Attribute) -> Secrecy {
     let secrecy = secrecy_of_type(&attribute.type_string);
     if attribute.is_credential() && secrecy.member("password").is_none() {
         return secrecy.merge(Secrecy {
