@@ -76,7 +76,8 @@ table = lambda do |title, clock, phase|
 end
 
 puts
-puts 'no-op: a provider that does no work, the type without custom_insync (Puppet and the Resource API alone).'
+puts 'no-op: a provider that does no work, the type without custom_insync (Puppet and the Resource API alone); its get'
+puts 'answers from a Ruby hash the same system state (the same 7 attributes) as pwshlib\'s Get reports.'
 puts 'no-op+insync: the same provider on the fixture\'s own features (custom_insync; its insync? answers nil), so the'
 puts 'Resource API\'s own custom_insync work (a singleton insync? per property and resource) is in the floor too.'
 table.call('run = build (Type.new: canonicalize, the one Get) + apply, process CPU time', :cpu, :run)

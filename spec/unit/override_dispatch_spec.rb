@@ -64,7 +64,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
       # The provider does not convert back a value it has just made in Ruby
       # when it comes back unchanged; what an override changes in place, in
       # its arguments or in the result of super, must still be seen.
-      it 'sees a result that an override changed in place' do
+      it 'sees a result that an override changed in place', :gc_stress do
         subclass = Class.new(provider_class_for(type_name)) do
           define_method(method_name) do |*args|
             result = super(*args)
