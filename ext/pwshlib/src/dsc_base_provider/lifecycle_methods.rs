@@ -18,7 +18,9 @@ use pwshlib_core::{Map, TypeDef, Value};
 
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, map_to_ruby, maps_to_ruby, symbol, to_ruby};
+use crate::convert::{
+    from_ruby, hash_arg, map_to_ruby, maps_to_ruby, ruby_matches_map, symbol, to_ruby,
+};
 use crate::error::{self, BindingError, BindingResult};
 
 /// Defines the entry points (Resource API and pwshlib 2.x names and
@@ -167,7 +169,16 @@ fn rb_canonicalize(
         if already_canonical[index] || unconvertible.contains(&index) {
             out.push(resource)?;
         } else if let Some(map) = canonical.next() {
-            out.push(map_to_ruby(ruby, &map)?)?;
+            // Already canonical as given (the manifest has the system's
+            // case): the given hash is the answer, as a provider that
+            // changes nothing returns it, and no copy is made.
+            let unchanged =
+                RHash::from_value(resource).is_some_and(|hash| ruby_matches_map(ruby, hash, &map));
+            if unchanged {
+                out.push(resource)?;
+            } else {
+                out.push(map_to_ruby(ruby, &map)?)?;
+            }
         }
     }
     Ok(out)
