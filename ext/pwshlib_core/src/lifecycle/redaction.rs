@@ -2,7 +2,7 @@
 //! the secrecy of the desired state, change messages show secrets as the
 //! marker, and an invocation's errors are scrubbed of its own values.
 
-use crate::redact::{attribute_secrecy, mark, mark_attributes, Redactor};
+use crate::redact::{attribute_secrecy, key_secrecy, mark, mark_attributes, Redactor, Secrecy};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value, REDACTED_SENSITIVE};
 
@@ -117,15 +117,6 @@ fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
         if value.contains_sensitive() || matches!(value, Value::Hash(_) | Value::Array(_)) {
             return true;
         }
-        let Some(name) = key.key_name() else {
-            return false;
-        };
-        if name.eq_ignore_ascii_case("password") {
-            return true;
-        }
-        let attribute = typedef
-            .attribute(name)
-            .or_else(|| typedef.attribute(&format!("dsc_{}", name.to_lowercase())));
-        attribute.is_some_and(|attribute| attribute.secrecy != Default::default())
+        key_secrecy(typedef, key) != Secrecy::default()
     })
 }

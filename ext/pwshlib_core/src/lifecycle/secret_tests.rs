@@ -307,3 +307,24 @@ fn keys_that_differ_only_in_case_fail_the_resource_before_any_call() {
     assert!(provider.scripts.borrow().is_empty(), "nothing was sent");
     assert!(provider.with_state(|state| state.failed_sets.get(&should).is_some()));
 }
+
+/// A value of a Sensitive-typed attribute that arrives unwrapped (a caller
+/// of `invoke_dsc_resource` passing a plain String) is still a secret to
+/// the invocation's redactor, whose quick check looks at the attribute's
+/// type as well as at the values: an error quoting it shows the marker.
+#[test]
+fn an_unwrapped_value_of_a_sensitive_typed_attribute_is_scrubbed_from_errors() {
+    let provider = secret_provider();
+    let plain = "unwrapped-secret-value-42";
+    let name_hash = sym_map(vec![("name", s("v1")), ("dsc_vaultname", s("v1"))]);
+    let props = sym_map(vec![("dsc_vaultname", s("v1")), ("dsc_secret", s(plain))]);
+    let message = format!("The vault rejected '{plain}'.");
+    let answer = serde_json::json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message});
+    provider.answer(&answer.to_string());
+    invoke_dsc_resource(&provider, &name_hash, &props, DscMethod::Set).unwrap();
+
+    let errors = provider.logged("err");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains(REDACTED_SENSITIVE), "{}", errors[0]);
+    assert!(!errors[0].contains(plain), "{}", errors[0]);
+}

@@ -128,23 +128,25 @@ pub fn mark(value: &Value, secrecy: &Secrecy) -> Value {
 /// names) with every Sensitive-typed value marked; see [`mark`].
 pub fn mark_attributes(typedef: &TypeDef, map: &Map) -> Map {
     map.iter()
-        .map(|(key, value)| {
-            let secrecy = match key.key_name() {
-                Some(name) if typedef.attribute(name).is_some() => attribute_secrecy(typedef, name),
-                Some(name) => attribute_secrecy(typedef, &format!("dsc_{}", name.to_lowercase())),
-                None => Secrecy::default(),
-            };
-            let is_password = key
-                .key_name()
-                .is_some_and(|n| n.eq_ignore_ascii_case("password"));
-            let secrecy = if is_password {
-                Secrecy::whole()
-            } else {
-                secrecy
-            };
-            (key.clone(), mark(value, &secrecy))
-        })
+        .map(|(key, value)| (key.clone(), mark(value, &key_secrecy(typedef, key))))
         .collect()
+}
+
+/// The secrecy of the value under `key` in a resource hash (`dsc_x`) or a
+/// DSC result (`X`, a DSC property name): its attribute's, and a value
+/// named `password` is secret whole.
+pub fn key_secrecy(typedef: &TypeDef, key: &Value) -> Secrecy {
+    let Some(name) = key.key_name() else {
+        return Secrecy::default();
+    };
+    if name.eq_ignore_ascii_case("password") {
+        return Secrecy::whole();
+    }
+    if typedef.attribute(name).is_some() {
+        attribute_secrecy(typedef, name)
+    } else {
+        attribute_secrecy(typedef, &format!("dsc_{}", name.to_lowercase()))
+    }
 }
 
 /// [`mark_attributes`] for any value: hashes are marked, the rest kept.
