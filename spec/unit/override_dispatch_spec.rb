@@ -15,9 +15,11 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
   end
   let(:seen) { [] }
 
+  # The resource with strings of its own, not frozen, so that an override
+  # can change them in place (invoke_get_method gets this very hash).
   def canonicalize_with(provider)
     allow(provider).to receive(:ps_manager).and_return(manager)
-    provider.canonicalize(context, [manifest.dup]).first
+    provider.canonicalize(context, [manifest.transform_values { |v| v.is_a?(String) ? v.dup : v }]).first
   end
 
   %i[invoke_get_method invoke_dsc_resource].each do |method_name|
@@ -109,6 +111,47 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
         expect(base.instance_method(method_name).source_location).to be_nil
       end
     end
+  end
+
+  # pwshlib 2.x passed canonicalize's `r` to invoke_get_method, and that
+  # method's `name_hash` on to invoke_dsc_resource: overrides written for it
+  # may rely on seeing the caller's own hash (no copy is made either).
+  it 'passes the hash it was given on, as the very object, as pwshlib 2.x did', :gc_stress do
+    received = {}
+    subclass = Class.new(provider_class_for(type_name)) do
+      %i[invoke_get_method invoke_dsc_resource].each do |method_name|
+        define_method(method_name) do |*args|
+          received[method_name] = args[1]
+          super(*args)
+        end
+      end
+    end
+    resource = manifest.dup
+    provider = subclass.new
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    provider.canonicalize(context, [{ name: 'other', dsc_destinationpath: 'c:\\other' }, resource])
+    expect(received[:invoke_get_method]).to equal(resource)
+    expect(received[:invoke_dsc_resource]).to equal(resource)
+  end
+
+  it 'passes a new hash on when an override hands super a changed one' do
+    received = {}
+    subclass = Class.new(provider_class_for(type_name)) do
+      define_method(:invoke_get_method) do |context, name_hash|
+        super(context, name_hash.merge(dsc_contents: 'changed'))
+      end
+      define_method(:invoke_dsc_resource) do |*args|
+        received[:name_hash] = args[1]
+        super(*args)
+      end
+    end
+    resource = manifest.dup
+    provider = subclass.new
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    provider.canonicalize(context, [resource])
+    expect(received[:name_hash]).not_to equal(resource)
+    expect(received[:name_hash]).to eq(manifest.merge(dsc_contents: 'changed'))
+    expect(resource).to eq(manifest)
   end
 
   it 'makes the same Get, and returns the same result, with no override' do

@@ -24,12 +24,15 @@ use crate::value::{Map, Timestamp, Value};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identity(Box<[u8]>);
 
-fn fold_key(value: &Value) -> Option<String> {
+fn fold_key(value: &Value) -> Option<Cow<'_, str>> {
     match value {
         Value::Nil => None,
-        Value::Str(s) | Value::Symbol(s) => Some(s.to_lowercase()),
+        // Most namevars are ASCII (paths, names): folded straight into the
+        // identity's bytes, with no lowered copy made first.
+        Value::Str(s) | Value::Symbol(s) if s.is_ascii() => Some(Cow::Borrowed(s)),
+        Value::Str(s) | Value::Symbol(s) => Some(Cow::Owned(s.to_lowercase())),
         Value::Sensitive(inner) => fold_key(inner),
-        other => Some(other.to_string().to_lowercase()),
+        other => Some(Cow::Owned(other.to_string().to_lowercase())),
     }
 }
 
@@ -57,7 +60,8 @@ impl Identity {
                 Some(text) => {
                     bytes.push(1);
                     push_len(&mut bytes, text.len());
-                    bytes.extend_from_slice(text.as_bytes());
+                    // ASCII lowering keeps the length; the others are lowered already.
+                    bytes.extend(text.bytes().map(|b| b.to_ascii_lowercase()));
                 }
                 None => bytes.push(0),
             }
@@ -110,6 +114,12 @@ fn read_len(bytes: &[u8]) -> (usize, &[u8]) {
         u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
         rest,
     )
+}
+
+/// The only item of `items`; None when there are none or several.
+fn only_one<I: Iterator>(mut items: I) -> Option<I::Item> {
+    let first = items.next()?;
+    items.next().is_none().then_some(first)
 }
 
 /// The bucket of a head (the first namevar's folded value, or none): its
@@ -177,39 +187,36 @@ impl<V> IdentityCache<V> {
     /// Where the one entry `id` stands for is: (bucket, index).
     fn resolve(&self, id: &Identity) -> Option<(u64, usize)> {
         let complete = id.is_complete();
-        let found = |key: u64, bucket: &Vec<(Identity, V)>| -> Vec<(u64, usize)> {
-            bucket
-                .iter()
-                .enumerate()
-                .filter(|(_, (candidate, _))| {
-                    if complete {
-                        candidate == id
-                    } else {
-                        id.matches(candidate)
-                    }
-                })
-                .map(|(index, _)| (key, index))
-                .collect()
+        let is_match = |candidate: &Identity| {
+            if complete {
+                candidate == id
+            } else {
+                id.matches(candidate)
+            }
         };
-        let candidates: Vec<(u64, usize)> = match (complete, id.head()) {
+        // The one candidate, or None for none or several (counted without
+        // collecting them: this runs on every cache lookup).
+        match (complete, id.head()) {
             // A complete identity, or one that knows its head: the head's
             // bucket holds every candidate.
             (true, head) | (false, head @ Some(_)) => {
                 let key = head_key(head);
-                self.by_head
-                    .get(&key)
-                    .map(|bucket| found(key, bucket))
-                    .unwrap_or_default()
+                let bucket = self.by_head.get(&key)?;
+                only_one(
+                    bucket
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, (candidate, _))| is_match(candidate))
+                        .map(|(index, _)| (key, index)),
+                )
             }
-            (false, None) => self
-                .by_head
-                .iter()
-                .flat_map(|(key, bucket)| found(*key, bucket))
-                .collect(),
-        };
-        match candidates.as_slice() {
-            [only] => Some(*only),
-            _ => None,
+            (false, None) => only_one(self.by_head.iter().flat_map(|(key, bucket)| {
+                bucket
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, (candidate, _))| is_match(candidate))
+                    .map(move |(index, _)| (*key, index))
+            })),
         }
     }
 

@@ -117,6 +117,7 @@ fn rb_canonicalize(
     resources: RArray,
 ) -> BindingResult<RArray> {
     let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
+    provider.set_received(resources.as_value());
     let given: Vec<RValue> = resources.into_iter().collect();
     // The Resource API canonicalizes each resource three times in a run: as
     // it is made, as the target state of the transaction, and once more the
@@ -518,6 +519,7 @@ fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
     query: RValue,
 ) -> BindingResult<RValue> {
     let provider = RubyProvider::new(ruby, rb_self, context)?;
+    provider.set_received(query);
     let result = if FOR_CANONICALIZE {
         let resource = provider.hash_arg(query, "resource")?;
         lifecycle::get_for_canonicalize(&provider, &resource)?

@@ -24,7 +24,7 @@ use super::run::{
 use super::DscBaseProvider;
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, interned, lossy_string, map_from_ruby, map_to_ruby,
-    ruby_matches, symbol, to_ruby, type_definition_from_context,
+    ruby_matches, ruby_matches_map, symbol, to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -38,6 +38,14 @@ pub(super) struct RubyProvider<'r> {
     /// Whether `context.debug` keeps messages; asked once per entry call,
     /// when the first debug message is due.
     debug_enabled: Cell<Option<bool>>,
+    /// What this entry call received from Ruby: a resource hash, or the
+    /// array of them `canonicalize` got. A resource the callbacks pass on
+    /// that equals one of them is passed as that very object, as pwshlib
+    /// 2.x passed `r` to `invoke_get_method` and its `name_hash` on to
+    /// `invoke_dsc_resource`, with no copy made. It is one of the entry
+    /// call's own arguments, so it stays alive (and in place: the machine
+    /// stack pins it) while this struct, on that stack too, exists.
+    received: Cell<Option<RValue>>,
 }
 
 impl<'r> RubyProvider<'r> {
@@ -74,7 +82,36 @@ impl<'r> RubyProvider<'r> {
             context,
             typedef,
             debug_enabled: Cell::new(debug_enabled),
+            received: Cell::new(None),
         })
+    }
+
+    /// `value` (an argument of the running entry call: a hash, or an array
+    /// of hashes) is what later callbacks may pass on as it is.
+    pub(super) fn set_received(&self, value: RValue) {
+        self.received.set(Some(value));
+    }
+
+    /// `map` for Ruby: the received hash it equals (entries and order, no
+    /// allocation to tell), else a new hash. Equality is checked at the
+    /// moment of passing, so a hash changed in place meanwhile is not taken.
+    fn ruby_hash_of(&self, map: &Map) -> BindingResult<RValue> {
+        if let Some(received) = self.received.get() {
+            if let Some(hash) = RHash::from_value(received) {
+                if ruby_matches_map(self.ruby, hash, map) {
+                    return Ok(received);
+                }
+            } else if let Some(array) = RArray::from_value(received) {
+                for index in 0..array.len() {
+                    let entry: RValue = array.entry(index as isize)?;
+                    if RHash::from_value(entry).is_some_and(|h| ruby_matches_map(self.ruby, h, map))
+                    {
+                        return Ok(entry);
+                    }
+                }
+            }
+        }
+        Ok(map_to_ruby(self.ruby, map)?.as_value())
     }
 
     /// For an entry call where a run's work on a type can begin
@@ -255,7 +292,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
     }
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
-        let arg = map_to_ruby(self.ruby, name_hash)?;
+        let arg = self.ruby_hash_of(name_hash)?;
         self.hand_over(vec![Value::Hash(name_hash.clone())]);
         let result: RValue = self.provider.funcall(
             interned(self.ruby, "invoke_get_method"),
@@ -295,7 +332,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
         let handed = vec![Value::Hash(name_hash.clone()), Value::Hash(props.clone())];
-        let name_hash = map_to_ruby(self.ruby, name_hash)?;
+        let name_hash = self.ruby_hash_of(name_hash)?;
         let props = map_to_ruby(self.ruby, props)?;
         self.hand_over(handed);
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
