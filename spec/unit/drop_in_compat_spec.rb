@@ -159,6 +159,28 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider drop-in compatibility' do
       expect(manager.methods_called).to eq(['Get'])
     end
 
+    # With no report in view (rspec-puppet, a catalog built before its run),
+    # the loaders Puppet has bound tell the runs apart. The provider reads
+    # them from Puppet's context stack; a binding still a Proc goes through
+    # Puppet.lookup, which calls and memoizes it.
+    it 'tells runs apart by the loaders bound when no report is in view' do
+      first_loaders = Object.new
+      Puppet.override(loaders: first_loaders) do
+        provider.canonicalize(context, [manifest])
+        Puppet.override(unrelated_binding: 1) { provider.canonicalize(context, [manifest]) }
+      end
+      Puppet.override(loaders: first_loaders) { provider.canonicalize(context, [manifest]) }
+      expect(manager.methods_called).to eq(['Get'])
+      Puppet.override(loaders: Object.new) { provider.canonicalize(context, [manifest]) }
+      expect(manager.methods_called).to eq(%w[Get Get])
+      lazy = Object.new
+      Puppet.override(loaders: -> { lazy }) do
+        provider.canonicalize(context, [manifest])
+        provider.canonicalize(context, [manifest])
+      end
+      expect(manager.methods_called).to eq(%w[Get Get Get])
+    end
+
     it 'forgets the logon failures of the previous run' do
       cred = { 'user' => 'locked', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new('pw') }
       failing = manifest.merge(dsc_psdscrunascredential: cred)

@@ -5,7 +5,12 @@
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use magnus::{
-    block::Proc, prelude::*, typed_data::Obj, value::Opaque, RClass, RHash, Ruby, Value as RValue,
+    block::Proc,
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    typed_data::Obj,
+    value::Opaque,
+    RClass, RHash, Ruby, Value as RValue,
 };
 use pwshlib_core::run::{self, RunMarker};
 
@@ -33,11 +38,41 @@ pub(super) fn logon_memo() -> MutexGuard<'static, LogonMemo> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The object id of a Ruby object (never reused by Ruby, unlike addresses).
-fn object_id(ruby: &Ruby, value: RValue) -> Option<u64> {
-    value
-        .funcall::<_, _, u64>(interned(ruby, "object_id"), ())
-        .ok()
+/// The object id of a Ruby object (never reused by Ruby, unlike addresses),
+/// from `rb_obj_id`, what `Object#object_id` answers, without a method call.
+fn object_id(value: RValue) -> Option<u64> {
+    // SAFETY: `value` is a live object (the caller holds it on the stack);
+    // `rb_obj_id` only reads or assigns its id, and may raise only on
+    // failing to allocate, which `protect` catches.
+    let id = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_id(value.as_raw()) }).ok()?;
+    // SAFETY: `rb_obj_id` returned a live Integer VALUE.
+    let id = unsafe { RValue::from_raw(id) };
+    magnus::Integer::from_value(id)?.to_u64().ok()
+}
+
+/// What `Puppet.lookup(:loaders) { nil }` answers, read where Puppet keeps
+/// it. Puppet's bindings are a thread-local stack of immutable levels, each
+/// holding the merged bindings of those below (`Puppet::Context::Stack`,
+/// the same in Puppet 7 and 8), so the top level's hash answers as `lookup`
+/// does, with one Ruby call (the thread-local's `value`) instead of the
+/// five of `Puppet.lookup`, on every entry call outside a report. None when
+/// the layout is not that, or the binding is still a Proc (which `lookup`
+/// calls and memoizes): the caller asks `Puppet.lookup` then.
+fn loaders_binding(ruby: &Ruby, puppet: RValue) -> Option<RValue> {
+    let puppet = magnus::RModule::from_value(puppet)?;
+    let context: RValue = puppet.ivar_get(interned(ruby, "@context")).ok()?;
+    let stack: RValue = magnus::RObject::from_value(context)?
+        .ivar_get(interned(ruby, "@stack"))
+        .ok()?;
+    let top: RValue = stack.funcall(interned(ruby, "value"), ()).ok()?;
+    let bindings: RHash = magnus::RObject::from_value(top)?
+        .ivar_get(interned(ruby, "@bindings"))
+        .ok()?;
+    match bindings.get(symbol(ruby, "loaders")) {
+        None => Some(ruby.qnil().as_value()),
+        Some(value) if value.is_kind_of(ruby.class_proc()) => None,
+        Some(value) => Some(value),
+    }
 }
 
 // Constants the provider reads on every entry call, looked up once they
@@ -108,7 +143,7 @@ fn current_run_marker(
                     Ok(magnus::r_hash::ForEach::Continue)
                 })
                 .ok()?;
-            found.and_then(|report| object_id(ruby, report))
+            found.and_then(object_id)
         });
     if report.is_some() && last_reports_seen {
         return RunMarker {
@@ -117,18 +152,19 @@ fn current_run_marker(
         };
     }
     let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
-        // `Puppet.lookup(:loaders) { nil }`: nil rather than an error when
-        // nothing is bound (outside a run).
-        let loaders: RValue = puppet
-            .funcall_with_block(
-                interned(ruby, "lookup"),
-                (symbol(ruby, "loaders"),),
-                nil_block(ruby),
-            )
-            .ok()?;
-        (!loaders.is_nil())
-            .then_some(loaders)
-            .and_then(|loaders| object_id(ruby, loaders))
+        let loaders = match loaders_binding(ruby, puppet) {
+            Some(loaders) => loaders,
+            // `Puppet.lookup(:loaders) { nil }`: nil rather than an error
+            // when nothing is bound (outside a run).
+            None => puppet
+                .funcall_with_block(
+                    interned(ruby, "lookup"),
+                    (symbol(ruby, "loaders"),),
+                    nil_block(ruby),
+                )
+                .ok()?,
+        };
+        (!loaders.is_nil()).then_some(loaders).and_then(object_id)
     });
     RunMarker { report, loaders }
 }
