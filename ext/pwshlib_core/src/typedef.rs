@@ -473,6 +473,8 @@ pub struct TypeDef {
     /// Attributes in definition order.
     pub attributes: Vec<Attribute>,
     index: FxHashMap<String, usize>,
+    /// The attributes a resource's identity is made of (`identity_namevars`).
+    identity_namevars: Vec<String>,
 }
 
 impl TypeDef {
@@ -516,7 +518,18 @@ impl TypeDef {
             .enumerate()
             .map(|(i, a)| (a.name.clone(), i))
             .collect();
+        let namevars: Vec<String> = attributes
+            .iter()
+            .filter(|a| a.behaviour == Behaviour::Namevar)
+            .map(|a| a.name.clone())
+            .collect();
+        let identity_namevars = if namevars.is_empty() {
+            vec!["name".to_owned()]
+        } else {
+            namevars
+        };
         Ok(TypeDef {
+            identity_namevars,
             friendly_name: text("dscmeta_resource_friendly_name").unwrap_or_default(),
             resource_name: text("dscmeta_resource_name").unwrap_or_default(),
             implementation: text("dscmeta_resource_implementation"),
@@ -544,6 +557,13 @@ impl TypeDef {
             .filter(|a| keep(a))
             .map(|a| a.name.as_str())
             .collect()
+    }
+
+    /// The attributes that tell resources apart in the caches, in order: the
+    /// namevars, or `name` for a type that declares none. Made once with
+    /// the definition; every entry call reads it.
+    pub fn identity_namevars(&self) -> &[String] {
+        &self.identity_namevars
     }
 
     pub fn namevar_attributes(&self) -> Vec<&str> {

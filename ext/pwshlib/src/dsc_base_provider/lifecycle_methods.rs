@@ -129,11 +129,11 @@ fn rb_canonicalize(
     let already_canonical: Vec<bool> = if provider.debug_enabled() {
         vec![false; given.len()]
     } else {
-        let namevars = provider.with_state(|s| s.canonicalized.namevars().to_vec());
+        let namevars = provider.typedef.identity_namevars();
         given
             .iter()
             .map(|resource| {
-                identity_of_ruby(ruby, *resource, &namevars).is_some_and(|id| {
+                identity_of_ruby(ruby, *resource, namevars).is_some_and(|id| {
                     provider.with_state(|s| s.canonicalized.get_identity(&id).is_some())
                 })
             })
@@ -272,7 +272,7 @@ fn insync_arguments_in_brief(
     should_hash: RValue,
 ) -> Option<(Option<Map>, Map)> {
     let should_hash = RHash::from_value(should_hash)?;
-    let namevars = provider.with_state(|s| s.canonicalized.namevars().to_vec());
+    let namevars = provider.typedef.identity_namevars();
     let should = ruby_hash_entries(ruby, should_hash, |key| {
         key == property
             || key == "validation_mode"
@@ -286,7 +286,7 @@ fn insync_arguments_in_brief(
     if resource_mode {
         return None;
     }
-    let identity = lifecycle::invocation_identity(&namevars, name, &should);
+    let identity = lifecycle::invocation_identity(namevars, name, &should);
     if !provider.with_state(|s| s.canonicalized.get_identity(&identity).is_some()) {
         return None;
     }
@@ -374,8 +374,8 @@ fn rb_set(
             None => map_to_ruby(ruby, &should)?.as_value(),
         };
         // The Get of this resource failed (and was reported): no blind Set.
-        let namevars = provider.with_state(|s| s.failed_gets.namevars().to_vec());
-        let identity = lifecycle::invocation_identity(&namevars, &name_value, &should);
+        let namevars = provider.typedef.identity_namevars();
+        let identity = lifecycle::invocation_identity(namevars, &name_value, &should);
         let get_failed = provider
             .with_state(|s| s.failed_gets.get_identity(&identity).is_some())
             .then(|| {

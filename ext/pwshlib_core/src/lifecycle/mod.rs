@@ -84,16 +84,7 @@ pub struct LifecycleState {
 
 impl LifecycleState {
     pub fn new(typedef: &TypeDef) -> Self {
-        let namevars: Vec<String> = typedef
-            .namevar_attributes()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let namevars = if namevars.is_empty() {
-            vec!["name".to_owned()]
-        } else {
-            namevars
-        };
+        let namevars = typedef.identity_namevars().to_vec();
         LifecycleState {
             query_results: IdentityCache::new(namevars.clone()),
             canonicalized: IdentityCache::new(namevars.clone()),
