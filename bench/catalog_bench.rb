@@ -16,7 +16,7 @@ require 'rbconfig'
 
 RUN = File.join(__dir__, 'support', 'catalog_run.rb')
 WIRE = File.join(__dir__, 'support', 'wire_bytes.rb')
-SIZES = { 100 => 7, 1_000 => 7, 5_000 => 5 }.freeze
+SIZES = { 100 => 7, 1_000 => 11, 5_000 => 7 }.freeze
 
 def load_average
   File.read('/proc/loadavg').split.first(3).join(' ')
@@ -81,6 +81,22 @@ puts 'answers from a Ruby hash the same system state (the same 7 attributes) as 
 puts 'no-op+insync: the same provider on the fixture\'s own features (custom_insync; its insync? answers nil), so the'
 puts 'Resource API\'s own custom_insync work (a singleton insync? per property and resource) is in the floor too.'
 table.call('run = build (Type.new: canonicalize, the one Get) + apply, process CPU time', :cpu, :run)
+
+# The machine is shared: its speed drifts between repetitions by more than
+# the difference measured. Each repetition runs the three kinds back to
+# back, so a ratio taken within one repetition has the drift mostly out;
+# the median of those is the steadier figure.
+puts
+puts 'ratio pair by pair (run = build + apply, process CPU time; each repetition\'s runs back to back)'
+puts format('%-6s %4s | %-22s | %-22s', 'N', 'reps', 'pwshlib / no-op', 'pwshlib / no-op+insync')
+puts format('%-6s %4s | %6s %15s | %6s %15s', '', '', 'median', 'min - max', 'median', 'min - max')
+SIZES.each do |n, reps|
+  run_cpu = ->(kind) { results[[kind, n]].map { |r| r[:build_cpu] + r[:apply_cpu] } }
+  ours = run_cpu.call('pwshlib')
+  ratios = %w[noop noop-insync].map { |kind| ours.zip(run_cpu.call(kind)).map { |a, b| a / b } }
+  puts format('%-6d %4d | %6.2f %6.2f - %6.2f | %6.2f %6.2f - %6.2f', n, reps,
+              *ratios.flat_map { |r| [median(r), r.min, r.max] })
+end
 table.call('apply only, process CPU time', :cpu, :apply)
 table.call('apply only, wall clock (the figure of earlier sessions)', :wall, :apply)
 
