@@ -195,16 +195,16 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         let Some(dsc_key) = key.key_name() else {
             continue;
         };
-        let type_key = format!("dsc_{}", dsc_key.to_lowercase());
-        let Some(attribute) = typedef.attribute(&type_key) else {
+        let Some(attribute) = typedef.dsc_property_attribute(dsc_key) else {
             continue;
         };
+        let type_key = attribute.name.as_str();
         if attribute.behaviour == Behaviour::Parameter {
             continue;
         }
-        let desired = query.get_named(&type_key);
+        let desired = query.get_named(type_key);
         let value = munge_value(attribute, raw, desired, &mut errors);
-        out.insert_symbol(&type_key, recursively_sort(&value));
+        out.insert_symbol(type_key, recursively_sort(&value));
     }
     if let Some(ensurable) = typedef
         .attribute("ensurable")

@@ -545,6 +545,28 @@ impl TypeDef {
         self.index.get(name).map(|&i| &self.attributes[i])
     }
 
+    /// The attribute of a DSC property (`DestinationPath` is
+    /// `dsc_destinationpath`). Asked for every property of every Get
+    /// result: a short ASCII name is lowered on the stack, not into a new
+    /// String.
+    pub fn dsc_property_attribute(&self, property: &str) -> Option<&Attribute> {
+        const PREFIX: &[u8] = b"dsc_";
+        let mut buffer = [0u8; 96];
+        let length = PREFIX.len() + property.len();
+        if property.is_ascii() && length <= buffer.len() {
+            buffer[..PREFIX.len()].copy_from_slice(PREFIX);
+            for (slot, byte) in buffer[PREFIX.len()..length]
+                .iter_mut()
+                .zip(property.bytes())
+            {
+                *slot = byte.to_ascii_lowercase();
+            }
+            // ASCII bytes: always UTF-8.
+            return self.attribute(std::str::from_utf8(&buffer[..length]).ok()?);
+        }
+        self.attribute(&format!("dsc_{}", property.to_lowercase()))
+    }
+
     pub fn is_class_based(&self) -> bool {
         self.implementation
             .as_deref()

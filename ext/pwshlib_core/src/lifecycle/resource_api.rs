@@ -28,7 +28,10 @@ pub fn canonicalize<P: ProviderCallbacks>(
     let typedef = provider.typedef()?;
     let mut out = Vec::with_capacity(resources.len());
     for resource in resources {
-        if provider.with_state(|s| s.canonicalized.get(&resource).is_some()) {
+        // Every cache is keyed by the same namevars: one identity serves
+        // all the lookups and inserts for this resource.
+        let id = Identity::of(typedef.identity_namevars(), &resource);
+        if provider.with_state(|s| s.canonicalized.get_identity(&id).is_some()) {
             // Already canonicalized in this run: this is the target state or
             // a Get result; return it unchanged and at no cost.
             out.push(resource);
@@ -40,7 +43,7 @@ pub fn canonicalize<P: ProviderCallbacks>(
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
             resource.clone()
         } else {
-            match get_for_canonicalize(provider, &resource)? {
+            match get_for_canonicalize_identified(provider, &resource, &id)? {
                 Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
                     canonicalize_resource(&typedef, &resource, &system, &|n| {
                         provider.is_metaparam(n)
@@ -50,7 +53,7 @@ pub fn canonicalize<P: ProviderCallbacks>(
             }
         };
         let packed = PackedMap::pack(&canonical);
-        provider.with_state(|s| s.canonicalized.insert(&resource, packed));
+        provider.with_state(|s| s.canonicalized.insert_identity(id, packed));
         out.push(canonical);
     }
     debug_lazy(provider, || {
@@ -72,17 +75,27 @@ pub fn get_for_canonicalize<P: ProviderCallbacks>(
     provider: &P,
     resource: &Map,
 ) -> Result<Option<Map>, P::Error> {
+    let id = Identity::of(provider.typedef()?.identity_namevars(), resource);
+    get_for_canonicalize_identified(provider, resource, &id)
+}
+
+/// [`get_for_canonicalize`] of a resource whose identity is known.
+fn get_for_canonicalize_identified<P: ProviderCallbacks>(
+    provider: &P,
+    resource: &Map,
+    id: &Identity,
+) -> Result<Option<Map>, P::Error> {
     if let Some(cached) =
-        provider.with_state(|s| s.query_results.get(resource).map(PackedMap::unpack))
+        provider.with_state(|s| s.query_results.get_identity(id).map(PackedMap::unpack))
     {
         return Ok(Some(cached));
     }
-    if get_failed(provider, resource) {
+    if provider.with_state(|s| s.failed_gets.get_identity(id).is_some()) {
         return Ok(None);
     }
     let result = provider.invoke_get_method(resource)?;
     if result.is_none() {
-        provider.with_state(|s| s.failed_gets.insert(resource, ()));
+        provider.with_state(|s| s.failed_gets.insert_identity(id.clone(), ()));
     }
     Ok(result)
 }

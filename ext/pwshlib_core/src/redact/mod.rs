@@ -142,11 +142,11 @@ pub fn key_secrecy(typedef: &TypeDef, key: &Value) -> Secrecy {
     if name.eq_ignore_ascii_case("password") {
         return Secrecy::whole();
     }
-    if typedef.attribute(name).is_some() {
-        attribute_secrecy(typedef, name)
-    } else {
-        attribute_secrecy(typedef, &format!("dsc_{}", name.to_lowercase()))
-    }
+    typedef
+        .attribute(name)
+        .or_else(|| typedef.dsc_property_attribute(name))
+        .map(|attribute| attribute.secrecy.clone())
+        .unwrap_or_default()
 }
 
 /// [`mark_attributes`] for any value: hashes are marked, the rest kept.
