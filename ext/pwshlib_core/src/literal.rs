@@ -19,13 +19,30 @@ pub fn is_single_quote(c: char) -> bool {
 /// Doubles every single-quote character, so the text can sit between `'…'`.
 pub fn escape_quotes(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
-    for c in text.chars() {
-        out.push(c);
+    push_escaped(&mut out, text);
+    out
+}
+
+/// Appends `text` to `out` with every single-quote character doubled.
+pub fn push_escaped(out: &mut String, text: &str) {
+    // Every single quote but `'` is a non-ASCII character whose UTF-8 form
+    // starts with the byte 0xE2: a text with neither byte has nothing to
+    // double and is copied whole (most values: paths, names, words), not
+    // character by character.
+    if !text.bytes().any(|byte| byte == b'\'' || byte == 0xE2) {
+        out.push_str(text);
+        return;
+    }
+    let mut copied = 0;
+    for (index, c) in text.char_indices() {
         if is_single_quote(c) {
+            let end = index + c.len_utf8();
+            out.push_str(&text[copied..end]);
             out.push(c);
+            copied = end;
         }
     }
-    out
+    out.push_str(&text[copied..]);
 }
 
 /// `text` as one single-quoted PowerShell literal. NUL cannot be written in a
@@ -36,7 +53,7 @@ pub fn quote(text: &str) -> std::result::Result<String, NulInString> {
     }
     let mut out = String::with_capacity(text.len() + 2);
     out.push('\'');
-    out.push_str(&escape_quotes(text));
+    push_escaped(&mut out, text);
     out.push('\'');
     Ok(out)
 }
@@ -393,6 +410,13 @@ mod tests {
         assert_eq!(quote("").unwrap(), "''");
         assert_eq!(quote("a\0b"), Err(NulInString));
         assert_eq!(escape_quotes("x'y"), "x''y");
+        // Other characters whose UTF-8 starts as the curly quotes' does
+        // (0xE2: the dash, the euro sign, U+201C) are copied once.
+        assert_eq!(
+            escape_quotes("\u{2014}\u{20AC}\u{201C}\u{2019}x"),
+            "\u{2014}\u{20AC}\u{201C}\u{2019}\u{2019}x"
+        );
+        assert_eq!(escape_quotes("C:\\plain path"), "C:\\plain path");
     }
 
     #[test]
