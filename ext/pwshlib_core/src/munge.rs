@@ -204,7 +204,12 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
         }
         let desired = query.get_named(type_key);
         let value = munge_value(attribute, raw, desired, &mut errors);
-        out.insert_symbol(type_key, recursively_sort(&value));
+        let value = match value {
+            Value::Array(_) | Value::Hash(_) | Value::Sensitive(_) => recursively_sort(&value),
+            // Nothing to sort in a scalar: kept, not copied.
+            scalar => scalar,
+        };
+        out.insert_symbol(type_key, value);
     }
     if let Some(ensurable) = typedef
         .attribute("ensurable")

@@ -63,6 +63,16 @@ pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
     }
 }
 
+/// [`mirror_sensitivity`] of a value held in place: a scalar whose desired
+/// value is not Sensitive (most values) stays as it is, with no copy made.
+pub fn mirror_sensitivity_in_place(is: &mut Value, should: &Value) {
+    let scalar = !matches!(is, Value::Hash(_) | Value::Array(_));
+    if scalar && !matches!(should, Value::Sensitive(_)) {
+        return;
+    }
+    *is = mirror_sensitivity(is, should);
+}
+
 /// A value for a change message: strings bare, secrets as the marker.
 pub(super) fn shown(value: &Value) -> String {
     match value {

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::redaction::{change_message, mirror_sensitivity, redactor_for, shown};
+use super::redaction::{change_message, mirror_sensitivity_in_place, redactor_for, shown};
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
     title_of_map, title_text, with_attributes_of, Insync, ProviderCallbacks, NOT_IN_DESIRED_STATE,
@@ -199,11 +199,11 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
     }
     for (key, value) in munged.iter_mut() {
         let should = key.key_name().and_then(|k| name_hash.get_named(k));
-        *value = mirror_sensitivity(value, should.unwrap_or(&Value::Nil));
+        mirror_sensitivity_in_place(value, should.unwrap_or(&Value::Nil));
     }
     // Sensitive-typed values go back to Puppet as Sensitive, as the type
     // schema wants them: Puppet logs the current state it is given.
-    let munged = mark_attributes(&typedef, &munged);
+    let munged = redact::mark_attributes_owned(&typedef, munged);
     let packed = PackedMap::pack(&munged);
     provider.with_state(|s| s.query_results.insert(name_hash, packed));
     debug_lazy(provider, || {

@@ -132,6 +132,24 @@ pub fn mark_attributes(typedef: &TypeDef, map: &Map) -> Map {
         .collect()
 }
 
+/// [`mark_attributes`] of a map given up: a scalar with nothing secret about
+/// it (most values) is kept as it is, not copied.
+pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
+    map.0
+        .into_iter()
+        .map(|(key, value)| {
+            let secrecy = key_secrecy(typedef, &key);
+            let scalar = !matches!(value, Value::Hash(_) | Value::Array(_));
+            if scalar && !secrecy.whole {
+                (key, value)
+            } else {
+                let marked = mark(&value, &secrecy);
+                (key, marked)
+            }
+        })
+        .collect()
+}
+
 /// The secrecy of the value under `key` in a resource hash (`dsc_x`) or a
 /// DSC result (`X`, a DSC property name): its attribute's, and a value
 /// named `password` is secret whole.
