@@ -241,10 +241,8 @@ pub fn canonicalize_resource(
         } else {
             match system.get_named(name) {
                 Some(system_value)
-                    if same(
-                        &recursively_downcase(system_value),
-                        &recursively_downcase(manifest_value),
-                    ) && attribute.is_none_or(|a| enums_allowed(&a.shape, system_value)) =>
+                    if same_without_case(system_value, manifest_value)
+                        && attribute.is_none_or(|a| enums_allowed(&a.shape, system_value)) =>
                 {
                     system_value.clone()
                 }
@@ -254,6 +252,17 @@ pub fn canonicalize_resource(
         result.0.push((key.clone(), chosen));
     }
     result
+}
+
+/// `same` once both sides are downcased; two ASCII texts (most values) are
+/// compared as they are, without the downcased copies.
+fn same_without_case(a: &Value, b: &Value) -> bool {
+    if let (Value::Str(a), Value::Str(b)) = (a, b) {
+        if a.is_ascii() && b.is_ascii() {
+            return a.eq_ignore_ascii_case(b);
+        }
+    }
+    same(&recursively_downcase(a), &recursively_downcase(b))
 }
 
 /// The declared value that equals `text` without case: `text` itself when
