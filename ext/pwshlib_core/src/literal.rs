@@ -361,27 +361,58 @@ impl TrackedText {
 }
 
 fn quoted_name(name: &str) -> String {
-    format!("'{}'", escape_quotes(name))
+    let mut quoted = String::with_capacity(name.len() + 2);
+    quoted.push('\'');
+    push_escaped(&mut quoted, name);
+    quoted.push('\'');
+    quoted
 }
 
 /// The first two String/Symbol keys of `map` that are equal without case
 /// (Unicode lowercase, as PowerShell's case-insensitive comparer sees
 /// letters beyond ASCII too).
 pub fn case_duplicate_keys(map: &Map) -> Option<(&str, &str)> {
-    let mut seen: HashMap<String, &str> = HashMap::with_capacity(map.len());
-    for key in map.keys() {
+    let names = map.keys().filter_map(|key| {
         let mut key = key;
         while let Value::Sensitive(inner) = key {
             key = inner;
         }
-        let Some(name) = key.key_name() else {
-            continue;
-        };
+        key.key_name()
+    });
+    // The hashtables of one invocation have a few keys: each is compared
+    // with those before it, with no lowered copies. A large one (a CIM
+    // instance's hash, say) is indexed by its lowered keys instead.
+    if map.len() <= SMALL_HASHTABLE {
+        let names: Vec<&str> = names.collect();
+        for (index, name) in names.iter().enumerate() {
+            if let Some(first) = names[..index]
+                .iter()
+                .find(|earlier| same_name(earlier, name))
+            {
+                return Some((first, name));
+            }
+        }
+        return None;
+    }
+    let mut seen: HashMap<String, &str> = HashMap::with_capacity(map.len());
+    for name in names {
         if let Some(first) = seen.insert(name.to_lowercase(), name) {
             return Some((first, name));
         }
     }
     None
+}
+
+const SMALL_HASHTABLE: usize = 16;
+
+/// Equal without case, as [`case_duplicate_keys`] compares (Unicode
+/// lowercase; two ASCII names compared in place).
+fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.to_lowercase() == b.to_lowercase()
+    }
 }
 
 /// Formats one value on its own (the Ruby `format` method).
@@ -398,6 +429,30 @@ mod tests {
 
     fn text(value: &Value) -> String {
         format_value(value).unwrap().text().to_owned()
+    }
+
+    #[test]
+    fn case_duplicates_found_alike_in_small_and_large_hashtables() {
+        let map_of = |names: &[&str]| {
+            Map(names
+                .iter()
+                .map(|n| (Value::Str((*n).into()), Value::Nil))
+                .collect())
+        };
+        let filler: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+        for (names, expected) in [
+            (vec!["A", "b", "c"], None),
+            (vec!["Key", "other", "key"], Some(("Key", "key"))),
+            (vec!["ÄRGER", "x", "ärger"], Some(("ÄRGER", "ärger"))),
+            (vec!["a", "B", "b", "A"], Some(("B", "b"))),
+        ] {
+            assert_eq!(case_duplicate_keys(&map_of(&names)), expected, "{names:?}");
+            // The same keys among enough others to take the indexed path.
+            let mut large: Vec<&str> = filler.iter().map(String::as_str).collect();
+            large.extend(names.iter().copied());
+            assert!(large.len() > SMALL_HASHTABLE);
+            assert_eq!(case_duplicate_keys(&map_of(&large)), expected, "{large:?}");
+        }
     }
 
     #[test]
