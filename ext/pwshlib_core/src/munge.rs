@@ -59,7 +59,7 @@ pub fn munge_cim_instances(value: &mut Value) {
         }
         Value::Array(items) => items
             .iter_mut()
-            .filter(|i| matches!(i, Value::Hash(_) | Value::Array(_)))
+            .filter(|i| i.is_collection())
             .for_each(munge_cim_instances),
         _ => {}
     }
@@ -250,7 +250,7 @@ fn munge_value(
             }
         }
     }
-    if matches!(value, Value::Hash(_) | Value::Array(_)) {
+    if value.is_collection() {
         downcase_hash_keys(&mut value);
         munge_cim_instances(&mut value);
     }

@@ -131,6 +131,11 @@ impl Value {
         matches!(self, Value::Nil)
     }
 
+    /// A Hash or an Array: a value with values inside.
+    pub fn is_collection(&self) -> bool {
+        matches!(self, Value::Hash(_) | Value::Array(_))
+    }
+
     /// The text of a String or Symbol, which is how hash keys are named.
     pub fn key_name(&self) -> Option<&str> {
         match self {

@@ -66,8 +66,7 @@ pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
 /// [`mirror_sensitivity`] of a value held in place: a scalar whose desired
 /// value is not Sensitive (most values) stays as it is, with no copy made.
 pub fn mirror_sensitivity_in_place(is: &mut Value, should: &Value) {
-    let scalar = !matches!(is, Value::Hash(_) | Value::Array(_));
-    if scalar && !matches!(should, Value::Sensitive(_)) {
+    if !is.is_collection() && !matches!(should, Value::Sensitive(_)) {
         return;
     }
     *is = mirror_sensitivity(is, should);
@@ -124,7 +123,7 @@ fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
         if value.is_nil() {
             return false;
         }
-        if value.contains_sensitive() || matches!(value, Value::Hash(_) | Value::Array(_)) {
+        if value.contains_sensitive() || value.is_collection() {
             return true;
         }
         key_secrecy(typedef, key) != Secrecy::default()

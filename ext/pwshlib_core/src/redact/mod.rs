@@ -139,8 +139,7 @@ pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
         .into_iter()
         .map(|(key, value)| {
             let secrecy = key_secrecy(typedef, &key);
-            let scalar = !matches!(value, Value::Hash(_) | Value::Array(_));
-            if scalar && !secrecy.whole {
+            if !value.is_collection() && !secrecy.whole {
                 (key, value)
             } else {
                 let marked = mark(&value, &secrecy);
