@@ -154,6 +154,26 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
     expect(resource).to eq(manifest)
   end
 
+  # The hand-over compares Symbol keys by their names' bytes: a key renamed
+  # to another Symbol of the same length is a changed hash.
+  it 'passes a new hash on when an override renames a key of the hash it hands super' do
+    received = {}
+    subclass = Class.new(provider_class_for(type_name)) do
+      define_method(:invoke_get_method) do |context, name_hash|
+        super(context, name_hash.transform_keys { |key| key == :dsc_contents ? :dsc_Contents : key })
+      end
+      define_method(:invoke_dsc_resource) do |*args|
+        received[:name_hash] = args[1]
+        super(*args)
+      end
+    end
+    provider = subclass.new
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    provider.canonicalize(context, [manifest.dup])
+    expect(received[:name_hash].keys).to include(:dsc_Contents)
+    expect(received[:name_hash].keys).not_to include(:dsc_contents)
+  end
+
   it 'makes the same Get, and returns the same result, with no override' do
     provider = provider_class_for(type_name).new
     expect(canonicalize_with(provider)).to eq(manifest.merge(dsc_ensure: 'Present', dsc_destinationpath: 'C:\\Foo'))

@@ -6,8 +6,9 @@ use std::cell::RefCell;
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 
 use magnus::{
-    prelude::*, r_hash::ForEach, value::Opaque, value::OpaqueId, value::ReprValue, Float, Integer,
-    IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
+    prelude::*, r_hash::ForEach, value::Id, value::LazyId, value::Opaque, value::OpaqueId,
+    value::ReprValue, Float, Integer, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol,
+    Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 use rustc_hash::FxHashMap;
@@ -75,16 +76,50 @@ pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
     interned(ruby, name).into_value_with(ruby)
 }
 
+/// The method names and Symbols the binding passes on every entry call,
+/// each interned once for the process: a `LazyId` is a `OnceLock`, read
+/// without the hashing and comparing of [`interned`]'s table, which was
+/// the largest self cost of the binding per in-sync resource (perf).
+pub mod names {
+    use magnus::value::LazyId;
+
+    pub static INVOKE_GET_METHOD: LazyId = LazyId::new("invoke_get_method");
+    pub static INVOKE_DSC_RESOURCE: LazyId = LazyId::new("invoke_dsc_resource");
+    pub static PS_MANAGER: LazyId = LazyId::new("ps_manager");
+    pub static EXECUTE_WITH_PRELUDE: LazyId = LazyId::new("execute_with_prelude");
+    pub static STDOUT: LazyId = LazyId::new("stdout");
+    pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
+    pub static LEVEL: LazyId = LazyId::new("level");
+    pub static DEBUG: LazyId = LazyId::new("debug");
+    pub static LOADERS: LazyId = LazyId::new("loaders");
+    pub static VALUE: LazyId = LazyId::new("value");
+    pub static IVAR_CONTEXT: LazyId = LazyId::new("@context");
+    pub static IVAR_STACK: LazyId = LazyId::new("@stack");
+    pub static IVAR_BINDINGS: LazyId = LazyId::new("@bindings");
+}
+
+/// A name of [`names`] as an ID (a method to call, an ivar).
+pub fn id(ruby: &Ruby, name: &LazyId) -> Id {
+    LazyId::get_inner_with(name, ruby)
+}
+
+/// A name of [`names`] as a Symbol (a hash key).
+pub fn static_symbol(ruby: &Ruby, name: &LazyId) -> RValue {
+    id(ruby, name).into_value_with(ruby)
+}
+
 /// Converts a Ruby value. `attribute` names where it came from, so that an
 /// unsupported value yields an error that names the attribute.
 pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<Value> {
     if value.is_nil() {
         return Ok(Value::Nil);
     }
-    if value.is_kind_of(ruby.class_true_class()) {
+    // true and false are immediates: one comparison each, where asking for
+    // the class walked its ancestors (`rb_obj_is_kind_of`) for every value.
+    if value.as_raw() == ruby.qtrue().as_raw() {
         return Ok(Value::Bool(true));
     }
-    if value.is_kind_of(ruby.class_false_class()) {
+    if value.as_raw() == ruby.qfalse().as_raw() {
         return Ok(Value::Bool(false));
     }
     if let Some(text) = RString::from_value(value) {
@@ -185,8 +220,8 @@ pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Ma
 pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
     match expected {
         Value::Nil => value.is_nil(),
-        Value::Bool(true) => value.is_kind_of(ruby.class_true_class()),
-        Value::Bool(false) => value.is_kind_of(ruby.class_false_class()),
+        Value::Bool(true) => value.as_raw() == ruby.qtrue().as_raw(),
+        Value::Bool(false) => value.as_raw() == ruby.qfalse().as_raw(),
         // SAFETY: the borrowed str is compared and dropped before any other
         // Ruby call, so the String cannot change or be collected meanwhile.
         Value::Str(text) => RString::from_value(value)
@@ -194,7 +229,7 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
         // A Symbol is unique to its name: the same object, whether it was
         // interned here or made by Ruby.
         Value::Symbol(name) => {
-            Symbol::from_value(value).is_some() && value.as_raw() == symbol(ruby, name).as_raw()
+            Symbol::from_value(value).is_some_and(|symbol| symbol_is_named(ruby, symbol, name))
         }
         Value::Int(number) => {
             Integer::from_value(value).is_some_and(|integer| integer.to_i64().ok() == Some(*number))
@@ -215,6 +250,27 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
         }
         Value::BigInt(_) | Value::Sensitive(_) | Value::Timestamp(_) => false,
     }
+}
+
+/// Whether `from_ruby(symbol)` is `Value::Symbol(name)`, read from Ruby's
+/// own name String of the Symbol (`rb_sym2str`: no allocation, no lookup)
+/// rather than by interning `name` to compare IDs (a Symbol is unique to
+/// its name and encoding). The name converts as is when it is UTF-8, or
+/// ASCII in an ASCII encoding; anything else answers false, which is safe.
+fn symbol_is_named(ruby: &Ruby, symbol: Symbol, name: &str) -> bool {
+    // SAFETY: `rb_sym2str` returns the Symbol's own frozen name String, live
+    // as long as the Symbol, which the caller holds.
+    let text = unsafe { RValue::from_raw(rb_sys::rb_sym2str(symbol.as_raw())) };
+    let Some(text) = RString::from_value(text) else {
+        return false;
+    };
+    let encoding = text.enc_get();
+    let convertible = encoding == ruby.utf8_encindex()
+        || (name.is_ascii()
+            && (encoding == ruby.usascii_encindex() || encoding == ruby.ascii8bit_encindex()));
+    // SAFETY: the borrowed bytes are compared and dropped before any other
+    // Ruby call; the name String is frozen.
+    convertible && unsafe { text.as_slice() } == name.as_bytes()
 }
 
 /// [`ruby_matches`] for a hash: the same entries in the same order.

@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use magnus::{
-    prelude::*, rb_sys::AsRawValue, typed_data::Obj, RArray, RClass, RHash, RModule, RString, Ruby,
-    Value as RValue,
+    prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::LazyId, RArray, RClass, RHash, RModule,
+    RString, Ruby, Value as RValue,
 };
 use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
 use pwshlib_core::script::{DscMethod, Script};
@@ -23,8 +23,9 @@ use super::run::{
 };
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, frozen_literal, hash_arg, interned, lossy_string, map_from_ruby, map_to_ruby,
-    ruby_matches, ruby_matches_map, symbol, to_ruby, type_definition_from_context,
+    from_ruby, frozen_literal, hash_arg, id, interned, lossy_string, map_from_ruby, map_to_ruby,
+    names, ruby_matches, ruby_matches_map, static_symbol, symbol, to_ruby,
+    type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -243,26 +244,30 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         }
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-    let level: RValue = log.funcall(interned(ruby, "level"), ()).ok()?;
-    Some(!level.equal(symbol(ruby, "debug")).ok()?)
+    let level: RValue = log.funcall(id(ruby, &names::LEVEL), ()).ok()?;
+    Some(level.as_raw() != static_symbol(ruby, &names::DEBUG).as_raw())
 }
-
-/// The manager method that runs a script body after a prelude.
-const EXECUTE_WITH_PRELUDE: &str = "execute_with_prelude";
 
 fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
     let Some(hash) = RHash::from_value(result) else {
         return Ok(ExecuteOutput::default());
     };
     Ok(ExecuteOutput {
-        stdout: output_field(ruby, hash, "stdout")?,
-        errormessage: output_field(ruby, hash, "errormessage")?,
+        stdout: output_field(ruby, hash, &names::STDOUT, "stdout")?,
+        errormessage: output_field(ruby, hash, &names::ERRORMESSAGE, "errormessage")?,
     })
 }
 
-fn output_field(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<String>> {
+/// The field `name` (`key`, its Symbol) of an output hash: Symbol keys, as
+/// `Pwsh::Manager#execute` answers, or String keys.
+fn output_field(
+    ruby: &Ruby,
+    hash: RHash,
+    key: &LazyId,
+    name: &str,
+) -> BindingResult<Option<String>> {
     let value = hash
-        .get(symbol(ruby, name))
+        .get(static_symbol(ruby, key))
         .or_else(|| hash.get(ruby.str_new(name)));
     match value {
         Some(v) if !v.is_nil() => {
@@ -295,7 +300,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         let arg = self.ruby_hash_of(name_hash)?;
         self.hand_over(vec![Value::Hash(name_hash.clone())]);
         let result: RValue = self.provider.funcall(
-            interned(self.ruby, "invoke_get_method"),
+            id(self.ruby, &names::INVOKE_GET_METHOD),
             (self.context, arg),
         )?;
         let Some(hash) = RHash::from_value(result) else {
@@ -337,7 +342,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         self.hand_over(handed);
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
         let result: RValue = self.provider.funcall(
-            interned(self.ruby, "invoke_dsc_resource"),
+            id(self.ruby, &names::INVOKE_DSC_RESOURCE),
             (self.context, name_hash, props, method),
         )?;
         if result.is_nil() {
@@ -365,8 +370,8 @@ impl ProviderCallbacks for RubyProvider<'_> {
     ) -> BindingResult<ExecuteOutput> {
         let manager: RValue = self
             .provider
-            .funcall(interned(self.ruby, "ps_manager"), ())?;
-        let execute_with_prelude = interned(self.ruby, EXECUTE_WITH_PRELUDE);
+            .funcall(id(self.ruby, &names::PS_MANAGER), ())?;
+        let execute_with_prelude = id(self.ruby, &names::EXECUTE_WITH_PRELUDE);
         let takes_prelude =
             script.has_prelude() && manager.respond_to(execute_with_prelude, false)?;
         let result: RValue = if takes_prelude {

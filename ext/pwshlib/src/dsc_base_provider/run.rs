@@ -15,7 +15,7 @@ use magnus::{
 use pwshlib_core::run::{self, RunMarker};
 
 use super::{DscBaseProvider, POWERSHELL_MEMO_IVAR};
-use crate::convert::{interned, symbol};
+use crate::convert::{id, interned, names, static_symbol, symbol};
 
 /// The (user, password) pairs that failed to log on in this run. A
 /// credential is not tied to a type, and there is one provider instance per
@@ -60,15 +60,15 @@ fn object_id(value: RValue) -> Option<u64> {
 /// calls and memoizes): the caller asks `Puppet.lookup` then.
 fn loaders_binding(ruby: &Ruby, puppet: RValue) -> Option<RValue> {
     let puppet = magnus::RModule::from_value(puppet)?;
-    let context: RValue = puppet.ivar_get(interned(ruby, "@context")).ok()?;
+    let context: RValue = puppet.ivar_get(id(ruby, &names::IVAR_CONTEXT)).ok()?;
     let stack: RValue = magnus::RObject::from_value(context)?
-        .ivar_get(interned(ruby, "@stack"))
+        .ivar_get(id(ruby, &names::IVAR_STACK))
         .ok()?;
-    let top: RValue = stack.funcall(interned(ruby, "value"), ()).ok()?;
+    let top: RValue = stack.funcall(id(ruby, &names::VALUE), ()).ok()?;
     let bindings: RHash = magnus::RObject::from_value(top)?
-        .ivar_get(interned(ruby, "@bindings"))
+        .ivar_get(id(ruby, &names::IVAR_BINDINGS))
         .ok()?;
-    match bindings.get(symbol(ruby, "loaders")) {
+    match bindings.get(static_symbol(ruby, &names::LOADERS)) {
         None => Some(ruby.qnil().as_value()),
         Some(value) if value.is_kind_of(ruby.class_proc()) => None,
         Some(value) => Some(value),

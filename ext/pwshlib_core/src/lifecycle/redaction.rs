@@ -126,6 +126,6 @@ fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
         if value.contains_sensitive() || value.is_collection() {
             return true;
         }
-        key_secrecy(typedef, key) != Secrecy::default()
+        *key_secrecy(typedef, key) != Secrecy::default()
     })
 }

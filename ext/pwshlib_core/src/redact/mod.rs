@@ -30,6 +30,15 @@ pub struct Secrecy {
 }
 
 impl Secrecy {
+    /// Nothing secret: `Secrecy::default()`, as a constant.
+    const fn public() -> Secrecy {
+        Secrecy {
+            whole: false,
+            members: Vec::new(),
+            items: None,
+        }
+    }
+
     fn whole() -> Secrecy {
         Secrecy {
             whole: true,
@@ -128,7 +137,7 @@ pub fn mark(value: &Value, secrecy: &Secrecy) -> Value {
 /// names) with every Sensitive-typed value marked; see [`mark`].
 pub fn mark_attributes(typedef: &TypeDef, map: &Map) -> Map {
     map.iter()
-        .map(|(key, value)| (key.clone(), mark(value, &key_secrecy(typedef, key))))
+        .map(|(key, value)| (key.clone(), mark(value, key_secrecy(typedef, key))))
         .collect()
 }
 
@@ -142,7 +151,7 @@ pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
             if !value.is_collection() && !secrecy.whole {
                 (key, value)
             } else {
-                let marked = mark(&value, &secrecy);
+                let marked = mark(&value, secrecy);
                 (key, marked)
             }
         })
@@ -152,18 +161,26 @@ pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
 /// The secrecy of the value under `key` in a resource hash (`dsc_x`) or a
 /// DSC result (`X`, a DSC property name): its attribute's, and a value
 /// named `password` is secret whole.
-pub fn key_secrecy(typedef: &TypeDef, key: &Value) -> Secrecy {
+///
+/// Borrowed, not copied: it is asked for every value of every resource
+/// hash and Get result that is marked or checked for secrets.
+pub fn key_secrecy<'t>(typedef: &'t TypeDef, key: &Value) -> &'t Secrecy {
+    static PUBLIC: Secrecy = Secrecy::public();
+    static WHOLE: Secrecy = Secrecy {
+        whole: true,
+        members: Vec::new(),
+        items: None,
+    };
     let Some(name) = key.key_name() else {
-        return Secrecy::default();
+        return &PUBLIC;
     };
     if name.eq_ignore_ascii_case("password") {
-        return Secrecy::whole();
+        return &WHOLE;
     }
     typedef
         .attribute(name)
         .or_else(|| typedef.dsc_property_attribute(name))
-        .map(|attribute| attribute.secrecy.clone())
-        .unwrap_or_default()
+        .map_or(&PUBLIC, |attribute| &attribute.secrecy)
 }
 
 /// [`mark_attributes`] for any value: hashes are marked, the rest kept.
