@@ -347,6 +347,20 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         .to eq({ 'a' => ['x', { 'b' => 'y' }] })
     end
 
+    # ASCII text is copied as it is (Ruby knows it is ASCII); the rest is
+    # read as text in its own encoding, and bytes that are not are replaced.
+    it 'reads Strings and Symbols in any encoding as the same text' do
+      cafe = "caf\u00e9"
+      {
+        'abc'.encode('US-ASCII') => "'abc'", 'abc'.b => "'abc'", 'abc'.encode('UTF-16LE') => "'abc'",
+        cafe.encode('ISO-8859-1') => "'caf\u00e9'", cafe => "'caf\u00e9'", cafe.b => "'caf\u00e9'",
+        'abc'.encode('UTF-16LE').to_sym => "'abc'", cafe.to_sym => "'caf\u00e9'", :sym => "'sym'",
+        "a\xffb".b.force_encoding('UTF-8') => "'a\uFFFDb'"
+      }.each do |value, literal|
+        expect([value, provider.format(value)]).to eq([value, literal])
+      end
+    end
+
     it 'refuses a value that cannot be passed, naming it' do
       expect { provider.format({ 'bad' => "nul\0" }) }.to raise_error(Puppet::Error, /value\.bad/)
       expect { provider.format(Object.new) }.to raise_error(Puppet::Error, /Object/)

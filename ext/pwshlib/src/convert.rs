@@ -126,6 +126,9 @@ pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<V
         return Ok(Value::Str(lossy_string(text)));
     }
     if let Some(symbol) = Symbol::from_value(value) {
+        if let Some(name) = symbol_name_string(symbol).and_then(ascii_text) {
+            return Ok(Value::Symbol(name));
+        }
         return Ok(Value::Symbol(symbol.name()?.into_owned()));
     }
     if let Some(integer) = Integer::from_value(value) {
@@ -258,10 +261,7 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
 /// its name and encoding). The name converts as is when it is UTF-8, or
 /// ASCII in an ASCII encoding; anything else answers false, which is safe.
 fn symbol_is_named(ruby: &Ruby, symbol: Symbol, name: &str) -> bool {
-    // SAFETY: `rb_sym2str` returns the Symbol's own frozen name String, live
-    // as long as the Symbol, which the caller holds.
-    let text = unsafe { RValue::from_raw(rb_sys::rb_sym2str(symbol.as_raw())) };
-    let Some(text) = RString::from_value(text) else {
+    let Some(text) = symbol_name_string(symbol) else {
         return false;
     };
     let encoding = text.enc_get();
@@ -298,6 +298,9 @@ pub fn ruby_matches_map(ruby: &Ruby, hash: RHash, expected: &Map) -> bool {
 /// than rejected, as Ruby's `scrub` does. The one lossy conversion of the
 /// binding (values, code, paths, host output).
 pub fn lossy_string(text: RString) -> String {
+    if let Some(ascii) = ascii_text(text) {
+        return ascii;
+    }
     match text.to_string() {
         Ok(s) => s,
         // SAFETY: the slice is copied into an owned String before any other
@@ -305,6 +308,29 @@ pub fn lossy_string(text: RString) -> String {
         // while it is borrowed.
         Err(_) => unsafe { text.to_string_lossy().into_owned() },
     }
+}
+
+/// The text of a String that is ASCII in an ASCII-compatible encoding,
+/// copied without a UTF-8 check: Ruby knows that of a String (its code
+/// range, found once and kept with it), and most values and every
+/// attribute name are such. None: any other String, converted as before.
+fn ascii_text(text: RString) -> Option<String> {
+    // SAFETY: `rb_enc_str_asciionly_p` only reads the String (and records
+    // the code range it finds in the String's flags).
+    let ascii_only = unsafe { rb_sys::rb_enc_str_asciionly_p(text.as_raw()) } != 0;
+    if !ascii_only {
+        return None;
+    }
+    // SAFETY: the bytes are copied before any other Ruby call; ASCII bytes
+    // are UTF-8.
+    Some(unsafe { String::from_utf8_unchecked(text.as_slice().to_vec()) })
+}
+
+/// A Symbol's own frozen name String (`rb_sym2str`: no copy).
+fn symbol_name_string(symbol: Symbol) -> Option<RString> {
+    // SAFETY: `rb_sym2str` returns the Symbol's name String, live as long
+    // as the Symbol, which the caller holds.
+    RString::from_value(unsafe { RValue::from_raw(rb_sys::rb_sym2str(symbol.as_raw())) })
 }
 
 fn integer_text(integer: Integer) -> BindingResult<String> {

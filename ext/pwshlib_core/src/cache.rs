@@ -69,8 +69,10 @@ impl Identity {
         Identity(bytes.into_boxed_slice())
     }
 
-    /// The folded namevar values, in order; None for an absent one.
-    fn parts(&self) -> impl Iterator<Item = Option<&str>> {
+    /// The folded namevar values, in order, as the bytes of their text;
+    /// None for an absent one. Compared and hashed as bytes: no UTF-8
+    /// check on every lookup (they were written from Strings).
+    fn parts(&self) -> impl Iterator<Item = Option<&[u8]>> {
         let mut rest: &[u8] = &self.0;
         std::iter::from_fn(move || {
             let (&tag, after) = rest.split_first()?;
@@ -81,8 +83,7 @@ impl Identity {
             let (len, after) = read_len(after);
             let (text, after) = after.split_at(len);
             rest = after;
-            // Written from a String by `from_lookup`.
-            Some(Some(std::str::from_utf8(text).unwrap_or_default()))
+            Some(Some(text))
         })
     }
 
@@ -98,7 +99,7 @@ impl Identity {
     }
 
     /// The first namevar (`name` in scaffolded types), the secondary index.
-    fn head(&self) -> Option<&str> {
+    fn head(&self) -> Option<&[u8]> {
         self.parts().next().flatten()
     }
 }
@@ -125,7 +126,7 @@ fn only_one<I: Iterator>(mut items: I) -> Option<I::Item> {
 /// The bucket of a head (the first namevar's folded value, or none): its
 /// hash. Entries in a bucket are told apart by their whole identity, so two
 /// heads that share a hash only share a bucket.
-fn head_key(head: Option<&str>) -> u64 {
+fn head_key(head: Option<&[u8]>) -> u64 {
     let mut hasher = FxHasher::default();
     head.hash(&mut hasher);
     hasher.finish()
