@@ -381,7 +381,20 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
-        hash.aset(key_to_ruby(ruby, k)?, to_ruby(ruby, v)?)?;
+        let key = key_to_ruby(ruby, k)?;
+        let value = to_ruby(ruby, v)?;
+        if Symbol::from_value(key).is_some() || RString::from_value(key).is_some() {
+            // SAFETY: `hash` is a new, unfrozen Hash no Ruby code has seen,
+            // and a Symbol or String key is hashed and compared in C
+            // (`rb_any_hash`, `rb_str_hash_cmp`, no method call), so
+            // `rb_hash_aset` runs no Ruby code and raises nothing but
+            // NoMemoryError, which `hash_new` itself could raise too: no
+            // `rb_protect` (a setjmp) per entry, for the 14 or so entries
+            // of each Get.
+            unsafe { rb_sys::rb_hash_aset(hash.as_raw(), key.as_raw(), value.as_raw()) };
+        } else {
+            hash.aset(key, value)?;
+        }
     }
     Ok(hash)
 }

@@ -5,10 +5,114 @@ use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal}
 use crate::typedef::{Attribute, Behaviour, MofType, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
-/// Parses one line of result JSON. Objects become hashes with String keys.
+/// Parses one line of result JSON. Objects become hashes with String keys,
+/// in the order the text gives them (a key given twice keeps its first
+/// place and its last value, as `serde_json`'s ordered map does).
+///
+/// The text is read straight into Values: going through `serde_json::Value`
+/// built an ordered map per object (an allocation and a SipHash per key)
+/// only to take it apart again, on every Get.
 pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
-    let json: serde_json::Value = serde_json::from_str(text.trim())?;
-    Ok(from_json(json))
+    let JsonValue(value) = serde_json::from_str(text.trim())?;
+    Ok(value)
+}
+
+/// A Value read from JSON, with the same rules as [`from_json`].
+struct JsonValue(Value);
+
+impl<'de> serde::Deserialize<'de> for JsonValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor).map(JsonValue)
+    }
+}
+
+struct JsonVisitor;
+
+/// Objects up to this size find a repeated key by looking through it; a
+/// larger one keeps an index.
+const LINEAR_KEY_SEARCH_MAX: usize = 32;
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Int(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(match i64::try_from(value) {
+            Ok(small) => Value::Int(small),
+            Err(_) => Value::BigInt(value.to_string()),
+        })
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::Float(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::Str(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::Str(value))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(JsonValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        let mut index: Option<rustc_hash::FxHashMap<String, usize>> = None;
+        while let Some((key, JsonValue(value))) = map.next_entry::<String, JsonValue>()? {
+            if index.is_none() && pairs.len() >= LINEAR_KEY_SEARCH_MAX {
+                index = Some(
+                    pairs
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(at, (k, _))| k.key_name().map(|k| (k.to_owned(), at)))
+                        .collect(),
+                );
+            }
+            let repeated = match &mut index {
+                Some(index) => index.get(&key).copied(),
+                None => pairs
+                    .iter()
+                    .position(|(k, _)| k.key_name() == Some(key.as_str())),
+            };
+            match repeated {
+                Some(at) => pairs[at].1 = value,
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(key.clone(), pairs.len());
+                    }
+                    pairs.push((Value::Str(key), value));
+                }
+            }
+        }
+        Ok(Value::Hash(Map(pairs)))
+    }
 }
 
 pub fn from_json(json: serde_json::Value) -> Value {
@@ -354,6 +458,45 @@ fn adopt_number_forms(current: &mut Value, desired: &Value) {
 
 #[cfg(test)]
 mod tests {
+
+    /// The direct reading gives what reading through `serde_json::Value`
+    /// gave: the same values, key order, repeated keys and number kinds.
+    #[test]
+    fn parse_json_reads_as_serde_json_value_does() {
+        let many_keys: String = (0..40)
+            .map(|i| format!("\"k{i}\": {i}"))
+            .chain(["\"k3\": \"again\"".to_owned(), "\"k39\": null".to_owned()])
+            .collect::<Vec<_>>()
+            .join(", ");
+        let documents = [
+            "null".to_owned(),
+            "true".to_owned(),
+            "-12".to_owned(),
+            "9223372036854775807".to_owned(),
+            "9223372036854775808".to_owned(),
+            "18446744073709551615".to_owned(),
+            "18446744073709551616".to_owned(),
+            "1.5e3".to_owned(),
+            "\"caf\\u00e9 \\\"q\\\" \\ud83d\\ude00\"".to_owned(),
+            "[]".to_owned(),
+            "{}".to_owned(),
+            "{\"B\": 1, \"a\": [1, {\"x\": null}], \"B\": 2, \"c\": {\"z\": 1, \"y\": 2}}"
+                .to_owned(),
+            format!("{{{many_keys}}}"),
+            "  {\"padded\": true}\n".to_owned(),
+        ];
+        for document in &documents {
+            let through_value: serde_json::Value = serde_json::from_str(document.trim()).unwrap();
+            assert_eq!(
+                parse_json(document).unwrap(),
+                from_json(through_value),
+                "{document}"
+            );
+        }
+        for bad in ["", "{", "[1,]", "{\"a\" 1}", "nul"] {
+            assert!(parse_json(bad).is_err(), "{bad}");
+        }
+    }
     use super::*;
     use crate::test_support::fixture_typedef;
 

@@ -3,8 +3,6 @@
 //! `invoke_set_method` and `invoke_test_method` they call through the
 //! provider.
 
-use std::collections::HashSet;
-
 use super::redaction::{change_message, mirror_sensitivity_in_place, redactor_for, shown};
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
@@ -167,12 +165,11 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
     debug_lazy(provider, || {
         format!("retrieving {}", shown_resource(&typedef, name_hash))
     })?;
-    let mandatory: HashSet<&str> = typedef.mandatory_get_attributes().into_iter().collect();
     let query_props: Map = name_hash
         .iter()
         .filter(|(k, v)| match k.key_name() {
             Some("dsc_psdscrunascredential") => !v.is_nil(),
-            Some(n) => mandatory.contains(n),
+            Some(n) => typedef.attribute(n).is_some_and(|a| a.mandatory_for_get),
             None => false,
         })
         .cloned()
