@@ -101,14 +101,13 @@ impl<'de> serde::de::Visitor<'de> for JsonVisitor {
                     .iter()
                     .position(|(k, _)| k.key_name() == Some(key.as_str())),
             };
-            match repeated {
-                Some(at) => pairs[at].1 = value,
-                None => {
-                    if let Some(index) = &mut index {
-                        index.insert(key.clone(), pairs.len());
-                    }
-                    pairs.push((Value::Str(key), value));
+            if let Some(at) = repeated {
+                pairs[at].1 = value;
+            } else {
+                if let Some(index) = &mut index {
+                    index.insert(key.clone(), pairs.len());
                 }
+                pairs.push((Value::Str(key), value));
             }
         }
         Ok(Value::Hash(Map(pairs)))
