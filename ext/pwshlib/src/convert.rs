@@ -227,8 +227,9 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
         Value::Bool(false) => value.as_raw() == ruby.qfalse().as_raw(),
         // SAFETY: the borrowed str is compared and dropped before any other
         // Ruby call, so the String cannot change or be collected meanwhile.
-        Value::Str(text) => RString::from_value(value)
-            .is_some_and(|string| unsafe { string.test_as_str() } == Some(text.as_str())),
+        Value::Str(text) => {
+            RString::from_value(value).is_some_and(|string| text_is(ruby, string, text))
+        }
         // A Symbol is unique to its name: the same object, whether it was
         // interned here or made by Ruby.
         Value::Symbol(name) => {
@@ -261,16 +262,21 @@ pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
 /// its name and encoding). The name converts as is when it is UTF-8, or
 /// ASCII in an ASCII encoding; anything else answers false, which is safe.
 fn symbol_is_named(ruby: &Ruby, symbol: Symbol, name: &str) -> bool {
-    let Some(text) = symbol_name_string(symbol) else {
-        return false;
-    };
+    symbol_name_string(symbol).is_some_and(|text| text_is(ruby, text, name))
+}
+
+/// Whether a String converts to exactly `expected`, told from its bytes
+/// and encoding without converting: the bytes are `expected`'s, and they
+/// are read as they are (UTF-8, or ASCII in an ASCII encoding). Anything
+/// else answers false, which is safe.
+fn text_is(ruby: &Ruby, text: RString, expected: &str) -> bool {
     let encoding = text.enc_get();
-    let convertible = encoding == ruby.utf8_encindex()
-        || (name.is_ascii()
+    let read_as_is = encoding == ruby.utf8_encindex()
+        || (expected.is_ascii()
             && (encoding == ruby.usascii_encindex() || encoding == ruby.ascii8bit_encindex()));
     // SAFETY: the borrowed bytes are compared and dropped before any other
-    // Ruby call; the name String is frozen.
-    convertible && unsafe { text.as_slice() } == name.as_bytes()
+    // Ruby call, so the String cannot change or be collected meanwhile.
+    read_as_is && unsafe { text.as_slice() } == expected.as_bytes()
 }
 
 /// [`ruby_matches`] for a hash: the same entries in the same order.
@@ -324,6 +330,28 @@ fn ascii_text(text: RString) -> Option<String> {
     // SAFETY: the bytes are copied before any other Ruby call; ASCII bytes
     // are UTF-8.
     Some(unsafe { String::from_utf8_unchecked(text.as_slice().to_vec()) })
+}
+
+/// `f` of the name of a hash key (a Symbol or a String), None for another
+/// key. An ASCII name is lent from Ruby's own String, not copied.
+pub fn with_key_name<R>(key: RValue, f: impl FnOnce(&str) -> R) -> Option<R> {
+    let text = match Symbol::from_value(key) {
+        Some(symbol) => symbol_name_string(symbol)?,
+        None => RString::from_value(key)?,
+    };
+    // SAFETY: `rb_enc_str_asciionly_p` only reads the String.
+    if unsafe { rb_sys::rb_enc_str_asciionly_p(text.as_raw()) } != 0 {
+        // SAFETY: ASCII bytes are UTF-8; `f` is Rust code that makes no
+        // Ruby call while it borrows them, so the String cannot change or
+        // be collected meanwhile (the caller holds the key).
+        let name = unsafe { std::str::from_utf8_unchecked(text.as_slice()) };
+        return Some(f(name));
+    }
+    let name = match Symbol::from_value(key) {
+        Some(symbol) => symbol.name().ok()?.into_owned(),
+        None => text.to_string().ok()?,
+    };
+    Some(f(&name))
 }
 
 /// A Symbol's own frozen name String (`rb_sym2str`: no copy).
@@ -405,24 +433,31 @@ pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
 /// rather than made and dropped on every conversion (DSC results have
 /// String keys).
 fn key_to_ruby(ruby: &Ruby, key: &Value) -> BindingResult<RValue> {
-    let Value::Str(text) = key else {
-        return to_ruby(ruby, key);
-    };
-    let Ok(length) = std::os::raw::c_long::try_from(text.len()) else {
-        return to_ruby(ruby, key);
-    };
+    match key {
+        Value::Str(text) => match interned_string(text) {
+            Some(interned) => Ok(interned),
+            None => to_ruby(ruby, key),
+        },
+        _ => to_ruby(ruby, key),
+    }
+}
+
+/// Ruby's deduplicated frozen String of `text` (as a String hash key is
+/// stored), found in Ruby's table of such strings, made only the first
+/// time. None for a text too long for a C long.
+pub fn interned_string(text: &str) -> Option<RValue> {
+    let length = std::os::raw::c_long::try_from(text.len()).ok()?;
     // SAFETY: `rb_enc_interned_str` copies `length` bytes from the pointer,
     // which `text` keeps valid for the call, as UTF-8 (valid: it is a Rust
     // str). Like `rb_utf8_str_new` behind `Ruby::str_new`, it only
     // allocates; it returns a live String VALUE that Ruby's table keeps.
-    let interned = unsafe {
+    Some(unsafe {
         RValue::from_raw(rb_sys::rb_enc_interned_str(
             text.as_ptr().cast(),
             length,
             rb_sys::rb_utf8_encoding(),
         ))
-    };
-    Ok(interned)
+    })
 }
 
 pub fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {

@@ -365,7 +365,14 @@ impl Reader<'_> {
 
     fn text(&mut self) -> String {
         let len = self.len();
-        String::from_utf8_lossy(self.take(len)).into_owned()
+        let bytes = self.take(len);
+        // Packed from a String: always UTF-8, and `from_utf8` checks that
+        // with its ASCII fast path, where the lossy reading went character
+        // by character.
+        match std::str::from_utf8(bytes) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        }
     }
 
     fn array<const N: usize>(&mut self) -> [u8; N] {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use magnus::{
     block::Proc, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue, RArray,
-    RClass, RHash, RString, Ruby, TryConvert, Value as RValue,
+    RClass, RHash, Ruby, TryConvert, Value as RValue,
 };
 use pwshlib_core::cache::Identity;
 use pwshlib_core::lifecycle::{self, Insync, ProviderCallbacks, SetAction};
@@ -19,7 +19,8 @@ use pwshlib_core::{Map, TypeDef, Value};
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, map_to_ruby, maps_to_ruby, ruby_matches_map, symbol, to_ruby,
+    from_ruby, hash_arg, interned_string, map_to_ruby, maps_to_ruby, ruby_matches_map, symbol,
+    to_ruby, with_key_name,
 };
 use crate::error::{self, BindingError, BindingResult};
 
@@ -192,10 +193,11 @@ fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Optio
     let hash = RHash::from_value(resource)?;
     let mut failed = false;
     let identity = Identity::from_lookup(namevars, |name| {
-        // As `Map::get_named`: a Symbol or a String key.
+        // As `Map::get_named`: a Symbol or a String key (Ruby's shared
+        // frozen copy of the name: no new String per lookup).
         let value = hash
             .get(symbol(ruby, name))
-            .or_else(|| hash.get(ruby.str_new(name)))?;
+            .or_else(|| hash.get(interned_string(name)?))?;
         let converted = from_ruby(ruby, value, name).ok();
         failed |= converted.is_none();
         converted.map(Cow::Owned)
@@ -309,12 +311,8 @@ fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: impl Fn(&str) -> bool) ->
     let mut entries = Map::new();
     let mut failed = false;
     hash.foreach(|key: RValue, value: RValue| {
-        let name = if let Some(symbol) = magnus::Symbol::from_value(key) {
-            symbol.name().ok()
-        } else {
-            RString::from_value(key).and_then(|text| text.to_string().ok().map(Cow::Owned))
-        };
-        if let Some(name) = name.filter(|name| wanted(name)) {
+        let name = with_key_name(key, |name| wanted(name).then(|| name.to_owned())).flatten();
+        if let Some(name) = name {
             let (Ok(key), Ok(value)) = (from_ruby(ruby, key, ""), from_ruby(ruby, value, &name))
             else {
                 failed = true;

@@ -20,8 +20,8 @@ mod ruby_provider;
 mod run;
 mod script_methods;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
@@ -45,14 +45,14 @@ pub struct ProviderState {
     /// Caches and memos of the lifecycle; created with the type definition.
     lifecycle: Option<LifecycleState>,
     /// `Puppet::Type.metaparams`, read once.
-    metaparams: Option<HashSet<String>>,
+    metaparams: Option<FxHashSet<String>>,
     /// A collision retry wait set from Ruby (tests), in seconds.
     collision_wait_override: Option<f64>,
     /// Ruby's load path as `load_path` returned it, read once per run.
     load_path: Option<Arc<Vec<String>>>,
     /// Module name → its vendored `dsc_resources` folder, found once per
     /// run (a search of the load path on disk) rather than once per call.
-    vendored_paths: HashMap<String, String>,
+    vendored_paths: FxHashMap<String, String>,
     /// The run this provider's caches belong to (see `pwshlib_core::run`).
     run_marker: Option<RunMarker>,
     /// How many entry calls of this provider are running (a Get runs

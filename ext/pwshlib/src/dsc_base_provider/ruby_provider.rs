@@ -5,7 +5,6 @@
 //! are honoured.
 
 use std::cell::Cell;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use magnus::{
@@ -17,15 +16,16 @@ use pwshlib_core::script::{DscMethod, Script};
 use pwshlib_core::templates;
 use pwshlib_core::vendored;
 use pwshlib_core::{Map, TypeDef, Value};
+use rustc_hash::FxHashSet;
 
 use super::run::{
     cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
 };
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, frozen_literal, hash_arg, id, interned, lossy_string, map_from_ruby, map_to_ruby,
-    names, ruby_matches, ruby_matches_map, static_symbol, symbol, to_ruby,
-    type_definition_from_context,
+    from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
+    map_from_ruby, map_to_ruby, names, ruby_matches, ruby_matches_map, static_symbol, symbol,
+    to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -208,11 +208,11 @@ impl Drop for RubyProvider<'_> {
     }
 }
 
-fn metaparams(ruby: &Ruby) -> BindingResult<HashSet<String>> {
+fn metaparams(ruby: &Ruby) -> BindingResult<FxHashSet<String>> {
     let puppet: RModule = ruby.class_object().const_get("Puppet")?;
     let type_class: RClass = puppet.const_get("Type")?;
     let names: RArray = type_class.funcall("metaparams", ())?;
-    let mut set = HashSet::new();
+    let mut set = FxHashSet::default();
     for name in names.into_iter() {
         let text: RString = name.funcall("to_s", ())?;
         set.insert(text.to_string()?);
@@ -268,7 +268,7 @@ fn output_field(
 ) -> BindingResult<Option<String>> {
     let value = hash
         .get(static_symbol(ruby, key))
-        .or_else(|| hash.get(ruby.str_new(name)));
+        .or_else(|| hash.get(interned_string(name)?));
     match value {
         Some(v) if !v.is_nil() => {
             let text = match RString::from_value(v) {

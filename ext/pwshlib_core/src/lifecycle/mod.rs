@@ -15,8 +15,8 @@
 //!   run-as credential, output checks and collision retries;
 //! - `redaction`: what a message may show of the values it quotes.
 
+use rustc_hash::FxHashSet;
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cache::{Identity, IdentityCache, PackedMap};
@@ -73,7 +73,7 @@ pub struct LifecycleState {
     pub test_results: IdentityCache<(Map, Option<bool>)>,
     /// (resource, property) pairs answered `[false, msg]`, whose corrective
     /// second `insync?` call gets nil.
-    pub insync_reported: HashSet<(Identity, String)>,
+    pub insync_reported: FxHashSet<(Identity, String)>,
     /// Resources whose last Set failed.
     pub failed_sets: IdentityCache<String>,
     /// Resources whose Get failed in this run: no further PowerShell call
@@ -89,7 +89,7 @@ impl LifecycleState {
             query_results: IdentityCache::new(namevars.clone()),
             canonicalized: IdentityCache::new(namevars.clone()),
             test_results: IdentityCache::new(namevars.clone()),
-            insync_reported: HashSet::new(),
+            insync_reported: FxHashSet::default(),
             failed_sets: IdentityCache::new(namevars.clone()),
             failed_gets: IdentityCache::new(namevars),
             collision_wait_seconds: COLLISION_DEFAULT_WAIT_SECONDS,
