@@ -96,6 +96,8 @@ pub mod names {
     pub static IVAR_CONTEXT: LazyId = LazyId::new("@context");
     pub static IVAR_STACK: LazyId = LazyId::new("@stack");
     pub static IVAR_BINDINGS: LazyId = LazyId::new("@bindings");
+    pub static IVAR_LEVELS: LazyId = LazyId::new("@levels");
+    pub static IVAR_LOGLEVEL: LazyId = LazyId::new("@loglevel");
 }
 
 /// A name of [`names`] as an ID (a method to call, an ivar).

@@ -244,8 +244,26 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         }
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-    let level: RValue = log.funcall(id(ruby, &names::LEVEL), ()).ok()?;
+    let level = match log_level_read_directly(ruby, log) {
+        Some(level) => level,
+        None => log.funcall(id(ruby, &names::LEVEL), ()).ok()?,
+    };
     Some(level.as_raw() != static_symbol(ruby, &names::DEBUG).as_raw())
+}
+
+/// What `Puppet::Util::Log.level` answers (`@levels[@loglevel]`, the same
+/// in Puppet 7 and 8), read from the two instance variables behind it,
+/// without a method call on every entry call. None when they are not an
+/// Array and an index into it: the caller calls `level` then.
+fn log_level_read_directly(ruby: &Ruby, log: RValue) -> Option<RValue> {
+    let log = RClass::from_value(log)?;
+    let levels: RValue = log.ivar_get(id(ruby, &names::IVAR_LEVELS)).ok()?;
+    let index: RValue = log.ivar_get(id(ruby, &names::IVAR_LOGLEVEL)).ok()?;
+    let index = magnus::Integer::from_value(index)?.to_i64().ok()?;
+    let level: RValue = RArray::from_value(levels)?
+        .entry(isize::try_from(index).ok()?)
+        .ok()?;
+    magnus::Symbol::from_value(level).map(|_| level)
 }
 
 fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
