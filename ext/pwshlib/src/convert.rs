@@ -97,6 +97,7 @@ pub mod names {
     pub static IVAR_STACK: LazyId = LazyId::new("@stack");
     pub static IVAR_BINDINGS: LazyId = LazyId::new("@bindings");
     pub static IVAR_LEVELS: LazyId = LazyId::new("@levels");
+    pub static IVAR_DESTINATIONS: LazyId = LazyId::new("@destinations");
     pub static IVAR_LOGLEVEL: LazyId = LazyId::new("@loglevel");
 }
 

@@ -128,10 +128,21 @@ fn current_run_marker(
     let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
         .and_then(|report_class| {
             let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-            let destinations = RHash::from_value(
-                log.funcall::<_, _, RValue>(interned(ruby, "destinations"), ())
-                    .ok()?,
-            )?;
+            // `Log.destinations` answers its `@destinations` (Puppet 7 and
+            // 8): read without a method call on every entry call.
+            let destinations = RClass::from_value(log)
+                .and_then(|log| {
+                    log.ivar_get::<_, RValue>(id(ruby, &names::IVAR_DESTINATIONS))
+                        .ok()
+                })
+                .and_then(RHash::from_value);
+            let destinations = match destinations {
+                Some(destinations) => destinations,
+                None => RHash::from_value(
+                    log.funcall::<_, _, RValue>(interned(ruby, "destinations"), ())
+                        .ok()?,
+                )?,
+            };
             let report_class = RClass::from_value(report_class)?;
             let mut found = None;
             destinations
