@@ -213,16 +213,21 @@ pub fn values_equal(is: &Value, should: &Value) -> bool {
 
 /// Canonicalizes one manifest resource against the system state (the
 /// munged Get result). `is_metaparam` tells Puppet metaparameters apart.
+/// Both are given up: each value goes into the result as it is, moved,
+/// not copied (the first Get of every resource comes through here).
 pub fn canonicalize_resource(
     typedef: &TypeDef,
-    manifest: &Map,
-    system: &Map,
+    manifest: Map,
+    mut system: Map,
     is_metaparam: &dyn Fn(&str) -> bool,
 ) -> Map {
-    let mut result = Map::new();
-    for (key, manifest_value) in manifest.iter() {
+    let mut result = Map(Vec::with_capacity(manifest.len()));
+    // Where each system value went in `result` once moved there: a name
+    // given twice (a Symbol and a String key) takes it from there.
+    let mut moved_to: Vec<Option<usize>> = vec![None; system.len()];
+    for (key, manifest_value) in manifest.0 {
         let Some(name) = key.key_name() else {
-            result.0.push((key.clone(), manifest_value.clone()));
+            result.0.push((key, manifest_value));
             continue;
         };
         let attribute = typedef.attribute(name);
@@ -236,20 +241,36 @@ pub fn canonicalize_resource(
                     || is_metaparam(name)
             }
         };
-        let chosen = if keep_manifest {
-            manifest_value.clone()
-        } else {
-            match system.get_named(name) {
-                Some(system_value)
-                    if same_without_case(system_value, manifest_value)
-                        && attribute.is_none_or(|a| enums_allowed(&a.shape, system_value)) =>
+        let found = (!keep_manifest)
+            .then(|| {
+                system
+                    .0
+                    .iter()
+                    .position(|(k, _)| k.key_name() == Some(name))
+            })
+            .flatten();
+        let chosen = match found {
+            Some(index) => {
+                let system_value = match moved_to[index] {
+                    Some(at) => &result.0[at].1,
+                    None => &system.0[index].1,
+                };
+                if same_without_case(system_value, &manifest_value)
+                    && attribute.is_none_or(|a| enums_allowed(&a.shape, system_value))
                 {
-                    system_value.clone()
+                    if let Some(at) = moved_to[index] {
+                        result.0[at].1.clone()
+                    } else {
+                        moved_to[index] = Some(result.0.len());
+                        std::mem::replace(&mut system.0[index].1, Value::Nil)
+                    }
+                } else {
+                    manifest_value
                 }
-                _ => manifest_value.clone(),
             }
+            None => manifest_value,
         };
-        result.0.push((key.clone(), chosen));
+        result.0.push((key, chosen));
     }
     result
 }
@@ -379,6 +400,32 @@ mod tests {
         assert_eq!(recursively_downcase(&s("AbC")), s("abc"));
     }
 
+    /// The system's values are moved into the result, not copied: a name
+    /// given twice (a Symbol and a String key) still gets the system's
+    /// value both times, and the manifest's order and keys are kept.
+    #[test]
+    fn canonicalize_gives_a_system_value_to_each_key_that_names_it() {
+        let def = fixture_typedef();
+        let manifest = Map(vec![
+            (Value::sym("dsc_contents"), s("HELLO")),
+            (s("dsc_contents"), s("hello")),
+            (Value::sym("dsc_destinationpath"), s("c:\\foo")),
+        ]);
+        let system = Map(vec![
+            (Value::sym("dsc_destinationpath"), s("C:\\Foo")),
+            (Value::sym("dsc_contents"), s("Hello")),
+        ]);
+        let out = canonicalize_resource(&def, manifest, system, &|_| false);
+        assert_eq!(
+            out,
+            Map(vec![
+                (Value::sym("dsc_contents"), s("Hello")),
+                (s("dsc_contents"), s("Hello")),
+                (Value::sym("dsc_destinationpath"), s("C:\\Foo")),
+            ])
+        );
+    }
+
     #[test]
     fn canonicalize_prefers_system_casing_except_for_disallowed_enums() {
         let def = fixture_typedef();
@@ -399,7 +446,8 @@ mod tests {
             (Value::sym("dsc_contents"), s("old")),
             (Value::sym("dsc_attributes"), Value::Array(vec![])),
         ]);
-        let out = canonicalize_resource(&def, &manifest, &system, &|n| n == "loglevel");
+        let out =
+            canonicalize_resource(&def, manifest.clone(), system.clone(), &|n| n == "loglevel");
         assert_eq!(out.get_named("name"), Some(&s("Title")));
         assert_eq!(out.get_named("dsc_destinationpath"), Some(&s("C:\\Foo")));
         assert_eq!(out.get_named("dsc_ensure"), Some(&s("Present")));
@@ -494,7 +542,7 @@ mod tests {
                 (Value::sym("dsc_accessrules"), system_rules),
                 (Value::sym("dsc_schedule"), s(schedule)),
             ]);
-            canonicalize_resource(&def, &manifest, &system, &|_| false)
+            canonicalize_resource(&def, manifest.clone(), system.clone(), &|_| false)
         };
         // Allowed system casings are kept, at every depth.
         let allowed = Value::Array(vec![rule("builtin\\users", "Grant", &["Read"])]);

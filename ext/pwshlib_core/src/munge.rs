@@ -292,9 +292,15 @@ fn fill_credential_password(value: Value, desired: Option<&Value>) -> Value {
 /// Puppet hash. `query` is the name hash the Get was made for. Returns the
 /// hash and the error messages to report (unparseable date-times).
 pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec<String>) {
+    munge_get_result_owned(typedef, query, data.clone())
+}
+
+/// [`munge_get_result`] of a result given up: its values are moved into
+/// the Puppet hash, not copied.
+pub fn munge_get_result_owned(typedef: &TypeDef, query: &Map, data: Map) -> (Map, Vec<String>) {
     let mut errors = Vec::new();
     let mut out = Map::new();
-    for (key, raw) in data.iter() {
+    for (key, raw) in data.0 {
         let Some(dsc_key) = key.key_name() else {
             continue;
         };
@@ -338,11 +344,11 @@ pub fn munge_get_result(typedef: &TypeDef, query: &Map, data: &Map) -> (Map, Vec
 /// nil, its message pushed to `errors`.
 fn munge_value(
     attribute: &Attribute,
-    raw: &Value,
+    raw: Value,
     desired: Option<&Value>,
     errors: &mut Vec<String>,
 ) -> Value {
-    let mut value = raw.clone();
+    let mut value = raw;
     if is_dotnet_artifact(&value) {
         value = Value::Nil;
     }

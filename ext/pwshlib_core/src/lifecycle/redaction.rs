@@ -118,7 +118,7 @@ pub(super) fn redactor_for(typedef: &TypeDef, maps: &[&Map]) -> Redactor {
 /// Sensitive value, none belongs to an attribute whose type makes any part
 /// of it secret, none is named `password`, and none is a hash or an array
 /// (where a `password` member makes a secret at any depth).
-fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
+pub(super) fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
     map.iter().any(|(key, value)| {
         if value.is_nil() {
             return false;

@@ -3,14 +3,16 @@
 //! `invoke_set_method` and `invoke_test_method` they call through the
 //! provider.
 
-use super::redaction::{change_message, mirror_sensitivity_in_place, redactor_for, shown};
+use super::redaction::{
+    change_message, may_hold_secrets, mirror_sensitivity_in_place, redactor_for, shown,
+};
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
     title_of_map, title_text, with_attributes_of, Insync, ProviderCallbacks, NOT_IN_DESIRED_STATE,
 };
 use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
-use crate::munge::munge_get_result;
+use crate::munge::munge_get_result_owned;
 use crate::redact::{self, mark_attributes, shown_resource};
 use crate::script::DscMethod;
 use crate::typedef::TypeDef;
@@ -39,15 +41,13 @@ pub fn canonicalize<P: ProviderCallbacks>(
             format!("Canonicalizing {}", shown_resource(&typedef, &resource))
         })?;
         let canonical = if is_absent(resource.get_named("dsc_ensure")) {
-            resource.clone()
+            resource
         } else {
             match get_for_canonicalize_identified(provider, &resource, &id)? {
                 Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
-                    canonicalize_resource(&typedef, &resource, &system, &|n| {
-                        provider.is_metaparam(n)
-                    })
+                    canonicalize_resource(&typedef, resource, system, &|n| provider.is_metaparam(n))
                 }
-                _ => resource.clone(),
+                _ => resource,
             }
         };
         let packed = PackedMap::pack(&canonical);
@@ -185,11 +185,16 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
         )?;
         return Ok(None);
     };
-    let (mut munged, errors) = munge_get_result(&typedef, name_hash, &data);
+    // The result's values are moved into the Puppet hash. An error message
+    // quotes values the system reported, its secrets too: a result that may
+    // hold any is kept for scrubbing them (most hold none).
+    let kept_for_redaction = may_hold_secrets(&typedef, &data).then(|| data.clone());
+    let (mut munged, errors) = munge_get_result_owned(&typedef, name_hash, data);
     if !errors.is_empty() {
-        // The messages quote values the system reported: its secrets too.
         let mut redactor = redactor_for(&typedef, &[name_hash]);
-        redactor.add_value(&Value::Hash(mark_attributes(&typedef, &data)));
+        if let Some(data) = &kept_for_redaction {
+            redactor.add_value(&Value::Hash(mark_attributes(&typedef, data)));
+        }
         for message in errors {
             provider.err(title.as_ref(), &redactor.scrub(&message))?;
         }
