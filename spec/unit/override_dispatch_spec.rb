@@ -174,6 +174,25 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
     expect(received[:name_hash].keys).not_to include(:dsc_contents)
   end
 
+  # The hash arguments are lent to the native method the call reaches in
+  # the same Fiber only: one an override runs in another Fiber (or Thread)
+  # converts them, and gets the same answer.
+  it 'makes the same Get when an override runs the call in another Fiber or Thread', :gc_stress do
+    { fiber: ->(&call) { Fiber.new(&call).resume }, thread: ->(&call) { Thread.new(&call).value } }.each do |how, run|
+      subclass = Class.new(provider_class_for(type_name)) do
+        %i[invoke_get_method invoke_dsc_resource].each do |method_name|
+          define_method(method_name) do |*args|
+            run.call { super(*args) }
+          end
+        end
+      end
+      provider = subclass.new
+      allow(provider).to receive(:ps_manager).and_return(manager)
+      expect([how, canonicalize_with(provider)]).to eq([how, manifest.merge(dsc_ensure: 'Present', dsc_destinationpath: 'C:\\Foo')])
+    end
+    expect(manager.methods_called).to eq(%w[Get Get])
+  end
+
   it 'makes the same Get, and returns the same result, with no override' do
     provider = provider_class_for(type_name).new
     expect(canonicalize_with(provider)).to eq(manifest.merge(dsc_ensure: 'Present', dsc_destinationpath: 'C:\\Foo'))

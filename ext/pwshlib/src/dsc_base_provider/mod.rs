@@ -71,6 +71,39 @@ pub struct ProviderState {
     /// overridable method it calls, and the result of one of its native
     /// methods (see `RubyProvider::take_handed`).
     handed_over: Vec<pwshlib_core::Value>,
+    /// The hash arguments of the overridable method this provider is
+    /// calling right now, lent rather than copied (see
+    /// `RubyProvider::lending`): each points at a Map of the calling
+    /// frame, which is suspended in that call for as long as the entry
+    /// stays here, and is taken out when the call returns.
+    lent_arguments: Vec<LentMap>,
+}
+
+/// A Map of a frame suspended in a Ruby call, lent to the native methods
+/// that call reaches in the same Fiber (`ProviderState::lent_arguments`).
+#[derive(Clone, Copy)]
+pub(super) struct LentMap {
+    pub(super) map: *const pwshlib_core::Map,
+    /// The Fiber (of its thread) whose frame holds the map, as its VALUE
+    /// bits, only compared: only its own nested calls, which end before
+    /// that frame does, may borrow the map. Another thread, or another
+    /// Fiber of the thread, could still hold a borrow once the lender has
+    /// returned.
+    pub(super) fiber: u64,
+}
+
+// SAFETY: the provider (and so this state) may move between threads with
+// the Ruby object, but a lent map is only dereferenced in the Fiber, and so
+// on the thread, that lent it (`RubyProvider::hash_arg` compares `fiber`),
+// within the call it was lent for.
+unsafe impl Send for LentMap {}
+
+/// The running Fiber, as its VALUE bits (see [`LentMap::fiber`]).
+pub(super) fn current_fiber() -> u64 {
+    // SAFETY: called with the GVL held, from a method Ruby called;
+    // `rb_fiber_current` only reads (or, the first time on a thread, makes)
+    // the running Fiber's object.
+    unsafe { rb_sys::rb_fiber_current() as u64 }
 }
 
 impl ProviderState {

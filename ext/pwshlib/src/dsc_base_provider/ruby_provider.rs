@@ -4,6 +4,7 @@
 //! `context` call, so that subclasses, prepended modules and RSpec stubs
 //! are honoured.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ use rustc_hash::FxHashSet;
 use super::run::{
     cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
 };
-use super::DscBaseProvider;
+use super::{current_fiber, DscBaseProvider, LentMap};
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
     map_from_ruby, map_to_ruby, names, ruby_matches, ruby_matches_map, static_symbol, symbol,
@@ -169,15 +170,61 @@ impl<'r> RubyProvider<'r> {
         found
     }
 
-    /// A hash argument, taken from what was handed over when it comes back
-    /// unchanged, else converted (`convert::hash_arg`).
-    pub(super) fn hash_arg(&self, value: RValue, what: &str) -> BindingResult<Map> {
-        if !value.is_nil() {
-            if let Some(Value::Hash(map)) = self.take_handed(value) {
-                return Ok(map);
+    /// A hash argument: the map lent by the caller when it comes back
+    /// unchanged (no copy either way), else converted (`convert::hash_arg`).
+    /// Borrowed for as long as this entry call runs: a lent map's frame is
+    /// suspended in the Ruby call that reached this one (see [`Self::lending`]).
+    pub(super) fn hash_arg(&self, value: RValue, what: &str) -> BindingResult<Cow<'_, Map>> {
+        if let Some(hash) = RHash::from_value(value) {
+            let lent = std::mem::take(&mut self.provider.state.borrow_mut().lent_arguments);
+            // SAFETY: each pointer of this Fiber is a Map of a frame of this
+            // Fiber suspended in the Ruby call that led here (`lending` takes
+            // them out when that call returns), so it is live and unchanged
+            // (borrowed shared) while this entry call, nested in that call
+            // and so ending first, runs.
+            let fiber = current_fiber();
+            let found = lent
+                .iter()
+                .filter(|lent| lent.fiber == fiber)
+                .map(|lent| unsafe { &*lent.map })
+                .find(|map| ruby_matches_map(self.ruby, hash, map));
+            self.provider.state.borrow_mut().lent_arguments = lent;
+            if let Some(map) = found {
+                return Ok(Cow::Borrowed(map));
             }
         }
-        hash_arg(self.ruby, value, what)
+        hash_arg(self.ruby, value, what).map(Cow::Owned)
+    }
+
+    /// Runs `call` (a call through Ruby of an overridable method) with
+    /// `maps`, its hash arguments, lent to the native method it reaches:
+    /// that method takes one that comes back unchanged as it is, where a
+    /// copy was made for every call before. They are taken back when
+    /// `call` returns, or unwinds.
+    fn lending<R>(&self, maps: &[&Map], call: impl FnOnce() -> R) -> R {
+        struct Restore<'p> {
+            provider: &'p DscBaseProvider,
+            before: Vec<LentMap>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.provider.state.borrow_mut().lent_arguments = std::mem::take(&mut self.before);
+            }
+        }
+        let fiber = current_fiber();
+        let lent = maps
+            .iter()
+            .map(|map| LentMap {
+                map: *map as *const Map,
+                fiber,
+            })
+            .collect();
+        let before = std::mem::replace(&mut self.provider.state.borrow_mut().lent_arguments, lent);
+        let _restore = Restore {
+            provider: &self.provider,
+            before,
+        };
+        call()
     }
 
     fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -316,11 +363,12 @@ impl ProviderCallbacks for RubyProvider<'_> {
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
         let arg = self.ruby_hash_of(name_hash)?;
-        self.hand_over(vec![Value::Hash(name_hash.clone())]);
-        let result: RValue = self.provider.funcall(
-            id(self.ruby, &names::INVOKE_GET_METHOD),
-            (self.context, arg),
-        )?;
+        let result: RValue = self.lending(&[name_hash], || {
+            self.provider.funcall(
+                id(self.ruby, &names::INVOKE_GET_METHOD),
+                (self.context, arg),
+            )
+        })?;
         let Some(hash) = RHash::from_value(result) else {
             return Ok(None);
         };
@@ -354,15 +402,15 @@ impl ProviderCallbacks for RubyProvider<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
-        let handed = vec![Value::Hash(name_hash.clone()), Value::Hash(props.clone())];
-        let name_hash = self.ruby_hash_of(name_hash)?;
-        let props = map_to_ruby(self.ruby, props)?;
-        self.hand_over(handed);
+        let name_hash_arg = self.ruby_hash_of(name_hash)?;
+        let props_arg = map_to_ruby(self.ruby, props)?;
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
-        let result: RValue = self.provider.funcall(
-            id(self.ruby, &names::INVOKE_DSC_RESOURCE),
-            (self.context, name_hash, props, method),
-        )?;
+        let result: RValue = self.lending(&[name_hash, props], || {
+            self.provider.funcall(
+                id(self.ruby, &names::INVOKE_DSC_RESOURCE),
+                (self.context, name_hash_arg, props_arg, method),
+            )
+        })?;
         if result.is_nil() {
             return Ok(None);
         }
