@@ -146,6 +146,15 @@ impl TrackedText {
         TrackedText::default()
     }
 
+    /// Room for `capacity` bytes of text from the start, where the size is
+    /// known: a script is grown once, not a doubling at a time.
+    pub fn with_capacity(capacity: usize) -> Self {
+        TrackedText {
+            text: String::with_capacity(capacity),
+            ..TrackedText::default()
+        }
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }

@@ -671,7 +671,17 @@ impl ScriptParts {
 
     /// Joins the sections with the header and templates into the script.
     pub fn into_script(self) -> Script {
-        let mut out = TrackedText::new();
+        let mut out = TrackedText::with_capacity(
+            HEADER.len()
+                + self.module_path.len()
+                + TRY_OPEN.len()
+                + self.credentials.text().len()
+                + self.cim_instances.text().len()
+                + self.invoke_params.text().len()
+                + INVOKE_CALL.len()
+                + RESTORE_MODULE_PATH.len()
+                + 2,
+        );
         out.push(HEADER);
         let restores = !self.module_path.is_empty();
         if restores {
@@ -763,7 +773,8 @@ struct Builder<'n> {
 
 impl Builder<'_> {
     fn invoke_params(&mut self, resource: &InvocableResource) -> Result<TrackedText> {
-        let mut out = TrackedText::new();
+        // Most parameter lines of a Get or a Set fit in this.
+        let mut out = TrackedText::with_capacity(512);
         out.push("$InvokeParams = @{Name = ");
         out.string(&resource.friendly_name, "Name")?;
         out.push("; Method = ");
