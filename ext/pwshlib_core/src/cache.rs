@@ -48,7 +48,9 @@ impl Identity {
         namevars: &[String],
         mut lookup: impl FnMut(&str) -> Option<Cow<'v, Value>>,
     ) -> Identity {
-        let mut bytes = Vec::new();
+        // Room for the namevars of most resources (a tag, a length and a
+        // path or a name each): no growing, and a trim that stays in place.
+        let mut bytes = Vec::with_capacity(48 * namevars.len());
         for name in namevars {
             let value = lookup(name).filter(|v| !v.is_nil());
             // Puppet::Type.new(title: …) carries the title, not `name`.
@@ -283,7 +285,8 @@ mod tag {
 
 impl PackedMap {
     pub fn pack(map: &Map) -> PackedMap {
-        let mut bytes = Vec::new();
+        // Made at its size: one allocation, no growing, nothing to trim.
+        let mut bytes = Vec::with_capacity(packed_map_len(map));
         pack_map(&mut bytes, map);
         PackedMap(bytes.into_boxed_slice())
     }
@@ -293,6 +296,31 @@ impl PackedMap {
         reader.map()
     }
 }
+
+/// How many bytes `pack_map` writes for `map`.
+fn packed_map_len(map: &Map) -> usize {
+    LEN_BYTES
+        + map
+            .iter()
+            .map(|(key, value)| packed_value_len(key) + packed_value_len(value))
+            .sum::<usize>()
+}
+
+/// How many bytes `pack_value` writes for `value`.
+fn packed_value_len(value: &Value) -> usize {
+    1 + match value {
+        Value::Nil | Value::Bool(_) => 0,
+        Value::Int(_) | Value::Float(_) => 8,
+        Value::BigInt(text) | Value::Str(text) | Value::Symbol(text) => LEN_BYTES + text.len(),
+        Value::Array(items) => LEN_BYTES + items.iter().map(packed_value_len).sum::<usize>(),
+        Value::Hash(map) => packed_map_len(map),
+        Value::Sensitive(inner) => packed_value_len(inner),
+        Value::Timestamp(t) => std::mem::size_of_val(&t.nanos),
+    }
+}
+
+/// The bytes of a length (`push_len`).
+const LEN_BYTES: usize = 4;
 
 fn pack_text(bytes: &mut Vec<u8>, tag: u8, text: &str) {
     bytes.push(tag);
@@ -537,5 +565,9 @@ mod tests {
         ]);
         assert_eq!(PackedMap::pack(&map).unpack(), map);
         assert_eq!(PackedMap::pack(&Map::new()).unpack(), Map::new());
+        // The size reckoned up front is the size written.
+        for packed in [&map, &Map::new()] {
+            assert_eq!(PackedMap::pack(packed).0.len(), packed_map_len(packed));
+        }
     }
 }

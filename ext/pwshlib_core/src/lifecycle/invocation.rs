@@ -226,6 +226,16 @@ impl Invocation<'_> {
     /// Data, a collision to retry, or a failure that DSC reported in
     /// `errormessage` (a logon failure is remembered for the run).
     fn judge<P: ProviderCallbacks>(self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
+        let reported_error = data
+            .as_map()
+            .and_then(|m| m.get_named("errormessage"))
+            .and_then(Value::as_str)
+            .is_some_and(|error| !error.trim().is_empty());
+        // Data, with nothing to show: no marked copy of it is needed (most
+        // Gets of a run).
+        if !reported_error && !provider.debug_enabled() {
+            return Ok(Outcome::Data(data));
+        }
         // What the system reports for a Sensitive-typed attribute is as
         // secret as what the manifest says: marked before it is shown, and
         // scrubbed from the error messages that follow.
