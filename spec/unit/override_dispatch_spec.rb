@@ -134,44 +134,41 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
     expect(received[:invoke_dsc_resource]).to equal(resource)
   end
 
-  it 'passes a new hash on when an override hands super a changed one' do
+  # What invoke_dsc_resource receives when an invoke_get_method override
+  # hands super `change`'s result instead of the hash it was given.
+  def name_hash_received_after(resource, &change)
     received = {}
     subclass = Class.new(provider_class_for(type_name)) do
       define_method(:invoke_get_method) do |context, name_hash|
-        super(context, name_hash.merge(dsc_contents: 'changed'))
+        super(context, change.call(name_hash))
       end
       define_method(:invoke_dsc_resource) do |*args|
         received[:name_hash] = args[1]
         super(*args)
       end
     end
-    resource = manifest.dup
     provider = subclass.new
     allow(provider).to receive(:ps_manager).and_return(manager)
     provider.canonicalize(context, [resource])
-    expect(received[:name_hash]).not_to equal(resource)
-    expect(received[:name_hash]).to eq(manifest.merge(dsc_contents: 'changed'))
+    received[:name_hash]
+  end
+
+  it 'passes a new hash on when an override hands super a changed one' do
+    resource = manifest.dup
+    received = name_hash_received_after(resource) { |name_hash| name_hash.merge(dsc_contents: 'changed') }
+    expect(received).not_to equal(resource)
+    expect(received).to eq(manifest.merge(dsc_contents: 'changed'))
     expect(resource).to eq(manifest)
   end
 
   # The hand-over compares Symbol keys by their names' bytes: a key renamed
   # to another Symbol of the same length is a changed hash.
   it 'passes a new hash on when an override renames a key of the hash it hands super' do
-    received = {}
-    subclass = Class.new(provider_class_for(type_name)) do
-      define_method(:invoke_get_method) do |context, name_hash|
-        super(context, name_hash.transform_keys { |key| key == :dsc_contents ? :dsc_Contents : key })
-      end
-      define_method(:invoke_dsc_resource) do |*args|
-        received[:name_hash] = args[1]
-        super(*args)
-      end
+    received = name_hash_received_after(manifest.dup) do |name_hash|
+      name_hash.transform_keys { |key| key == :dsc_contents ? :dsc_Contents : key }
     end
-    provider = subclass.new
-    allow(provider).to receive(:ps_manager).and_return(manager)
-    provider.canonicalize(context, [manifest.dup])
-    expect(received[:name_hash].keys).to include(:dsc_Contents)
-    expect(received[:name_hash].keys).not_to include(:dsc_contents)
+    expect(received.keys).to include(:dsc_Contents)
+    expect(received.keys).not_to include(:dsc_contents)
   end
 
   # The hash arguments are lent to the native method the call reaches in
