@@ -94,6 +94,11 @@ type_name = if kind.start_with?('noop')
               answers = (1..(WARM_UP + count)).to_h do |i|
                 [path_of.call(i), answer.sub('"PATH"') { JSON.generate(path_of.call(i)) }]
               end
+              # Puppet does not compare the namevar, so the in-sync check
+              # below would not see an answer for the wrong path: checked here.
+              answers.each_pair.first(2).each do |path, text|
+                raise "the answer for #{path} reports #{text}" unless JSON.parse(text)['DestinationPath'] == path
+              end
               manager = BenchManager.new(answers)
               Puppet::ResourceApi.load_provider('dsc_fixturefile')
               Puppet::Provider::DscFixturefile::DscFixturefile.define_method(:ps_manager) { manager }
