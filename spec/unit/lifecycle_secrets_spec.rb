@@ -153,5 +153,30 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
       expect(errors).to all(start_with('dsc_fixturevault[vault').and(include("At line:40 char:1\n+ ")))
       expect(leaked).to be_empty
     end
+
+    # A caller of invoke_dsc_resource (a subclass, a task) may pass a
+    # Sensitive-typed attribute's value as a plain String: the --debug dump
+    # of the script hides it as it hides a wrapped one, and the wire holds it.
+    it 'hides unwrapped values of Sensitive-typed attributes in the --debug script' do
+      secrets = Array.new(200) { |i| password(i) }
+      manager = FakePwshManager.new
+      allow(provider).to receive(:ps_manager).and_return(manager)
+      leaked = secrets.each_with_index.flat_map do |secret, i|
+        title = { name: "vault#{i}", dsc_vaultname: "vault#{i}" }
+        props = { dsc_vaultname: "vault#{i}", dsc_secret: secret,
+                  dsc_settings: { 'label' => 'label', 'token' => secret },
+                  dsc_endpoints: [{ 'address' => 'addr', 'apikey' => secret }],
+                  dsc_credential: { 'user' => 'u', 'password' => secret } }
+        before = context.messages.size
+        provider.invoke_dsc_resource(context, title, props, 'set')
+        shown = context.messages.drop(before).map(&:last).join("\n")
+        expect(shown).to include('Script:')
+        forms(secret).select { |form| shown.include?(form) }
+      end
+      expect(leaked).to be_empty
+      sent = manager.calls.map(&:script)
+      expect(sent.size).to eq(200)
+      expect(sent.last).to include("secret = '#{secrets.last.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+    end
   end
 end

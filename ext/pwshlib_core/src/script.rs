@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::literal::{powershell_type, read_single_quoted, TrackedText};
 use crate::templates;
-use crate::typedef::{Behaviour, MofType, TypeDef, TypeShape};
+use crate::typedef::{Attribute, Behaviour, MofType, TypeDef, TypeShape};
 use crate::value::{Map, Value};
 use crate::vendored;
 
@@ -421,6 +421,18 @@ pub struct InvocableResource {
     pub parameters: Vec<InvokeParameter>,
 }
 
+/// A parameter's value with what its attribute's type calls secret wrapped
+/// in Sensitive: a caller of `invoke_dsc_resource` may pass a
+/// Sensitive-typed value as a plain String, and the script must still
+/// treat it as a secret span (redacted in the `--debug` dump, guarded in
+/// errors). The literal text is the same either way, so the wire is too.
+fn secret_by_type(value: &Value, attribute: &Attribute) -> Value {
+    if attribute.secrecy.is_public() && !value.is_collection() {
+        return value.clone();
+    }
+    crate::redact::mark(value, &attribute.secrecy)
+}
+
 impl InvocableResource {
     /// `should` is a resource hash (Symbol keys, `dsc_` attributes), method
     /// is Get/Set/Test, `vendored_modules_path` comes from the load path.
@@ -447,7 +459,7 @@ impl InvocableResource {
                 let value = should.get_named(&attr.name)?;
                 (!value.is_nil()).then(|| InvokeParameter {
                     attribute: attr.name.clone(),
-                    value: value.clone(),
+                    value: secret_by_type(value, attr),
                     mof_type: attr.mof_type.clone(),
                     mof_is_embedded: attr.mof_is_embedded,
                     shape: attr.shape.clone(),

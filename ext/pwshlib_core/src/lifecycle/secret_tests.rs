@@ -328,3 +328,112 @@ fn an_unwrapped_value_of_a_sensitive_typed_attribute_is_scrubbed_from_errors() {
     assert!(errors[0].contains(REDACTED_SENSITIVE), "{}", errors[0]);
     assert!(!errors[0].contains(plain), "{}", errors[0]);
 }
+
+/// The desired state of the fixture with `value` in every Sensitive-typed
+/// place (top level, hash member, CIM member, credential password),
+/// wrapped in Sensitive or not.
+fn every_secret_place(value: &str, wrap: bool) -> Map {
+    let v = |text: &str| if wrap { secret(text) } else { s(text) };
+    sym_map(vec![
+        ("dsc_vaultname", s("vault-one")),
+        ("dsc_secret", v(value)),
+        (
+            "dsc_settings",
+            Value::Hash(Map(vec![
+                (s("label"), s("label-text")),
+                (s("token"), v(value)),
+            ])),
+        ),
+        (
+            "dsc_endpoints",
+            Value::Array(vec![Value::Hash(Map(vec![
+                (s("address"), s("address-text")),
+                (s("apikey"), v(value)),
+            ]))]),
+        ),
+        (
+            "dsc_credential",
+            Value::Hash(Map(vec![
+                (s("user"), s("user-name")),
+                (s("password"), v(value)),
+            ])),
+        ),
+    ])
+}
+
+/// A caller of `invoke_dsc_resource` may pass a Sensitive-typed attribute's
+/// value unwrapped (a plain String). The `--debug` dump of the script must
+/// hide it as it hides a wrapped one, while the script sent is the same.
+fn check_unwrapped_secrets_in_the_debug_script(value: &str) {
+    let (shown, sent) = set_with_unwrapped_secrets(value);
+    assert!(shown.contains("Script:\n"), "the script is dumped: {shown}");
+    for form in forms_that_must_not_show(value) {
+        assert!(!shown.contains(&form), "{form:?} shows in {shown}");
+    }
+    // A short secret's literal may also be ordinary text of the helpers
+    // (`'o'` is a format string there): the secret adds no occurrence of
+    // its own over a run with a long placeholder in its places.
+    let literal = format!("'{}'", escape_quotes(value));
+    let (placeholder_shown, _) = set_with_unwrapped_secrets("placeholder-of-the-secret");
+    assert_eq!(
+        shown.matches(&literal).count(),
+        placeholder_shown.matches(&literal).count(),
+        "{literal} shows in {shown}"
+    );
+
+    let provider = secret_provider();
+    let wrapped = provider
+        .build_script(
+            &provider.typedef,
+            &every_secret_place(value, true),
+            DscMethod::Set,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        without_variable_names(&sent),
+        without_variable_names(wrapped.text()),
+        "the wire is as for wrapped values"
+    );
+}
+
+/// A Set with `value` unwrapped in every Sensitive-typed place: everything
+/// logged (with `--debug`), and the script sent.
+fn set_with_unwrapped_secrets(value: &str) -> (String, String) {
+    let provider = secret_provider();
+    let name_hash = sym_map(vec![
+        ("name", s("vault-one")),
+        ("dsc_vaultname", s("vault-one")),
+    ]);
+    provider.answer(r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#);
+    invoke_dsc_resource(
+        &provider,
+        &name_hash,
+        &every_secret_place(value, false),
+        DscMethod::Set,
+    )
+    .unwrap();
+    let sent = provider.scripts.borrow();
+    assert_eq!(sent.len(), 1);
+    (provider.everything_shown(), sent[0].clone())
+}
+
+/// A script with its per-call `$cred_…`/`$cim_…` names made alike.
+fn without_variable_names(script: &str) -> String {
+    let names = regex::Regex::new(r"\$(cred|cim)_[0-9a-f]{32}").unwrap();
+    names.replace_all(script, "$${1}_NAME").into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn unwrapped_values_of_sensitive_typed_attributes_are_hidden_in_the_debug_script(value in any_secret()) {
+        check_unwrapped_secrets_in_the_debug_script(&value);
+    }
+}
+
+#[test]
+fn an_unwrapped_secret_is_hidden_in_the_debug_script() {
+    check_unwrapped_secrets_in_the_debug_script("unwrapped-secret-value-42");
+}
