@@ -155,6 +155,12 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
       expect(manager.methods_called).not_to include('Set')
     end
 
+    it 'names the whole path of a value nested in hashes and arrays' do
+      nested = manifest.merge(dsc_options: { 'outer' => { 'inner' => ['ok', span] } })
+      expect { provider.insync?(context, title, :dsc_ensure, {}, nested) }
+        .to raise_error(Puppet::Error, /\Adsc_fixturevault\[bad\]: dsc_options\.outer\.inner: unsupported value: a value of class/)
+    end
+
     it 'names no key below a Sensitive value in the path' do
       hidden = manifest.merge(dsc_options: Puppet::Pops::Types::PSensitiveType::Sensitive.new({ 'HiddenKey' => { 'x' => span } }))
       expect { provider.insync?(context, title, :dsc_ensure, {}, hidden) }

@@ -114,6 +114,69 @@ pub fn static_symbol(ruby: &Ruby, name: &LazyId) -> RValue {
 /// Converts a Ruby value. `attribute` names where it came from, so that an
 /// unsupported value yields an error that names the attribute.
 pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<Value> {
+    from_ruby_at(ruby, value, &Place::root(attribute))
+}
+
+/// Converts a hash; nested values are attributed to `parent.key` (or `key`
+/// at the top level, which is how resource hashes name their attributes).
+pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Map> {
+    map_from_ruby_at(ruby, hash, &Place::root(parent))
+}
+
+/// Where a value being converted sits (`dsc_x.key.sub`), kept as borrowed
+/// pieces and spelled out only for an error: a conversion that succeeds,
+/// which is nearly every one, makes no path string per hash entry.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    parent: Option<&'a Place<'a>>,
+    step: Step<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    /// The path the caller gave.
+    Root(&'a str),
+    /// A hash member, by its key's name.
+    Member(&'a str),
+    /// Into a Sensitive value: the keys beneath are not named.
+    IntoSensitive,
+}
+
+impl<'a> Place<'a> {
+    fn root(path: &'a str) -> Place<'a> {
+        Place {
+            parent: None,
+            step: Step::Root(path),
+        }
+    }
+
+    fn member(&'a self, name: &'a str) -> Place<'a> {
+        Place {
+            parent: Some(self),
+            step: Step::Member(name),
+        }
+    }
+
+    fn within_sensitive(&'a self) -> Place<'a> {
+        Place {
+            parent: Some(self),
+            step: Step::IntoSensitive,
+        }
+    }
+
+    fn path(&self) -> String {
+        let above = self.parent.map(Place::path).unwrap_or_default();
+        match self.step {
+            Step::Root(path) => path.to_owned(),
+            Step::Member(_) | Step::IntoSensitive if above.ends_with(INSIDE_SENSITIVE) => above,
+            Step::Member(name) if above.is_empty() => name.to_owned(),
+            Step::Member(name) => format!("{above}.{name}"),
+            Step::IntoSensitive => format!("{above}{INSIDE_SENSITIVE}"),
+        }
+    }
+}
+
+fn from_ruby_at(ruby: &Ruby, value: RValue, place: &Place) -> BindingResult<Value> {
     if value.is_nil() {
         return Ok(Value::Nil);
     }
@@ -146,23 +209,22 @@ pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<V
     if let Some(array) = RArray::from_value(value) {
         let mut items = Vec::with_capacity(array.len());
         for item in array.into_iter() {
-            items.push(from_ruby(ruby, item, attribute)?);
+            items.push(from_ruby_at(ruby, item, place)?);
         }
         return Ok(Value::Array(items));
     }
     if let Some(hash) = RHash::from_value(value) {
-        return Ok(Value::Hash(map_from_ruby(ruby, hash, attribute)?));
+        return Ok(Value::Hash(map_from_ruby_at(ruby, hash, place)?));
     }
     let class_name = unsafe_free_class_name(value);
     match class_name.as_str() {
         SENSITIVE_CLASS => {
             let inner: RValue = value.funcall("unwrap", ())?;
-            let path = if attribute.ends_with(INSIDE_SENSITIVE) {
-                attribute.to_owned()
-            } else {
-                format!("{attribute}{INSIDE_SENSITIVE}")
-            };
-            Ok(Value::Sensitive(Box::new(from_ruby(ruby, inner, &path)?)))
+            Ok(Value::Sensitive(Box::new(from_ruby_at(
+                ruby,
+                inner,
+                &place.within_sensitive(),
+            )?)))
         }
         TIMESTAMP_CLASS => {
             let nanos: Integer = value.funcall("nsecs", ())?;
@@ -170,39 +232,35 @@ pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<V
                 integer_text(nanos)?
                     .parse()
                     .map_err(|_| pwshlib_core::Error::InvalidValue {
-                        attribute: attribute.to_owned(),
+                        attribute: place.path(),
                         message: "the Timestamp is out of range".into(),
                     })?;
             Ok(Value::Timestamp(Timestamp::from_nanos(nanos)))
         }
         _ => Err(pwshlib_core::Error::InvalidValue {
-            attribute: attribute.to_owned(),
+            attribute: place.path(),
             message: format!("a value of class {class_name} cannot be passed to PowerShell"),
         }
         .into()),
     }
 }
 
-/// Converts a hash; nested values are attributed to `parent.key` (or `key`
-/// at the top level, which is how resource hashes name their attributes).
-pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Map> {
+fn map_from_ruby_at(ruby: &Ruby, hash: RHash, place: &Place) -> BindingResult<Map> {
     let mut pairs = Vec::with_capacity(hash.len());
     let mut failure: Option<BindingError> = None;
     hash.foreach(|key: RValue, value: RValue| {
-        let converted_key = match from_ruby(ruby, key, parent) {
+        let converted_key = match from_ruby_at(ruby, key, place) {
             Ok(k) => k,
             Err(e) => {
                 failure = Some(e);
                 return Ok(ForEach::Stop);
             }
         };
-        let child = match (parent.is_empty(), converted_key.key_name()) {
-            _ if parent.ends_with(INSIDE_SENSITIVE) => parent.to_owned(),
-            (true, Some(name)) => name.to_owned(),
-            (false, Some(name)) => format!("{parent}.{name}"),
-            (_, None) => parent.to_owned(),
+        let converted = match converted_key.key_name() {
+            Some(name) => from_ruby_at(ruby, value, &place.member(name)),
+            None => from_ruby_at(ruby, value, place),
         };
-        match from_ruby(ruby, value, &child) {
+        match converted {
             Ok(v) => pairs.push((converted_key, v)),
             Err(e) => {
                 failure = Some(e);
