@@ -7,8 +7,8 @@
 use std::borrow::Cow;
 
 use magnus::{
-    block::Proc, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue, RArray,
-    RClass, RHash, Ruby, TryConvert, Value as RValue,
+    block::Proc, method, prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::Opaque, Error,
+    IntoValue, RArray, RClass, RHash, Ruby, Symbol, TryConvert, Value as RValue,
 };
 use pwshlib_core::cache::Identity;
 use pwshlib_core::lifecycle::{self, Insync, ProviderCallbacks, SetAction};
@@ -275,12 +275,9 @@ fn insync_arguments_in_brief(
 ) -> Option<(Option<Map>, Map)> {
     let should_hash = RHash::from_value(should_hash)?;
     let namevars = provider.typedef.identity_namevars();
-    let should = ruby_hash_entries(ruby, should_hash, |key| {
-        key == property
-            || key == "validation_mode"
-            || key == "title"
-            || namevars.iter().any(|n| n == key)
-    })?;
+    let mut wanted = vec![property, "validation_mode", "title"];
+    wanted.extend(namevars.iter().map(String::as_str));
+    let should = ruby_hash_entries(ruby, should_hash, &wanted)?;
     let resource_mode = matches!(
         should.get_named("validation_mode"),
         Some(Value::Str(mode)) | Some(Value::Symbol(mode)) if mode.eq_ignore_ascii_case("resource")
@@ -298,29 +295,50 @@ fn insync_arguments_in_brief(
         Some(ruby_hash_entries(
             ruby,
             RHash::from_value(is_hash)?,
-            |key| key == property,
+            &[property],
         )?)
     };
     Some((is, should))
 }
 
 /// The entries of a Ruby hash whose key (a Symbol or a String, as
-/// `Map::get_named` finds either) is `wanted`, converted; the others are
-/// passed over unconverted. None when a wanted entry does not convert.
-fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: impl Fn(&str) -> bool) -> Option<Map> {
+/// `Map::get_named` finds either) is one of `wanted`, converted; the others
+/// are passed over unconverted. None when a wanted entry does not convert.
+///
+/// A Symbol is unique to its name (`rb_intern` of a name that has a
+/// dynamic Symbol pins that one), so a Symbol key is matched by comparing
+/// it with the wanted names' Symbols, made once per call, without reading
+/// its name: the Resource API's hashes hold a dozen Symbol keys each, and
+/// it asks once per property. Only the bits are kept, to compare, never
+/// used as objects.
+fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: &[&str]) -> Option<Map> {
+    let wanted_symbols: Vec<u64> = wanted
+        .iter()
+        .map(|name| symbol(ruby, name).as_raw())
+        .collect();
     let mut entries = Map::new();
     let mut failed = false;
     hash.foreach(|key: RValue, value: RValue| {
-        let name = with_key_name(key, |name| wanted(name).then(|| name.to_owned())).flatten();
-        if let Some(name) = name {
-            let (Ok(key), Ok(value)) = (from_ruby(ruby, key, ""), from_ruby(ruby, value, &name))
-            else {
-                failed = true;
-                return Ok(magnus::r_hash::ForEach::Stop);
-            };
-            entries.0.push((key, value));
+        let found = if Symbol::from_value(key).is_some() {
+            wanted_symbols
+                .iter()
+                .position(|raw| *raw == key.as_raw())
+                .map(|index| (Value::Symbol(wanted[index].to_owned()), wanted[index]))
+        } else {
+            with_key_name(key, |name| wanted.iter().find(|w| **w == name).copied())
+                .flatten()
+                .and_then(|name| Some((from_ruby(ruby, key, "").ok()?, name)))
+        };
+        let Some((converted_key, name)) = found else {
+            return Ok(magnus::r_hash::ForEach::Continue);
+        };
+        if let Ok(converted) = from_ruby(ruby, value, name) {
+            entries.0.push((converted_key, converted));
+            Ok(magnus::r_hash::ForEach::Continue)
+        } else {
+            failed = true;
+            Ok(magnus::r_hash::ForEach::Stop)
         }
-        Ok(magnus::r_hash::ForEach::Continue)
     })
     .ok()?;
     (!failed).then_some(entries)
