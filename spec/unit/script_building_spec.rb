@@ -184,6 +184,23 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
   end
 
+  # The script builder reads secrecy from the attribute's type, so a plain
+  # String given for a Sensitive-typed attribute comes back from the 2.x
+  # helper wrapped, and is redacted like a wrapped one (the wire keeps it).
+  describe 'a plain value of a Sensitive-typed attribute (dsc_fixturevault)' do
+    let(:should) { { name: 'v', dsc_vaultname: 'v', dsc_secret: 'plain-vault-secret' } }
+
+    it 'is a Sensitive parameter of the invocable resource, hidden by redact_secrets' do
+      resource = provider.invocable_resource(should, context_for(:dsc_fixturevault), 'set')
+      value = resource[:parameters][:dsc_secret][:value]
+      expect(value).to be_a(Puppet::Pops::Types::PSensitiveType::Sensitive)
+      expect(value.unwrap).to eq('plain-vault-secret')
+      script = provider.ps_script_content(resource)
+      expect(provider.redact_secrets(script)).not_to include('plain-vault-secret')
+      expect(provider.remove_secret_identifiers(script)).to include("secret = 'plain-vault-secret'")
+    end
+  end
+
   describe 'nested CIM instance arrays (dsc_fixturewebsite)' do
     let(:should) do
       {
