@@ -149,10 +149,10 @@ GC.start
 # Resource API first canonicalizes each resource, and so where pwshlib makes
 # its one Get per resource. apply: the transaction (the second canonicalize,
 # get, insync?, the strict check). An agent run does both.
-build_wall, build_cpu, apply_wall, apply_cpu = in_a_run do |report|
+build_wall = build_cpu = apply_wall = apply_cpu = nil
+in_a_run do |report|
   catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
   _, apply_wall, apply_cpu = timed { apply_in_sync(catalog, report) }
-  [build_wall, build_cpu, apply_wall, apply_cpu]
 end
 raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}" if kind == 'pwshlib' && manager.calls != WARM_UP + count
 
