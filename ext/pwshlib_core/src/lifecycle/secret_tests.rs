@@ -372,13 +372,17 @@ fn check_unwrapped_secrets_in_the_debug_script(value: &str) {
     }
     // A short secret's literal may also be ordinary text of the helpers
     // (`'o'` is a format string there): the secret adds no occurrence of
-    // its own over a run with a long placeholder in its places.
+    // its own over a run with a long placeholder in its places. It may show
+    // fewer: a secret that spells the redaction marker is shown as another
+    // marker, so the marker's literal, four times in the placeholder run
+    // (once per secret place), is then not shown at all.
     let literal = format!("'{}'", escape_quotes(value));
     let (placeholder_shown, _) = set_with_unwrapped_secrets("placeholder-of-the-secret");
-    assert_eq!(
-        shown.matches(&literal).count(),
-        placeholder_shown.matches(&literal).count(),
-        "{literal} shows in {shown}"
+    let occurrences = shown.matches(&literal).count();
+    let placeholder_occurrences = placeholder_shown.matches(&literal).count();
+    assert!(
+        occurrences <= placeholder_occurrences,
+        "{literal} shows {occurrences} times, {placeholder_occurrences} with a placeholder: {shown}"
     );
 
     let provider = secret_provider();
@@ -436,4 +440,14 @@ proptest! {
 #[test]
 fn an_unwrapped_secret_is_hidden_in_the_debug_script() {
     check_unwrapped_secrets_in_the_debug_script("unwrapped-secret-value-42");
+}
+
+/// The case the random run found under wine: the secret spells the marker,
+/// so the dump must show neither the secret nor that marker in its places.
+#[test]
+fn an_unwrapped_secret_that_spells_the_marker_is_hidden_in_the_debug_script() {
+    check_unwrapped_secrets_in_the_debug_script(REDACTED_SENSITIVE);
+    let (shown, _) = set_with_unwrapped_secrets(REDACTED_SENSITIVE);
+    let marker_literal = format!("'{}'", escape_quotes(REDACTED_SENSITIVE));
+    assert!(!shown.contains(&marker_literal), "{shown}");
 }
