@@ -152,13 +152,15 @@ impl Host {
                 Stdio::null()
             });
         transport::detach_from_our_interrupts(&mut command);
-        let child = command.spawn().map_err(|e| {
-            transport::remove_endpoint(&endpoint);
-            HostFailure(format!(
-                "Failed to start the PowerShell host {:?}: {e}. {}",
-                options.program, SET_OVERRIDE_HINT
-            ))
-        })?;
+        let child =
+            retry_transient_start(|| command.spawn(), transport::is_transient_start_failure)
+                .map_err(|e| {
+                    transport::remove_endpoint(&endpoint);
+                    HostFailure(format!(
+                        "Failed to start the PowerShell host {:?}: {e}. {}",
+                        options.program, SET_OVERRIDE_HINT
+                    ))
+                })?;
         let guard = ProcessGuard::new(&child);
         Ok(Spawning {
             starting: Starting {
@@ -670,6 +672,29 @@ impl Write for Deadlined<'_> {
 }
 
 /// The time left before `deadline`, or `TimedOut` once it has passed.
+/// How often a start that failed for a reason of the moment is tried in
+/// all, and the pause before each retry.
+const START_ATTEMPTS: u32 = 3;
+const START_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Runs `start`, again after a pause while it fails with an error that
+/// `is_transient` accepts, up to [`START_ATTEMPTS`] times in all.
+fn retry_transient_start<T>(
+    mut start: impl FnMut() -> io::Result<T>,
+    is_transient: impl Fn(&io::Error) -> bool,
+) -> io::Result<T> {
+    let mut attempt = 1;
+    loop {
+        match start() {
+            Err(error) if attempt < START_ATTEMPTS && is_transient(&error) => {
+                attempt += 1;
+                std::thread::sleep(START_RETRY_PAUSE);
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 fn remaining(deadline: Instant) -> io::Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
@@ -737,5 +762,66 @@ impl<R: Read> Read for Replay<'_, R> {
         self.recorded.extend_from_slice(&buf[..count]);
         self.replayed += count;
         Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transient() -> io::Error {
+        io::Error::other("of the moment")
+    }
+
+    fn is_transient(error: &io::Error) -> bool {
+        error.to_string() == "of the moment"
+    }
+
+    /// Runs `retry_transient_start` over `outcomes`, one per attempt;
+    /// gives its outcome and how many attempts it made.
+    fn start_with(outcomes: Vec<io::Result<u32>>) -> (io::Result<u32>, usize) {
+        let mut outcomes = outcomes.into_iter();
+        let mut attempts = 0;
+        let outcome = retry_transient_start(
+            || {
+                attempts += 1;
+                outcomes.next().expect("no more attempts than outcomes")
+            },
+            is_transient,
+        );
+        (outcome, attempts)
+    }
+
+    #[test]
+    fn a_transient_start_failure_is_retried_until_a_start_succeeds() {
+        let (outcome, attempts) = start_with(vec![Err(transient()), Err(transient()), Ok(7)]);
+        assert_eq!(outcome.unwrap(), 7);
+        assert_eq!(attempts, 3);
+    }
+
+    #[test]
+    fn transient_failures_end_after_the_last_attempt_with_the_last_error() {
+        let (outcome, attempts) =
+            start_with(vec![Err(transient()), Err(transient()), Err(transient())]);
+        assert!(is_transient(&outcome.unwrap_err()));
+        assert_eq!(attempts, START_ATTEMPTS as usize);
+    }
+
+    #[test]
+    fn any_other_failure_is_not_retried() {
+        let (outcome, attempts) = start_with(vec![Err(io::ErrorKind::NotFound.into())]);
+        assert_eq!(outcome.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(attempts, 1);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn windows_internal_error_is_transient_and_not_found_is_not() {
+        assert!(transport::is_transient_start_failure(
+            &io::Error::from_raw_os_error(1359)
+        ));
+        assert!(!transport::is_transient_start_failure(
+            &io::Error::from_raw_os_error(2)
+        ));
     }
 }

@@ -63,6 +63,12 @@ pub fn detach_from_our_interrupts(command: &mut Command) {
     std::os::unix::process::CommandExt::process_group(command, 0);
 }
 
+/// `fork`/`exec` failures here say something about the program or the
+/// system's limits; none is worth retrying at once.
+pub fn is_transient_start_failure(_error: &io::Error) -> bool {
+    false
+}
+
 /// On Unix the host watches its parent PID itself (`-ParentPid`); nothing
 /// more to hold.
 pub struct ProcessGuard;

@@ -69,6 +69,20 @@ pub fn new_endpoint() -> io::Result<String> {
 /// A named pipe leaves nothing behind once its handles are closed.
 pub fn remove_endpoint(_endpoint: &str) {}
 
+/// ERROR_INTERNAL_ERROR, what `CreateProcessW` reports for
+/// STATUS_INTERNAL_ERROR. Wine's `NtCreateUserProcess` gives that status
+/// when the new process ended during its start-up without an exit code of
+/// its own (the server's new-process info says no success), which a loaded
+/// machine shows now and then (the CI's Windows job did once); nothing was
+/// wrong with the program, so a second start is the fix. On Windows the
+/// code is as rare, and as little about the program.
+const ERROR_INTERNAL_ERROR: i32 = 1359;
+
+/// A start that failed for a reason of the moment, worth one more try.
+pub fn is_transient_start_failure(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(ERROR_INTERNAL_ERROR)
+}
+
 /// A new process group, so that a Ctrl-C in our console reaches Ruby (which
 /// turns it into an interrupt) and not the host; and no console, since the
 /// host's standard streams are the null device anyway (under a service
