@@ -150,13 +150,17 @@ GC.start
 # its one Get per resource. apply: the transaction (the second canonicalize,
 # get, insync?, the strict check). An agent run does both.
 build_wall = build_cpu = apply_wall = apply_cpu = nil
+gc_before = GC.stat.slice(:major_gc_count, :minor_gc_count)
 in_a_run do |report|
   catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
   _, apply_wall, apply_cpu = timed { apply_in_sync(catalog, report) }
 end
 raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}" if kind == 'pwshlib' && manager.calls != WARM_UP + count
 
+gc_after = GC.stat.slice(:major_gc_count, :minor_gc_count)
 peak_kib = File.read('/proc/self/status')[/VmHWM:\s+(\d+)/, 1].to_i
 FileUtils.rm_rf(scratch)
 puts JSON.generate(kind: kind, n: count, build_wall: build_wall, build_cpu: build_cpu, apply_wall: apply_wall,
-                   apply_cpu: apply_cpu, peak_rss_kib: peak_kib)
+                   apply_cpu: apply_cpu, peak_rss_kib: peak_kib,
+                   major_gcs: gc_after[:major_gc_count] - gc_before[:major_gc_count],
+                   minor_gcs: gc_after[:minor_gc_count] - gc_before[:minor_gc_count])
