@@ -9,31 +9,27 @@
 # difference in resources is the cost of one resource, with Puppet's start
 # and the warm-up out.
 #
-#   ruby bench/instructions_bench.rb        (valgrind from apt; about 10 min)
+#   ruby bench/instructions_bench.rb        (valgrind from apt; about 2 min)
 #
 # What it does not show: the time lost to cache misses, which is where a
 # native extension's code, cold after Puppet's own work between two calls,
 # costs more than its instructions say.
 #
-# Major garbage collections are held off in these runs (both kinds alike):
-# one costs some 100 million instructions here, and whether a run of 100 or
-# of 600 resources crosses the old-object limit that starts one depends on
-# the heap the process began with, not on the kind. Two of them falling
-# between the sizes of one kind and none for the other moved that kind's
-# figure by 350,000 instructions per resource (2026-11-25), more than the
-# provider's whole cost. Minor collections, which follow the allocations,
-# stay; each run's count of both is printed, and the peak RSS that
-# catalog_bench.rb reports is where retained memory shows.
-HELD_OFF_MAJOR_GCS = {
-  # Old objects may grow to this factor of the count after the last major
-  # collection before the next (Ruby's default is 2), and malloc'd memory of
-  # old objects to this limit: neither is reached by a catalog of 600.
-  'RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR' => '1000',
-  'RUBY_GC_OLDMALLOC_LIMIT' => (8 << 30).to_s,
-  'RUBY_GC_OLDMALLOC_LIMIT_MAX' => (8 << 30).to_s
-}.freeze
+# Only the measured part of each run (building and applying the catalog) is
+# counted (support/callgrind_window.c marks it; valgrind runs with
+# --instr-atstart=no), and it runs without garbage collection, after a full
+# one. Whole runs with collections on gave figures that moved by 350,000
+# instructions per resource from one machine to the next (2026-11-25), more
+# than the provider's whole cost: a collection on this heap costs tens of
+# millions of instructions, and how many fall in a run of 100 or of 600,
+# or just after it, depends on where the heap stood, not on the kind. The
+# Ruby objects each kind allocates per resource, which the collector's work
+# follows, are printed beside it; catalog_bench.rb's times and peak RSS are
+# with collections on.
+require 'fileutils'
 require 'json'
 require 'rbconfig'
+require 'tmpdir'
 
 RUN = File.join(__dir__, 'support', 'catalog_run.rb')
 SMALL = 100
@@ -45,15 +41,26 @@ unless system('valgrind --version', out: File::NULL, err: File::NULL)
   exit 1
 end
 
-# Instructions of a whole catalog run of `size` resources, and the garbage
-# collections of its measured part ("major/minor").
+WINDOW_LIBRARY = File.join(Dir.mktmpdir('pwshlib-instructions'), 'callgrind_window.so')
+at_exit { FileUtils.rm_rf(File.dirname(WINDOW_LIBRARY)) }
+unless system(RbConfig::CONFIG.fetch('CC', 'cc'), '-shared', '-fPIC', '-O2', '-o', WINDOW_LIBRARY,
+              File.join(__dir__, 'support', 'callgrind_window.c'))
+  warn 'instructions bench: could not build support/callgrind_window.c (it needs gcc and valgrind\'s headers)'
+  exit 1
+end
+
+# Instructions of a whole catalog run of `size` resources, and the Ruby
+# objects its measured part allocated.
 def instructions(kind, size)
-  output = IO.popen(HELD_OFF_MAJOR_GCS, ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', RbConfig.ruby,
-                                         RUN, kind, size.to_s], err: %i[child out], &:read)
+  output = IO.popen({ 'PWSHLIB_BENCH_COUNT_WINDOW' => WINDOW_LIBRARY },
+                    ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--callgrind-out-file=/dev/null', RbConfig.ruby,
+                     RUN, kind, size.to_s], err: %i[child out], &:read)
   raise "#{kind} #{size} failed:\n#{output}" unless $?.success?
 
   run = JSON.parse(output.lines.grep(/\A\{/).last, symbolize_names: true)
-  [Integer(output[/Collected : (\d+)/, 1]), "#{run[:major_gcs]}/#{run[:minor_gcs]}"]
+  raise "#{kind} #{size}: #{run[:major_gcs]} major and #{run[:minor_gcs]} minor collections" unless (run[:major_gcs] + run[:minor_gcs]).zero?
+
+  [Integer(output[/Collected : (\d+)/, 1]), run[:allocated_objects]]
 end
 
 puts "instructions bench: #{RUBY_DESCRIPTION}; callgrind, catalogs of #{SMALL} and #{LARGE} in-sync resources"
@@ -62,12 +69,15 @@ jobs = KINDS.product([SMALL, LARGE])
 counts = jobs.each_slice(2).flat_map do |pair|
   pair.map { |kind, size| Thread.new { [[kind, size], instructions(kind, size)] } }.map(&:value)
 end.to_h
-per_resource = KINDS.to_h { |kind| [kind, (counts[[kind, LARGE]][0] - counts[[kind, SMALL]][0]).fdiv(LARGE - SMALL)] }
+per_resource = lambda do |kind, field|
+  (counts[[kind, LARGE]][field] - counts[[kind, SMALL]][field]).fdiv(LARGE - SMALL)
+end
+floor = per_resource.call('noop-insync', 0)
 puts
-puts format('%-12s %16s %12s %14s   %s', 'kind', 'per resource', 'ratio', 'over the floor', "GCs major/minor (#{SMALL}, #{LARGE})")
+puts format('%-12s %16s %12s %14s %18s', 'kind', 'per resource', 'ratio', 'over the floor', 'objects/resource')
 KINDS.each do |kind|
-  ratio = per_resource[kind] / per_resource['noop-insync']
-  puts format('%-12s %16.0f %12.3f %14.0f   %s, %s', kind, per_resource[kind], ratio, per_resource[kind] - per_resource['noop-insync'],
-              counts[[kind, SMALL]][1], counts[[kind, LARGE]][1])
+  instructions = per_resource.call(kind, 0)
+  puts format('%-12s %16.0f %12.3f %14.0f %18.1f', kind, instructions, instructions / floor, instructions - floor,
+              per_resource.call(kind, 1))
 end
 puts '(ratio and "over the floor" against no-op+insync, the like-for-like floor)'

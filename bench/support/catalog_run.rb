@@ -149,18 +149,37 @@ GC.start
 # Resource API first canonicalizes each resource, and so where pwshlib makes
 # its one Get per resource. apply: the transaction (the second canonicalize,
 # get, insync?, the strict check). An agent run does both.
+#
+# PWSHLIB_BENCH_COUNT_WINDOW (bench/instructions_bench.rb, under callgrind):
+# the library built from support/callgrind_window.c, whose two calls mark the
+# measured part as the only part counted; that part then runs without
+# garbage collection, so the count is the run's own work, and its
+# allocations are reported beside it, as what the collector would have had.
 build_wall = build_cpu = apply_wall = apply_cpu = nil
-gc_before = GC.stat.slice(:major_gc_count, :minor_gc_count)
+count_window = ENV.fetch('PWSHLIB_BENCH_COUNT_WINDOW', nil)
+if count_window
+  require 'fiddle'
+  window = Fiddle.dlopen(count_window)
+  count_from_here, count_to_here = %w[pwshlib_bench_count_from_here pwshlib_bench_count_to_here].map do |name|
+    Fiddle::Function.new(window[name], [], Fiddle::TYPE_VOID)
+  end
+  GC.disable
+end
+gc_before = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects)
+count_from_here&.call
 in_a_run do |report|
   catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
   _, apply_wall, apply_cpu = timed { apply_in_sync(catalog, report) }
 end
+count_to_here&.call
+gc_after = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects)
+GC.enable if count_window
 raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}" if kind == 'pwshlib' && manager.calls != WARM_UP + count
 
-gc_after = GC.stat.slice(:major_gc_count, :minor_gc_count)
 peak_kib = File.read('/proc/self/status')[/VmHWM:\s+(\d+)/, 1].to_i
 FileUtils.rm_rf(scratch)
 puts JSON.generate(kind: kind, n: count, build_wall: build_wall, build_cpu: build_cpu, apply_wall: apply_wall,
                    apply_cpu: apply_cpu, peak_rss_kib: peak_kib,
                    major_gcs: gc_after[:major_gc_count] - gc_before[:major_gc_count],
-                   minor_gcs: gc_after[:minor_gc_count] - gc_before[:minor_gc_count])
+                   minor_gcs: gc_after[:minor_gc_count] - gc_before[:minor_gc_count],
+                   allocated_objects: gc_after[:total_allocated_objects] - gc_before[:total_allocated_objects])
