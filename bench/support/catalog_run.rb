@@ -165,14 +165,14 @@ if count_window
   end
   GC.disable
 end
-gc_before = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects)
+gc_before = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects, :time)
 count_from_here&.call
 in_a_run do |report|
   catalog, build_wall, build_cpu = timed { catalog_of(type_name, titles.drop(WARM_UP), path_of, WARM_UP) }
   _, apply_wall, apply_cpu = timed { apply_in_sync(catalog, report) }
 end
 count_to_here&.call
-gc_after = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects)
+gc_after = GC.stat.slice(:major_gc_count, :minor_gc_count, :total_allocated_objects, :time)
 GC.enable if count_window
 raise "expected one Get per resource, got #{manager.calls} for #{WARM_UP + count}" if kind == 'pwshlib' && manager.calls != WARM_UP + count
 
@@ -182,4 +182,7 @@ puts JSON.generate(kind: kind, n: count, build_wall: build_wall, build_cpu: buil
                    apply_cpu: apply_cpu, peak_rss_kib: peak_kib,
                    major_gcs: gc_after[:major_gc_count] - gc_before[:major_gc_count],
                    minor_gcs: gc_after[:minor_gc_count] - gc_before[:minor_gc_count],
-                   allocated_objects: gc_after[:total_allocated_objects] - gc_before[:total_allocated_objects])
+                   allocated_objects: gc_after[:total_allocated_objects] - gc_before[:total_allocated_objects],
+                   # The collector's time in the measured part (Ruby counts it
+                   # in ms), which build_cpu and apply_cpu include.
+                   gc_cpu: (gc_after[:time] - gc_before[:time]) / 1000.0)
