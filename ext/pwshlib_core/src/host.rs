@@ -671,7 +671,6 @@ impl Write for Deadlined<'_> {
     }
 }
 
-/// The time left before `deadline`, or `TimedOut` once it has passed.
 /// How often a start that failed for a reason of the moment is tried in
 /// all, and the pause before each retry.
 const START_ATTEMPTS: u32 = 3;
@@ -695,6 +694,7 @@ fn retry_transient_start<T>(
     }
 }
 
+/// The time left before `deadline`, or `TimedOut` once it has passed.
 fn remaining(deadline: Instant) -> io::Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {

@@ -74,8 +74,8 @@ pub fn remove_endpoint(_endpoint: &str) {}
 /// when the new process ended during its start-up without an exit code of
 /// its own (the server's new-process info says no success), which a loaded
 /// machine shows now and then (the CI's Windows job did once); nothing was
-/// wrong with the program, so a second start is the fix. On Windows the
-/// code is as rare, and as little about the program.
+/// wrong with the program, so a second start is the fix. The code names no
+/// fault of the program on Windows either, and two retries cost 200 ms.
 const ERROR_INTERNAL_ERROR: i32 = 1359;
 
 /// A start that failed for a reason of the moment, worth one more try.
