@@ -9,7 +9,7 @@
 # difference in resources is the cost of one resource, with Puppet's start
 # and the warm-up out.
 #
-#   ruby bench/instructions_bench.rb        (valgrind from apt; about 2 min)
+#   ruby bench/instructions_bench.rb        (valgrind from apt; about a minute)
 #
 # What it does not show: the time lost to cache misses, which is where a
 # native extension's code, cold after Puppet's own work between two calls,
@@ -49,8 +49,8 @@ unless system(RbConfig::CONFIG.fetch('CC', 'cc'), '-shared', '-fPIC', '-O2', '-o
   exit 1
 end
 
-# Instructions of a whole catalog run of `size` resources, and the Ruby
-# objects its measured part allocated.
+# Instructions of the measured part of a catalog run of `size` resources,
+# and the Ruby objects it allocated.
 def instructions(kind, size)
   output = IO.popen({ 'PWSHLIB_BENCH_COUNT_WINDOW' => WINDOW_LIBRARY },
                     ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--callgrind-out-file=/dev/null', RbConfig.ruby,
