@@ -88,6 +88,26 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(manager.calls.size).to eq(1)
     end
 
+    # As a provider that changes nothing: the given array itself when every
+    # resource comes back as given, and each resource as given within a new
+    # array otherwise.
+    it 'answers with the given array and hashes when nothing changes' do
+      system_cased = { name: 'Title', dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: 'hello' }
+      [[system_cased], [system_cased.dup]].each do |given|
+        # The first call makes the Get; the second finds the resource known.
+        expect(provider.canonicalize(context, given)).to equal(given)
+      end
+      manager.get_result = { 'DestinationPath' => 'C:\\Other', 'Ensure' => 'Present', 'Contents' => 'hello' }
+      changed = { name: 'Other', dsc_destinationpath: 'c:\\other', dsc_ensure: 'present', dsc_contents: 'hello' }
+      known = system_cased.dup
+      given = [known, changed]
+      answer = provider.canonicalize(context, given)
+      expect(answer).not_to equal(given)
+      expect(answer.first).to equal(known)
+      expect(answer.last).to eq(changed.merge(dsc_destinationpath: 'C:\\Other', dsc_ensure: 'Present'))
+      expect(manager.methods_called).to eq(%w[Get Get])
+    end
+
     it 'uses the manifest when the resource is absent on the system' do
       manager.get_result = { 'Ensure' => 'Absent' }
       expect(provider.canonicalize(context, [manifest]).first).to eq(manifest)

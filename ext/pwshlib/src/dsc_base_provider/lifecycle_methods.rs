@@ -121,7 +121,11 @@ fn rb_canonicalize(
 ) -> BindingResult<RArray> {
     let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
     provider.set_received(resources.as_value());
-    let given: Vec<RValue> = resources.into_iter().collect();
+    // The resources are read from the array by index whenever needed, not
+    // copied into a Vec: a Ruby value is only safe on the stack (or in an
+    // object the collector marks), and the array holds them for us.
+    let count = resources.len();
+    let given = |index: usize| -> Result<RValue, Error> { resources.entry(index as isize) };
     // The Resource API canonicalizes each resource three times in a run: as
     // it is made, as the target state of the transaction, and once more the
     // Get result (its strict check). A resource canonicalized earlier in
@@ -129,60 +133,76 @@ fn rb_canonicalize(
     // its namevars alone, it is returned as given, with no conversion either
     // way. Only when debug messages are kept does it take the full path,
     // which logs every resource it returns.
-    let already_canonical: Vec<bool> = if provider.debug_enabled() {
-        vec![false; given.len()]
-    } else {
+    let mut already_canonical = vec![false; count];
+    if !provider.debug_enabled() {
         let namevars = provider.typedef.identity_namevars();
-        given
-            .iter()
-            .map(|resource| {
-                identity_of_ruby(ruby, *resource, namevars).is_some_and(|id| {
-                    provider.with_state(|s| s.canonicalized.get_identity(&id).is_some())
-                })
-            })
-            .collect()
-    };
+        for (index, known) in already_canonical.iter_mut().enumerate() {
+            *known = identity_of_ruby(ruby, given(index)?, namevars).is_some_and(|id| {
+                provider.with_state(|s| s.canonicalized.get_identity(&id).is_some())
+            });
+        }
+    }
+    // Every resource comes back as given: the given array is the answer,
+    // as a provider that changes nothing returns it (the Resource API asks
+    // with a new one-resource array each time and reads its first entry).
     if already_canonical.iter().all(|known| *known) {
-        return Ok(ruby.ary_from_iter(given));
+        return Ok(resources);
     }
     // Canonicalize runs while Puppet builds the catalog, where an exception
     // would abort every resource. A resource holding a value that cannot go
     // to PowerShell is returned as given; its insync?/set raise the error,
     // which fails that resource alone.
-    let mut maps = Vec::with_capacity(given.len());
-    let mut unconvertible = Vec::new();
-    for (index, resource) in given.iter().enumerate() {
+    let mut maps = Vec::with_capacity(count);
+    let mut converted = vec![false; count];
+    for index in 0..count {
         if already_canonical[index] {
             continue;
         }
-        match hash_arg(ruby, *resource, "resource") {
-            Ok(map) => maps.push(map),
+        let resource = given(index)?;
+        match hash_arg(ruby, resource, "resource") {
+            Ok(map) => {
+                maps.push(map);
+                converted[index] = true;
+            }
             Err(BindingError::Core(error)) => {
                 provider.debug(&format!(
                     "{}: not canonicalized: {error}",
-                    resource_label(&provider.typedef, &title_in(ruby, *resource))
+                    resource_label(&provider.typedef, &title_in(ruby, resource))
                 ))?;
-                unconvertible.push(index);
             }
             Err(ruby_error) => return Err(ruby_error),
         }
     }
+    // Each converted resource's answer: None when it is canonical as given
+    // (the manifest has the system's case), so the given hash is the
+    // answer, as a provider that changes nothing returns it, and no copy is
+    // made.
     let mut canonical = lifecycle::canonicalize(&provider, maps)?.into_iter();
-    let out = ruby.ary_new_capa(given.len());
-    for (index, resource) in given.into_iter().enumerate() {
-        if already_canonical[index] || unconvertible.contains(&index) {
-            out.push(resource)?;
-        } else if let Some(map) = canonical.next() {
-            // Already canonical as given (the manifest has the system's
-            // case): the given hash is the answer, as a provider that
-            // changes nothing returns it, and no copy is made.
-            let unchanged =
-                RHash::from_value(resource).is_some_and(|hash| ruby_matches_map(ruby, hash, &map));
-            if unchanged {
-                out.push(resource)?;
-            } else {
-                out.push(map_to_ruby(ruby, &map)?)?;
+    let mut answers: Vec<Option<Map>> = Vec::with_capacity(count);
+    for (index, was_converted) in converted.iter().enumerate() {
+        let next = if *was_converted {
+            canonical.next()
+        } else {
+            None
+        };
+        let answer = match next {
+            Some(map) => {
+                let unchanged = RHash::from_value(given(index)?)
+                    .is_some_and(|hash| ruby_matches_map(ruby, hash, &map));
+                (!unchanged).then_some(map)
             }
+            None => None,
+        };
+        answers.push(answer);
+    }
+    if answers.iter().all(Option::is_none) {
+        return Ok(resources);
+    }
+    let out = ruby.ary_new_capa(count);
+    for (index, answer) in answers.iter().enumerate() {
+        match answer {
+            Some(map) => out.push(map_to_ruby(ruby, map)?)?,
+            None => out.push(given(index)?)?,
         }
     }
     Ok(out)
