@@ -469,10 +469,24 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 }
 
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
+    map_to_ruby_with(ruby, map, None)
+}
+
+fn map_to_ruby_with(ruby: &Ruby, map: &Map, donor: Option<RHash>) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
         let key = key_to_ruby(ruby, k)?;
-        let value = to_ruby(ruby, v)?;
+        let given = match (v, donor) {
+            // A lookup by a Symbol or String key hashes and compares in C.
+            (Value::Str(_), Some(donor)) => donor.get(key).filter(|given| {
+                RString::from_value(*given).is_some() && ruby_matches(ruby, *given, v)
+            }),
+            _ => None,
+        };
+        let value = match given {
+            Some(given) => given,
+            None => to_ruby(ruby, v)?,
+        };
         if Symbol::from_value(key).is_some() || RString::from_value(key).is_some() {
             // SAFETY: `hash` is a new, unfrozen Hash no Ruby code has seen,
             // and a Symbol or String key is hashed and compared in C
@@ -487,6 +501,12 @@ pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
         }
     }
     Ok(hash)
+}
+
+/// [`map_to_ruby`], with each String value that `donor` holds, equal,
+/// under the same key passed as that very String rather than as a new one.
+pub fn map_to_ruby_reusing(ruby: &Ruby, map: &Map, donor: RHash) -> BindingResult<RHash> {
+    map_to_ruby_with(ruby, map, Some(donor))
 }
 
 /// A hash key. A String key is stored as Ruby's deduplicated frozen copy

@@ -21,8 +21,8 @@ use pwshlib_core::{Map, TypeDef, Value};
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, interned_string, map_to_ruby, maps_to_ruby, ruby_matches_map, symbol,
-    to_ruby, with_key_name,
+    from_ruby, hash_arg, interned_string, map_to_ruby, map_to_ruby_reusing, ruby_matches_map,
+    symbol, to_ruby, with_key_name,
 };
 use crate::error::{self, BindingError, BindingResult};
 
@@ -235,6 +235,7 @@ fn rb_get(
     names: RValue,
 ) -> BindingResult<RArray> {
     let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
+    let queries = RArray::from_value(names);
     let names = if names.is_nil() {
         None
     } else {
@@ -244,7 +245,21 @@ fn rb_get(
         }
     };
     let results = lifecycle::get(&provider, names)?;
-    maps_to_ruby(ruby, &results)
+    // One result per name, in order. A result's title and namevars equal to
+    // those Puppet asked with (its name hash) are passed back as the very
+    // Strings it gave, as pwshlib 2.x passed `name` back, rather than as new
+    // ones: fewer objects that the run keeps (Puppet holds each result).
+    let out = ruby.ary_new_capa(results.len());
+    for (index, result) in results.iter().enumerate() {
+        let query = queries
+            .and_then(|queries| queries.entry::<RValue>(index as isize).ok())
+            .and_then(RHash::from_value);
+        out.push(match query {
+            Some(query) => map_to_ruby_reusing(ruby, result, query)?,
+            None => map_to_ruby(ruby, result)?,
+        })?;
+    }
+    Ok(out)
 }
 
 fn rb_insync(
