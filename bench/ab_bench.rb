@@ -29,9 +29,11 @@ def median(values)
   sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
-# ms per resource of one catalog run (build and apply, process CPU time).
-def run_once(kind, lib, size)
-  output = IO.popen({ 'PWSHLIB_BENCH_LIB' => lib }, [RbConfig.ruby, RUN, kind, size.to_s], err: %i[child out], &:read)
+# ms per resource of one catalog run (build and apply, process CPU time), at
+# the garbage collection phase `gc_phase` (see catalog_bench.rb).
+def run_once(kind, lib, size, gc_phase)
+  output = IO.popen({ 'PWSHLIB_BENCH_LIB' => lib, 'PWSHLIB_BENCH_GC_PHASE' => gc_phase.to_s },
+                    [RbConfig.ruby, RUN, kind, size.to_s], err: %i[child out], &:read)
   raise "#{kind} #{lib} failed:\n#{output}" unless $?.success?
 
   result = JSON.parse(output.lines.last)
@@ -40,8 +42,10 @@ end
 
 puts "A/B bench: N=#{size}, #{reps} repetitions; load average #{File.read('/proc/loadavg').split.first(3).join(' ')}"
 times = Hash.new { |hash, key| hash[key] = [] }
+phases = Random.new(15)
 reps.times do |rep|
-  kinds.rotate(rep % kinds.size).each { |kind, lib| times[[kind, lib]] << run_once(kind, lib, size) }
+  phase = phases.rand(120_000)
+  kinds.rotate(rep % kinds.size).each { |kind, lib| times[[kind, lib]] << run_once(kind, lib, size, phase) }
 end
 floor = times[kinds.last].map(&:sum)
 kinds.each do |kind, lib|

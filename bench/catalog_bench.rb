@@ -24,8 +24,14 @@ rescue Errno::ENOENT
   'unknown'
 end
 
-def child(*args)
-  output = IO.popen([RbConfig.ruby, *args], err: %i[child out], &:read)
+# The collections' phase of each repetition (support/catalog_run.rb's
+# PWSHLIB_BENCH_GC_PHASE): spread over more than the allocations between two
+# collections, from a fixed seed, the same for every kind of a repetition.
+GC_PHASES = Random.new(15)
+GC_PHASE_SPAN = 120_000
+
+def child(*args, gc_phase: 0)
+  output = IO.popen({ 'PWSHLIB_BENCH_GC_PHASE' => gc_phase.to_s }, [RbConfig.ruby, *args], err: %i[child out], &:read)
   raise "#{args.join(' ')} failed:\n#{output}" unless $?.success?
 
   JSON.parse(output.lines.last, symbolize_names: true)
@@ -45,10 +51,12 @@ rescue StandardError
   0
 end
 puts "catalog bench: #{RUBY_DESCRIPTION}; #{cores} CPUs; load average before: #{load_average}"
+puts "each repetition at its own garbage collection phase (0 to #{GC_PHASE_SPAN} objects made before the clock starts)"
 results = Hash.new { |h, k| h[k] = [] }
 SIZES.each do |n, reps|
   reps.times do |rep|
-    KINDS.rotate(rep % KINDS.size).each { |kind| results[[kind, n]] << child(RUN, kind, n.to_s) }
+    phase = GC_PHASES.rand(GC_PHASE_SPAN)
+    KINDS.rotate(rep % KINDS.size).each { |kind| results[[kind, n]] << child(RUN, kind, n.to_s, gc_phase: phase) }
   end
 end
 
