@@ -181,20 +181,6 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider drop-in compatibility' do
       expect(manager.methods_called).to eq(%w[Get Get Get])
     end
 
-    # The desired states get passes Strings back from are the run's own.
-    it 'passes back Strings of this run\'s desired state, not the last one\'s' do
-      contents = [+'hello', +'hello']
-      results = contents.map do |mine|
-        in_run(new_report) do
-          provider.canonicalize(context, [manifest.merge(dsc_contents: mine)])
-          provider.get(context, [title]).first
-        end
-      end
-      expect(results.map { |result| result[:dsc_contents] }).to eq(contents)
-      expect(results.last[:dsc_contents]).to equal(contents.last)
-      expect(manager.methods_called).to eq(%w[Get Get])
-    end
-
     it 'forgets the logon failures of the previous run' do
       cred = { 'user' => 'locked', 'password' => Puppet::Pops::Types::PSensitiveType::Sensitive.new('pw') }
       failing = manifest.merge(dsc_psdscrunascredential: cred)

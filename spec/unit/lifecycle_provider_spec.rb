@@ -149,37 +149,8 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(second[:name]).to equal(recased[:name])
       # The system's casing, which the query does not hold: a String of its own.
       expect(second[:dsc_destinationpath]).to eq('C:\\Foo')
-      expect(second[:dsc_destinationpath]).not_to equal(recased[:dsc_destinationpath])
-      # A value only the system holds: a new String for each result.
-      expect(second[:dsc_checksum]).not_to equal(first[:dsc_checksum])
+      expect(second[:dsc_contents]).not_to equal(first[:dsc_contents])
       expect(manager.calls.size).to eq(1)
-    end
-
-    # An in-sync property reads as the manifest has it: the String the
-    # resource was canonicalized with is passed back, not a new one. The
-    # provider keeps that hash for the run, marked for the collector: the
-    # values stay whole after every other reference to it is gone.
-    it 'passes back the desired state\'s Strings for properties the system reports the same', :gc_stress do
-      contents = +'hello'
-      in_sync = { name: 'Title', dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: contents,
-                  dsc_type: 'file' }
-      provider.canonicalize(context, [in_sync])
-      in_sync = nil # rubocop:disable Lint/UselessAssignment
-      GC.start
-      result = provider.get(context, [{ name: 'Title', dsc_destinationpath: 'C:\\Foo' }]).first
-      expect(result[:dsc_contents]).to equal(contents)
-      # The system's 'file' casing differs from the manifest's: its own String.
-      expect(result[:dsc_type]).to eq('file')
-      expect(result).to include(dsc_ensure: 'Present', dsc_checksum: 'abc')
-    end
-
-    it 'passes back no String of the desired state that changed since' do
-      resource = { name: 'Title', dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: +'hello' }
-      provider.canonicalize(context, [resource])
-      resource[:dsc_contents].replace('changed')
-      result = provider.get(context, [{ name: 'Title', dsc_destinationpath: 'C:\\Foo' }]).first
-      expect(result[:dsc_contents]).to eq('hello')
-      expect(resource[:dsc_contents]).to eq('changed')
     end
 
     it 'finds cached results case-insensitively by namevar' do

@@ -469,19 +469,17 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 }
 
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
-    map_to_ruby_with(ruby, map, &[])
+    map_to_ruby_with(ruby, map, None)
 }
 
-fn map_to_ruby_with(ruby: &Ruby, map: &Map, donors: &[Option<RHash>]) -> BindingResult<RHash> {
+fn map_to_ruby_with(ruby: &Ruby, map: &Map, donor: Option<RHash>) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
         let key = key_to_ruby(ruby, k)?;
-        let given = match v {
+        let given = match (v, donor) {
             // A lookup by a Symbol or String key hashes and compares in C.
-            Value::Str(_) => donors.iter().flatten().find_map(|donor| {
-                donor.get(key).filter(|given| {
-                    RString::from_value(*given).is_some() && ruby_matches(ruby, *given, v)
-                })
+            (Value::Str(_), Some(donor)) => donor.get(key).filter(|given| {
+                RString::from_value(*given).is_some() && ruby_matches(ruby, *given, v)
             }),
             _ => None,
         };
@@ -505,16 +503,10 @@ fn map_to_ruby_with(ruby: &Ruby, map: &Map, donors: &[Option<RHash>]) -> Binding
     Ok(hash)
 }
 
-/// [`map_to_ruby`], with each String value that one of `donors` holds,
-/// equal, under the same key passed as that very String rather than as a
-/// new one (the first donor that has it). The donors are on the caller's
-/// stack, where Ruby values are safe.
-pub fn map_to_ruby_reusing(
-    ruby: &Ruby,
-    map: &Map,
-    donors: &[Option<RHash>],
-) -> BindingResult<RHash> {
-    map_to_ruby_with(ruby, map, donors)
+/// [`map_to_ruby`], with each String value that `donor` holds, equal,
+/// under the same key passed as that very String rather than as a new one.
+pub fn map_to_ruby_reusing(ruby: &Ruby, map: &Map, donor: RHash) -> BindingResult<RHash> {
+    map_to_ruby_with(ruby, map, Some(donor))
 }
 
 /// A hash key. A String key is stored as Ruby's deduplicated frozen copy

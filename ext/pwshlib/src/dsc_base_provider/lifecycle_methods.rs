@@ -176,11 +176,9 @@ fn rb_canonicalize(
     // Each converted resource's answer: None when it is canonical as given
     // (the manifest has the system's case), so the given hash is the
     // answer, as a provider that changes nothing returns it, and no copy is
-    // made. Whichever hash is the answer is kept as the resource's desired
-    // state for `get` (`DscBaseProvider::keep_resource`).
-    let namevars = provider.typedef.identity_namevars();
+    // made.
     let mut canonical = lifecycle::canonicalize(&provider, maps)?.into_iter();
-    let mut answers: Vec<Option<(Identity, Map)>> = Vec::with_capacity(count);
+    let mut answers: Vec<Option<Map>> = Vec::with_capacity(count);
     for (index, was_converted) in converted.iter().enumerate() {
         let next = if *was_converted {
             canonical.next()
@@ -189,16 +187,9 @@ fn rb_canonicalize(
         };
         let answer = match next {
             Some(map) => {
-                let identity = Identity::of(namevars, &map);
-                match RHash::from_value(given(index)?)
-                    .filter(|hash| ruby_matches_map(ruby, *hash, &map))
-                {
-                    Some(unchanged) => {
-                        rb_self.keep_resource(identity, unchanged);
-                        None
-                    }
-                    None => Some((identity, map)),
-                }
+                let unchanged = RHash::from_value(given(index)?)
+                    .is_some_and(|hash| ruby_matches_map(ruby, hash, &map));
+                (!unchanged).then_some(map)
             }
             None => None,
         };
@@ -208,13 +199,9 @@ fn rb_canonicalize(
         return Ok(resources);
     }
     let out = ruby.ary_new_capa(count);
-    for (index, answer) in answers.into_iter().enumerate() {
+    for (index, answer) in answers.iter().enumerate() {
         match answer {
-            Some((identity, map)) => {
-                let hash = map_to_ruby(ruby, &map)?;
-                rb_self.keep_resource(identity, hash);
-                out.push(hash)?;
-            }
+            Some(map) => out.push(map_to_ruby(ruby, map)?)?,
             None => out.push(given(index)?)?,
         }
     }
@@ -258,21 +245,19 @@ fn rb_get(
         }
     };
     let results = lifecycle::get(&provider, names)?;
-    // One result per name, in order. A String value equal to one Puppet
-    // holds under the same key is passed back as that very String rather
-    // than as a new one: the title and namevars it asked with (its name
-    // hash; pwshlib 2.x passed `name` back so), else the desired state
-    // `canonicalize` answered with for this resource (an in-sync property
-    // reads as the manifest has it). Puppet keeps every result for the run;
-    // these are objects it holds anyway.
-    let namevars = provider.typedef.identity_namevars();
+    // One result per name, in order. A result's title and namevars equal to
+    // those Puppet asked with (its name hash) are passed back as the very
+    // Strings it gave, as pwshlib 2.x passed `name` back, rather than as new
+    // ones: fewer objects that the run keeps (Puppet holds each result).
     let out = ruby.ary_new_capa(results.len());
     for (index, result) in results.iter().enumerate() {
         let query = queries
             .and_then(|queries| queries.entry::<RValue>(index as isize).ok())
             .and_then(RHash::from_value);
-        let desired = rb_self.kept_resource(ruby, &Identity::of(namevars, result));
-        out.push(map_to_ruby_reusing(ruby, result, &[query, desired])?)?;
+        out.push(match query {
+            Some(query) => map_to_ruby_reusing(ruby, result, query)?,
+            None => map_to_ruby(ruby, result)?,
+        })?;
     }
     Ok(out)
 }

@@ -24,11 +24,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
-use magnus::{
-    function, gc, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RClass, RHash,
-    RModule, Ruby, TypedData,
-};
-use pwshlib_core::cache::Identity;
+use magnus::{function, method, prelude::*, value::Opaque, Error, RClass, RModule, Ruby};
 use pwshlib_core::lifecycle::{LifecycleState, COLLISION_DEFAULT_WAIT_SECONDS};
 use pwshlib_core::run::RunMarker;
 use pwshlib_core::TypeDef;
@@ -169,36 +165,10 @@ fn env_collision_wait() -> Option<f64> {
         .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-#[derive(Default, TypedData)]
-#[magnus(
-    class = "Puppet::Provider::DscBaseProvider",
-    free_immediately,
-    size,
-    mark
-)]
+#[derive(Default)]
+#[magnus::wrap(class = "Puppet::Provider::DscBaseProvider", free_immediately, size)]
 pub struct DscBaseProvider {
     state: RefCell<ProviderState>,
-    /// Each resource hash `canonicalize` answered with in this run, by its
-    /// identity: the desired state as Puppet holds it. `get` passes back its
-    /// String values where the system reports the same, rather than new
-    /// Strings (see `lifecycle_methods::rb_get`). Ruby values kept between
-    /// calls, so marked for the collector (`mark`, which pins them); apart
-    /// from `state` so that marking never meets a borrow held across Ruby
-    /// code, and only borrowed mutably where no Ruby code runs (no object is
-    /// made, so no collection can start).
-    kept_resources: RefCell<FxHashMap<Identity, Opaque<RHash>>>,
-}
-
-impl DataTypeFunctions for DscBaseProvider {
-    fn mark(&self, marker: &gc::Marker) {
-        // Never borrowed mutably while Ruby code runs (see the field), so
-        // this borrow succeeds whenever Ruby collects.
-        if let Ok(kept) = self.kept_resources.try_borrow() {
-            for resource in kept.values() {
-                marker.mark(*resource);
-            }
-        }
-    }
 }
 
 impl DscBaseProvider {
@@ -206,30 +176,6 @@ impl DscBaseProvider {
     /// `described_class.new` and Resource API instantiation both work.
     fn initialize(&self) {
         *self.state.borrow_mut() = ProviderState::default();
-        self.kept_resources.borrow_mut().clear();
-    }
-
-    /// Keeps `resource` as the desired state of `identity` for this run,
-    /// unless one is kept already (the first canonicalize of a resource is
-    /// the manifest's; later ones are copies Puppet makes).
-    pub(super) fn keep_resource(&self, identity: Identity, resource: RHash) {
-        self.kept_resources
-            .borrow_mut()
-            .entry(identity)
-            .or_insert_with(|| Opaque::from(resource));
-    }
-
-    /// The desired state kept for `identity` in this run.
-    pub(super) fn kept_resource(&self, ruby: &Ruby, identity: &Identity) -> Option<RHash> {
-        self.kept_resources
-            .borrow()
-            .get(identity)
-            .map(|resource| ruby.get_inner(*resource))
-    }
-
-    /// A new run: the resources of the last one are let go.
-    pub(super) fn forget_kept_resources(&self) {
-        self.kept_resources.borrow_mut().clear();
     }
 }
 

@@ -216,7 +216,6 @@ pub(super) fn observe_run(
         new_run
     };
     if new_run {
-        provider.forget_kept_resources();
         // PowerShell is looked up again too (a PATH search), in case the
         // agent installed or moved it in between.
         provider.ivar_set(POWERSHELL_MEMO_IVAR, ruby.qnil())?;
