@@ -99,7 +99,6 @@ pub mod names {
     pub static IVAR_LEVELS: LazyId = LazyId::new("@levels");
     pub static IVAR_DESTINATIONS: LazyId = LazyId::new("@destinations");
     pub static IVAR_LOGLEVEL: LazyId = LazyId::new("@loglevel");
-    pub static RUNS_NATIVE: LazyId = LazyId::new("pwshlib_runs_native?");
 }
 
 /// A name of [`names`] as an ID (a method to call, an ivar).

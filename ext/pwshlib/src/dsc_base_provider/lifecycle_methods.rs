@@ -2,9 +2,7 @@
 //! `create`/`update`/`delete`) and the overridable invocation methods
 //! (`invoke_get_method`, …, `invoke_dsc_resource`). The logic is in
 //! `pwshlib_core::lifecycle`; these only convert values and reach the
-//! overridable methods through Ruby dispatch (`funcall` on self), or, for
-//! the two Get methods when Ruby would reach the native method itself,
-//! run its work directly (`RubyProvider::runs_native`).
+//! overridable methods through Ruby dispatch (`funcall` on self).
 
 use std::borrow::Cow;
 

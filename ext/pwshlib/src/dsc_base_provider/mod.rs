@@ -22,9 +22,9 @@ mod script_methods;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use magnus::{function, method, prelude::*, value::Opaque, Error, RClass, RModule, Ruby};
+use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
 use pwshlib_core::lifecycle::{LifecycleState, COLLISION_DEFAULT_WAIT_SECONDS};
 use pwshlib_core::run::RunMarker;
 use pwshlib_core::TypeDef;
@@ -179,14 +179,6 @@ impl DscBaseProvider {
     }
 }
 
-/// The class `define_dsc_base_provider` made: the owner of every native
-/// method (see `RubyProvider::runs_native`).
-static BASE_CLASS: OnceLock<Opaque<RClass>> = OnceLock::new();
-
-pub(super) fn base_class(ruby: &Ruby) -> Option<RClass> {
-    BASE_CLASS.get().map(|class| ruby.get_inner(*class))
-}
-
 /// Defines the class under `Puppet::Provider` once Puppet is loaded. The
 /// Ruby loader calls it after `require 'puppet'`; defining it twice is a
 /// no-op.
@@ -200,11 +192,6 @@ fn define_dsc_base_provider(ruby: &Ruby) -> Result<bool, Error> {
         return Ok(false);
     }
     let class = provider.define_class("DscBaseProvider", ruby.class_object())?;
-    // A class bound to a constant lives as long as the process; registered
-    // as well, so the static handle stays valid even if the constant is
-    // removed.
-    ruby.gc_register_mark_object(class);
-    let _ = BASE_CLASS.set(Opaque::from(class));
     class.define_alloc_func::<DscBaseProvider>();
     class.define_method("initialize", method!(DscBaseProvider::initialize, 0))?;
     lifecycle_methods::define(class)?;

@@ -2,9 +2,7 @@
 //! `pwshlib_core::lifecycle::ProviderCallbacks` with state access and Ruby
 //! dispatch (`funcall` on self) for every overridable method and every
 //! `context` call, so that subclasses, prepended modules and RSpec stubs
-//! are honoured. The two methods of every Get (`invoke_get_method`,
-//! `invoke_dsc_resource`) first ask Ruby which method the call would reach,
-//! and do the native method's work in place when it is that one.
+//! are honoured.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -14,7 +12,7 @@ use magnus::{
     prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::LazyId, RArray, RClass, RHash, RModule,
     RString, Ruby, Value as RValue,
 };
-use pwshlib_core::lifecycle::{self, ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
+use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
 use pwshlib_core::script::{DscMethod, Script};
 use pwshlib_core::templates;
 use pwshlib_core::vendored;
@@ -24,7 +22,7 @@ use rustc_hash::FxHashSet;
 use super::run::{
     cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
 };
-use super::{base_class, current_fiber, DscBaseProvider, LentMap};
+use super::{current_fiber, DscBaseProvider, LentMap};
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
     map_from_ruby, map_to_ruby, names, ruby_matches, ruby_matches_map, static_symbol, symbol,
@@ -146,30 +144,6 @@ impl<'r> RubyProvider<'r> {
         let entries = Arc::new(entries);
         self.provider.state.borrow_mut().load_path = Some(entries.clone());
         Ok(entries)
-    }
-
-    /// Whether calling `name` on the provider would run this library's own
-    /// native method, as Ruby resolves the call now: the provider's private
-    /// `pwshlib_runs_native?` (lib/puppet/provider/dsc_base_provider/
-    /// dsc_base_provider.rb) asks Ruby's `Object#method`, which looks the
-    /// name up exactly as the call would. A subclass override, a prepended
-    /// module, an RSpec stub (`allow_any_instance_of` too, which redefines
-    /// the method in Ruby) or a reopened `DscBaseProvider` all answer
-    /// false, and so does anything unexpected (an exception, no helper):
-    /// the caller then calls through Ruby, as always.
-    ///
-    /// Asked on every call, never remembered: a stub can be added at any
-    /// moment. It costs one Method object and a few Ruby calls, where the
-    /// call through Ruby it saves converts the arguments and the answer to
-    /// Ruby and back and compares them (see `invoke_get_method`).
-    fn runs_native(&self, name: &LazyId) -> bool {
-        let ruby = self.ruby;
-        if base_class(ruby).is_none() {
-            return false;
-        }
-        self.provider
-            .funcall::<_, _, RValue>(id(ruby, &names::RUNS_NATIVE), (static_symbol(ruby, name),))
-            .is_ok_and(|answer| answer.as_raw() == ruby.qtrue().as_raw())
     }
 
     /// Remembers `values`, just converted for Ruby, in place of what was
@@ -387,15 +361,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
             .lifecycle_for(&self.typedef))
     }
 
-    /// Through Ruby when anything but the native method would answer;
-    /// else the native method's work is done here, with the maps as they
-    /// are: the call through Ruby would make a Ruby hash of `name_hash`,
-    /// find it unchanged in the native method, and make one of the answer
-    /// for this caller to compare and take back, for the same result.
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
-        if self.runs_native(&names::INVOKE_GET_METHOD) {
-            return lifecycle::invoke_get_method(self, name_hash);
-        }
         let arg = self.ruby_hash_of(name_hash)?;
         let result: RValue = self.lending(&[name_hash], || {
             self.provider.funcall(
@@ -436,10 +402,6 @@ impl ProviderCallbacks for RubyProvider<'_> {
         props: &Map,
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
-        // As `invoke_get_method`: the Get of every resource comes here.
-        if self.runs_native(&names::INVOKE_DSC_RESOURCE) {
-            return lifecycle::invoke_dsc_resource(self, name_hash, props, method);
-        }
         let name_hash_arg = self.ruby_hash_of(name_hash)?;
         let props_arg = map_to_ruby(self.ruby, props)?;
         let method = frozen_literal(self.ruby, method.as_lowercase_str());

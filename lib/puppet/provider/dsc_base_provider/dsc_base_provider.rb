@@ -68,22 +68,6 @@ module Puppet
 
       private
 
-      # Whether calling +name+ on this provider runs pwshlib's own native
-      # method, as Ruby resolves the call now (the native side asks before
-      # it calls `invoke_get_method` or `invoke_dsc_resource`, and calls
-      # through Ruby unless this answers true). `method` looks +name+ up as
-      # a call does: the singleton class (an RSpec stub), prepended modules,
-      # the subclass and its modules, then DscBaseProvider. The method found
-      # is the native one only when DscBaseProvider owns it, it has no Ruby
-      # source (a method written in C has none) and it is not another method
-      # aliased to +name+.
-      def pwshlib_runs_native?(name)
-        found = method(name)
-        found.owner.equal?(DscBaseProvider) && found.source_location.nil? && found.original_name == name
-      rescue NameError
-        false
-      end
-
       def powershell_command(manager_class)
         if Pwsh::Util.on_windows?
           [manager_class.powershell_path, manager_class.powershell_args]
