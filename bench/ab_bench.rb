@@ -13,6 +13,7 @@
 # build's ratio to the floor pair by pair (within one repetition).
 require 'json'
 require 'rbconfig'
+require_relative 'support/repetitions'
 
 RUN = File.join(__dir__, 'support', 'catalog_run.rb')
 THIS_LIB = File.expand_path('../lib', __dir__)
@@ -23,14 +24,8 @@ libs = ARGV.map { |lib| lib == 'this' ? THIS_LIB : File.expand_path(lib) }
 libs = [THIS_LIB] if libs.empty?
 kinds = libs.map { |lib| ['pwshlib', lib] } + [['noop-insync', THIS_LIB]]
 
-def median(values)
-  sorted = values.sort
-  mid = sorted.size / 2
-  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
-end
-
 # ms per resource of one catalog run (build and apply, process CPU time), at
-# the garbage collection phase `gc_phase` (see catalog_bench.rb).
+# the garbage collection phase `gc_phase` (support/repetitions.rb).
 def run_once(kind, lib, size, gc_phase)
   output = IO.popen({ 'PWSHLIB_BENCH_LIB' => lib, 'PWSHLIB_BENCH_GC_PHASE' => gc_phase.to_s },
                     [RbConfig.ruby, RUN, kind, size.to_s], err: %i[child out], &:read)
@@ -42,9 +37,9 @@ end
 
 puts "A/B bench: N=#{size}, #{reps} repetitions; load average #{File.read('/proc/loadavg').split.first(3).join(' ')}"
 times = Hash.new { |hash, key| hash[key] = [] }
-phases = Random.new(15)
+next_phase = gc_phases
 reps.times do |rep|
-  phase = phases.rand(120_000)
+  phase = next_phase.call
   kinds.rotate(rep % kinds.size).each { |kind, lib| times[[kind, lib]] << run_once(kind, lib, size, phase) }
 end
 floor = times[kinds.last].map(&:sum)

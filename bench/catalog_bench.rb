@@ -13,6 +13,7 @@
 # processes held the cores).
 require 'json'
 require 'rbconfig'
+require_relative 'support/repetitions'
 
 RUN = File.join(__dir__, 'support', 'catalog_run.rb')
 WIRE = File.join(__dir__, 'support', 'wire_bytes.rb')
@@ -24,23 +25,11 @@ rescue Errno::ENOENT
   'unknown'
 end
 
-# The collections' phase of each repetition (support/catalog_run.rb's
-# PWSHLIB_BENCH_GC_PHASE): spread over more than the allocations between two
-# collections, from a fixed seed, the same for every kind of a repetition.
-GC_PHASES = Random.new(15)
-GC_PHASE_SPAN = 120_000
-
 def child(*args, gc_phase: 0)
   output = IO.popen({ 'PWSHLIB_BENCH_GC_PHASE' => gc_phase.to_s }, [RbConfig.ruby, *args], err: %i[child out], &:read)
   raise "#{args.join(' ')} failed:\n#{output}" unless $?.success?
 
   JSON.parse(output.lines.last, symbolize_names: true)
-end
-
-def median(values)
-  sorted = values.sort
-  mid = sorted.size / 2
-  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
 KINDS = %w[pwshlib noop noop-insync].freeze
@@ -53,9 +42,10 @@ end
 puts "catalog bench: #{RUBY_DESCRIPTION}; #{cores} CPUs; load average before: #{load_average}"
 puts "each repetition at its own garbage collection phase (0 to #{GC_PHASE_SPAN} objects made before the clock starts)"
 results = Hash.new { |h, k| h[k] = [] }
+next_phase = gc_phases
 SIZES.each do |n, reps|
   reps.times do |rep|
-    phase = GC_PHASES.rand(GC_PHASE_SPAN)
+    phase = next_phase.call
     KINDS.rotate(rep % KINDS.size).each { |kind| results[[kind, n]] << child(RUN, kind, n.to_s, gc_phase: phase) }
   end
 end
@@ -106,13 +96,11 @@ SIZES.each do |n, reps|
               *ratios.flat_map { |r| [median(r), r.min, r.max] })
 end
 # The collector's time is where the kinds' ratio moves most between runs
-# and sizes: with the same collections in the measured part (at N=1,000 two
-# major and five minor for both, their pauses some 45 ms in all), Ruby 3.1
-# spent 150 ms collecting for pwshlib against 114 for the floor, the rest
-# of it work done inside allocations (lazy sweeping, incremental marking),
-# which follows the objects allocated. The ratio without the collector's
-# time shows the work of the run alone (the instructions bench counts
-# that); the allocations per resource say what the collector is given.
+# and sizes: at N=1,000 it changes by a step with where the collections fall
+# (hence the spread phases), not in proportion to the objects allocated.
+# The ratio without it shows the work of the run alone (the instructions
+# bench counts that); the allocations per resource say what the collector
+# is given.
 puts
 puts 'garbage collection in the measured part (medians), and the ratio pair by pair without it'
 puts format('%-6s %4s | %-27s | %-27s | %-22s', 'N', 'reps', 'GC ms/res: pwshlib +insync', 'objects/res: pwshlib +insync',

@@ -105,7 +105,7 @@ type_name = if kind.start_with?('noop')
                 stdout = answer.sub('"PATH"') { JSON.generate(path_of.call(i)) }
                 [i, { exitcode: 0, stdout: stdout, stderr: '', errormessage: nil, native_stdout: nil }.freeze]
               end
-              manager = BenchManager.new(outputs)
+              checker = BenchManager.new(outputs)
               # Puppet does not compare the namevar, so the in-sync check
               # below would not see an answer for the wrong path: checked here,
               # through the script the provider builds for the resource.
@@ -116,7 +116,7 @@ type_name = if kind.start_with?('noop')
                     dsc_invoke_method: 'get', vendored_modules_path: 'C:/x',
                     parameters: { dsc_destinationpath: { value: path_of.call(i), mof_type: 'String', mof_is_embedded: false } } }
                 )
-                reported = JSON.parse(manager.execute(script)[:stdout])['DestinationPath']
+                reported = JSON.parse(checker.execute(script)[:stdout])['DestinationPath']
                 raise "the answer for #{path_of.call(i)} reports #{reported}" unless reported == path_of.call(i)
               end
               manager = BenchManager.new(outputs)

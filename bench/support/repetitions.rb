@@ -1,0 +1,22 @@
+# frozen_string_literal: true
+
+# What bench/catalog_bench.rb and bench/ab_bench.rb share about their
+# repetitions of support/catalog_run.rb.
+
+# The median of a list of figures.
+def median(values)
+  sorted = values.sort
+  mid = sorted.size / 2
+  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+end
+
+# Each repetition's garbage collection phase (catalog_run.rb's
+# PWSHLIB_BENCH_GC_PHASE): spread over more than the allocations between two
+# collections, from a fixed seed; a bench gives every kind of a repetition
+# the same one.
+GC_PHASE_SPAN = 120_000
+
+def gc_phases
+  generator = Random.new(15)
+  -> { generator.rand(GC_PHASE_SPAN) }
+end
