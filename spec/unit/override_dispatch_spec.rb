@@ -134,6 +134,70 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
     expect(received[:invoke_dsc_resource]).to equal(resource)
   end
 
+  # pwshlib 2.x selected the props out of name_hash, and returned the DSC
+  # answer's own hash, re-keyed, with `name` from name_hash: the Strings
+  # were those very objects, not copies. Overrides may hold on to them; and
+  # each copy was an object the collector had to sweep.
+  describe 'the Strings of a Get, as pwshlib 2.x passed them on' do
+    let(:seen_by) { {} }
+    let(:provider) do
+      seen = seen_by
+      subclass = Class.new(provider_class_for(type_name)) do
+        define_method(:invoke_dsc_resource) do |*args|
+          seen[:name_hash], seen[:props] = args[1], args[2]
+          seen[:answer] = super(*args)
+        end
+        define_method(:invoke_get_method) do |*args|
+          seen[:result] = super(*args)
+        end
+      end
+      subclass.new.tap { |instance| allow(instance).to receive(:ps_manager).and_return(manager) }
+    end
+
+    def canonicalize_manifest
+      provider.canonicalize(context, [manifest.transform_values { |v| v.is_a?(String) ? v.dup : v }])
+    end
+
+    it "passes the props name_hash's own Strings", :gc_stress do
+      canonicalize_manifest
+      name_hash, props = seen_by.values_at(:name_hash, :props)
+      expect(props).not_to be_empty
+      props.each { |key, value| expect(value).to equal(name_hash[key]) if value.is_a?(String) }
+    end
+
+    it "returns the answer's own Strings under the attributes they came under, and name_hash's name", :gc_stress do
+      canonicalize_manifest
+      answer, result, name_hash = seen_by.values_at(:answer, :result, :name_hash)
+      expect(result).to include(dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: 'hello')
+      expect(result[:dsc_destinationpath]).to equal(answer['DestinationPath'])
+      expect(result[:dsc_ensure]).to equal(answer['Ensure'])
+      expect(result[:dsc_contents]).to equal(answer['Contents'])
+      expect(result[:name]).to equal(name_hash[:name])
+    end
+
+    it 'takes each String from its own property, when two hold the same text' do
+      manager.get_result = { 'DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'Present' }
+      canonicalize_manifest
+      answer, result = seen_by.values_at(:answer, :result)
+      expect(result[:dsc_ensure]).to equal(answer['Ensure'])
+      expect(result[:dsc_contents]).to equal(answer['Contents'])
+      expect(result[:dsc_contents]).not_to equal(result[:dsc_ensure])
+    end
+
+    # Only a String whose text the result holds unchanged is passed on: an
+    # enum value the Get result conforms to its declared case is a String of
+    # its own, and the answer keeps its text.
+    it "makes a String of its own where the result changes the answer's text" do
+      manager.get_result = { 'DestinationPath' => 'C:\\Foo', 'Ensure' => 'PRESENT', 'Contents' => 'hello' }
+      canonicalize_manifest
+      answer, result = seen_by.values_at(:answer, :result)
+      expect(result[:dsc_ensure]).to eq('Present')
+      expect(answer['Ensure']).to eq('PRESENT')
+      expect(result[:dsc_ensure]).not_to equal(answer['Ensure'])
+      expect(result[:dsc_contents]).to equal(answer['Contents'])
+    end
+  end
+
   # What invoke_dsc_resource receives when an invoke_get_method override
   # hands super `change`'s result instead of the hash it was given.
   def name_hash_received_after(resource, &change)

@@ -19,8 +19,8 @@ use pwshlib_core::{Map, TypeDef, Value};
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, interned_string, map_to_ruby, map_to_ruby_reusing, ruby_matches_map,
-    symbol, to_ruby, with_key_name,
+    from_ruby, hash_arg, interned_string, map_to_ruby, map_to_ruby_reusing, map_to_ruby_with,
+    ruby_matches_map, symbol, to_ruby, with_key_name, Donors,
 };
 use crate::error::{self, BindingError, BindingResult};
 
@@ -581,7 +581,11 @@ fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
     let Some(result) = result else {
         return Ok(ruby.qnil().as_value());
     };
-    let converted = map_to_ruby(ruby, &result)?.as_value();
+    // pwshlib 2.x returned the DSC answer's own hash, re-keyed, with
+    // `name` from name_hash: the result holds those very Strings where it
+    // holds their text unchanged. (A result found cached has no answer.)
+    let mut donors = Donors::get_result(provider.dsc_answer(), RHash::from_value(query))?;
+    let converted = map_to_ruby_with(ruby, &result, &mut donors)?.as_value();
     provider.hand_over(vec![Value::Hash(result)]);
     Ok(converted)
 }

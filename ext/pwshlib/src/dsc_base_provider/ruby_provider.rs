@@ -25,8 +25,8 @@ use super::run::{
 use super::{current_fiber, DscBaseProvider, LentMap};
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
-    map_from_ruby, map_to_ruby, names, ruby_matches, ruby_matches_map, static_symbol, symbol,
-    to_ruby, type_definition_from_context,
+    map_from_ruby, map_to_ruby, map_to_ruby_reusing, names, ruby_matches, ruby_matches_map,
+    static_symbol, symbol, to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -48,6 +48,11 @@ pub(super) struct RubyProvider<'r> {
     /// call's own arguments, so it stays alive (and in place: the machine
     /// stack pins it) while this struct, on that stack too, exists.
     received: Cell<Option<RValue>>,
+    /// The hash the last `invoke_dsc_resource` of this entry call answered
+    /// with: `invoke_get_method`'s result passes on its Strings, as pwshlib
+    /// 2.x returned that very hash, re-keyed. Only here, on the machine
+    /// stack with this struct, which the collector scans and pins.
+    dsc_answer: Cell<Option<RHash>>,
 }
 
 impl<'r> RubyProvider<'r> {
@@ -85,6 +90,7 @@ impl<'r> RubyProvider<'r> {
             typedef,
             debug_enabled: Cell::new(debug_enabled),
             received: Cell::new(None),
+            dsc_answer: Cell::new(None),
         })
     }
 
@@ -92,6 +98,12 @@ impl<'r> RubyProvider<'r> {
     /// of hashes) is what later callbacks may pass on as it is.
     pub(super) fn set_received(&self, value: RValue) {
         self.received.set(Some(value));
+    }
+
+    /// The hash the last `invoke_dsc_resource` of this entry call answered
+    /// with, if it answered with one.
+    pub(super) fn dsc_answer(&self) -> Option<RHash> {
+        self.dsc_answer.get()
     }
 
     /// `map` for Ruby: the received hash it equals (entries and order, no
@@ -403,7 +415,11 @@ impl ProviderCallbacks for RubyProvider<'_> {
         method: DscMethod,
     ) -> BindingResult<Option<Value>> {
         let name_hash_arg = self.ruby_hash_of(name_hash)?;
-        let props_arg = map_to_ruby(self.ruby, props)?;
+        // pwshlib 2.x selected the props out of name_hash: the same Strings.
+        let props_arg = match RHash::from_value(name_hash_arg) {
+            Some(name_hash_arg) => map_to_ruby_reusing(self.ruby, props, name_hash_arg)?,
+            None => map_to_ruby(self.ruby, props)?,
+        };
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
         let result: RValue = self.lending(&[name_hash, props], || {
             self.provider.funcall(
@@ -413,6 +429,9 @@ impl ProviderCallbacks for RubyProvider<'_> {
         })?;
         if result.is_nil() {
             return Ok(None);
+        }
+        if let Some(answer) = RHash::from_value(result) {
+            self.dsc_answer.set(Some(answer));
         }
         match self.take_handed(result) {
             Some(value) => Ok(Some(value)),
