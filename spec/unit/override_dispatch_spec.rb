@@ -144,7 +144,8 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
       seen = seen_by
       subclass = Class.new(provider_class_for(type_name)) do
         define_method(:invoke_dsc_resource) do |*args|
-          seen[:name_hash], seen[:props] = args[1], args[2]
+          seen[:name_hash] = args[1]
+          seen[:props] = args[2]
           seen[:answer] = super(*args)
         end
         define_method(:invoke_get_method) do |*args|
