@@ -9,7 +9,8 @@
 #
 # Each LIB is a lib/ folder holding a built pwshlib (`this` for this
 # checkout's); the floor (no-op+insync) runs beside them. Prints, per kind,
-# the median process CPU time per resource of build and apply, and each
+# the median process CPU time per resource of build, apply and settle (the
+# collections the run started, finished: support/catalog_run.rb), and each
 # build's ratio to the floor pair by pair (within one repetition).
 require 'json'
 require 'rbconfig'
@@ -24,7 +25,7 @@ libs = ARGV.map { |lib| lib == 'this' ? THIS_LIB : File.expand_path(lib) }
 libs = [THIS_LIB] if libs.empty?
 kinds = libs.map { |lib| ['pwshlib', lib] } + [['noop-insync', THIS_LIB]]
 
-# ms per resource of one catalog run (build and apply, process CPU time), at
+# ms per resource of one catalog run (build, apply, settle; process CPU time), at
 # the garbage collection phase `gc_phase` (support/repetitions.rb).
 def run_once(kind, lib, size, gc_phase)
   output = IO.popen({ 'PWSHLIB_BENCH_LIB' => lib, 'PWSHLIB_BENCH_GC_PHASE' => gc_phase.to_s },
@@ -32,7 +33,7 @@ def run_once(kind, lib, size, gc_phase)
   raise "#{kind} #{lib} failed:\n#{output}" unless $?.success?
 
   result = JSON.parse(output.lines.last)
-  %w[build_cpu apply_cpu].map { |key| result[key] * 1000.0 / size }
+  %w[build_cpu apply_cpu settle_cpu].map { |key| result[key] * 1000.0 / size }
 end
 
 puts "A/B bench: N=#{size}, #{reps} repetitions; load average #{File.read('/proc/loadavg').split.first(3).join(' ')}"
@@ -46,8 +47,8 @@ floor = times[kinds.last].map(&:sum)
 kinds.each do |kind, lib|
   runs = times[[kind, lib]]
   label = kind == 'pwshlib' ? lib : kind
-  line = format('%-50s build %.3f  apply %.3f  run %.3f ms/resource', label, median(runs.map(&:first)),
-                median(runs.map(&:last)), median(runs.map(&:sum)))
+  line = format('%-50s build %.3f  apply %.3f  settle %.3f  run %.3f ms/resource', label,
+                *(0..2).map { |part| median(runs.map { |run| run[part] }) }, median(runs.map(&:sum)))
   line += format('  / floor, pair by pair: %.3f', median(runs.map(&:sum).zip(floor).map { |a, b| a / b })) if kind == 'pwshlib'
   puts line
 end
