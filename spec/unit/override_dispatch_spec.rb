@@ -159,6 +159,19 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
       provider.canonicalize(context, [manifest.transform_values { |v| v.is_a?(String) ? v.dup : v }])
     end
 
+    # The DSC answer invoke_dsc_resource gave and invoke_get_method's result,
+    # for a Get whose system state is `system`.
+    def answer_and_result_for(system)
+      manager.get_result = system
+      canonicalize_manifest
+      seen_by.values_at(:answer, :result)
+    end
+
+    # Each attribute of `result` is the very String its property had in `answer`.
+    def expect_passed_on(result, answer, properties)
+      properties.each { |attribute, property| expect(result[attribute]).to equal(answer[property]), attribute.to_s }
+    end
+
     it "passes the props name_hash's own Strings", :gc_stress do
       canonicalize_manifest
       name_hash, props = seen_by.values_at(:name_hash, :props)
@@ -170,18 +183,13 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
       canonicalize_manifest
       answer, result, name_hash = seen_by.values_at(:answer, :result, :name_hash)
       expect(result).to include(dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: 'hello')
-      expect(result[:dsc_destinationpath]).to equal(answer['DestinationPath'])
-      expect(result[:dsc_ensure]).to equal(answer['Ensure'])
-      expect(result[:dsc_contents]).to equal(answer['Contents'])
+      expect_passed_on(result, answer, dsc_destinationpath: 'DestinationPath', dsc_ensure: 'Ensure', dsc_contents: 'Contents')
       expect(result[:name]).to equal(name_hash[:name])
     end
 
     it 'takes each String from its own property, when two hold the same text' do
-      manager.get_result = { 'DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'Present' }
-      canonicalize_manifest
-      answer, result = seen_by.values_at(:answer, :result)
-      expect(result[:dsc_ensure]).to equal(answer['Ensure'])
-      expect(result[:dsc_contents]).to equal(answer['Contents'])
+      answer, result = answer_and_result_for('DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'Present')
+      expect_passed_on(result, answer, dsc_ensure: 'Ensure', dsc_contents: 'Contents')
       expect(result[:dsc_contents]).not_to equal(result[:dsc_ensure])
     end
 
@@ -189,13 +197,11 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable Get methods' do
     # enum value the Get result conforms to its declared case is a String of
     # its own, and the answer keeps its text.
     it "makes a String of its own where the result changes the answer's text" do
-      manager.get_result = { 'DestinationPath' => 'C:\\Foo', 'Ensure' => 'PRESENT', 'Contents' => 'hello' }
-      canonicalize_manifest
-      answer, result = seen_by.values_at(:answer, :result)
+      answer, result = answer_and_result_for('DestinationPath' => 'C:\\Foo', 'Ensure' => 'PRESENT', 'Contents' => 'hello')
       expect(result[:dsc_ensure]).to eq('Present')
       expect(answer['Ensure']).to eq('PRESENT')
       expect(result[:dsc_ensure]).not_to equal(answer['Ensure'])
-      expect(result[:dsc_contents]).to equal(answer['Contents'])
+      expect_passed_on(result, answer, dsc_contents: 'Contents')
     end
   end
 
