@@ -488,10 +488,10 @@ pub struct Donors {
 }
 
 impl Donors {
-    /// Equal Strings of `hash`, under the same key.
-    pub fn same_key(hash: RHash) -> Self {
+    /// Equal Strings of `hash` (if any), under the same key.
+    fn same_key(hash: Option<RHash>) -> Self {
         Donors {
-            same_key: Some(hash),
+            same_key: hash,
             ..Donors::default()
         }
     }
@@ -605,9 +605,10 @@ pub fn map_to_ruby_with(ruby: &Ruby, map: &Map, donors: &mut Donors) -> BindingR
     Ok(hash)
 }
 
-/// [`map_to_ruby`], with each String value that `donor` holds, equal,
-/// under the same key passed as that very String rather than as a new one.
-pub fn map_to_ruby_reusing(ruby: &Ruby, map: &Map, donor: RHash) -> BindingResult<RHash> {
+/// [`map_to_ruby`], with each String value that `donor` (when there is
+/// one) holds, equal, under the same key passed as that very String rather
+/// than as a new one.
+pub fn map_to_ruby_reusing(ruby: &Ruby, map: &Map, donor: Option<RHash>) -> BindingResult<RHash> {
     map_to_ruby_with(ruby, map, &mut Donors::same_key(donor))
 }
 

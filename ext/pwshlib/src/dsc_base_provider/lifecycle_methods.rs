@@ -252,10 +252,7 @@ fn rb_get(
         let query = queries
             .and_then(|queries| queries.entry::<RValue>(index as isize).ok())
             .and_then(RHash::from_value);
-        out.push(match query {
-            Some(query) => map_to_ruby_reusing(ruby, result, query)?,
-            None => map_to_ruby(ruby, result)?,
-        })?;
+        out.push(map_to_ruby_reusing(ruby, result, query)?)?;
     }
     Ok(out)
 }

@@ -416,10 +416,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
     ) -> BindingResult<Option<Value>> {
         let name_hash_arg = self.ruby_hash_of(name_hash)?;
         // pwshlib 2.x selected the props out of name_hash: the same Strings.
-        let props_arg = match RHash::from_value(name_hash_arg) {
-            Some(name_hash_arg) => map_to_ruby_reusing(self.ruby, props, name_hash_arg)?,
-            None => map_to_ruby(self.ruby, props)?,
-        };
+        let props_arg = map_to_ruby_reusing(self.ruby, props, RHash::from_value(name_hash_arg))?;
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
         let result: RValue = self.lending(&[name_hash, props], || {
             self.provider.funcall(
