@@ -32,8 +32,8 @@ def run_once(kind, lib, size, gc_phase)
                     [RbConfig.ruby, RUN, kind, size.to_s], err: %i[child out], &:read)
   raise "#{kind} #{lib} failed:\n#{output}" unless $?.success?
 
-  result = JSON.parse(output.lines.last)
-  %w[build_cpu apply_cpu settle_cpu].map { |key| result[key] * 1000.0 / size }
+  result = JSON.parse(output.lines.last, symbolize_names: true)
+  RUN_PARTS.map { |part| run_seconds(result, :cpu, [part]) * 1000.0 / size }
 end
 
 puts "A/B bench: N=#{size}, #{reps} repetitions; load average #{File.read('/proc/loadavg').split.first(3).join(' ')}"
@@ -48,7 +48,7 @@ kinds.each do |kind, lib|
   runs = times[[kind, lib]]
   label = kind == 'pwshlib' ? lib : kind
   line = format('%-50s build %.3f  apply %.3f  settle %.3f  run %.3f ms/resource', label,
-                *(0..2).map { |part| median(runs.map { |run| run[part] }) }, median(runs.map(&:sum)))
+                *RUN_PARTS.each_index.map { |part| median(runs.map { |run| run[part] }) }, median(runs.map(&:sum)))
   line += format('  / floor, pair by pair: %.3f', median(runs.map(&:sum).zip(floor).map { |a, b| a / b })) if kind == 'pwshlib'
   puts line
 end

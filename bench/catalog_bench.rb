@@ -50,11 +50,10 @@ SIZES.each do |n, reps|
   end
 end
 
-# ms per resource of one figure (:run = build + apply), median and best.
+# ms per resource of one figure (:run = build + apply + settle), median and best.
 per_resource = lambda do |kind, n, clock, phase|
   values = results[[kind, n]].map do |r|
-    seconds = phase == :run ? %w[build apply settle].sum { |part| r[:"#{part}_#{clock}"] } : r[:"#{phase}_#{clock}"]
-    seconds * 1000.0 / n
+    run_seconds(r, clock, phase == :run ? RUN_PARTS : [phase]) * 1000.0 / n
   end
   [median(values), values.min]
 end
@@ -96,20 +95,20 @@ puts format('%-6s %4s | %-22s | %-22s | %-22s', 'N', 'reps', 'pwshlib / no-op', 
 puts format('%-6s %4s | %6s %15s | %6s %15s | %6s %15s', '', '', 'median', 'min - max', 'median', 'min - max', 'median',
             'min - max')
 SIZES.each do |n, reps|
-  run_cpu = ->(kind, parts) { results[[kind, n]].map { |r| parts.sum { |part| r[:"#{part}_cpu"] } } }
-  settled = %w[build apply settle]
-  ours = run_cpu.call('pwshlib', settled)
-  ratios = %w[noop noop-insync].map { |kind| ours.zip(run_cpu.call(kind, settled)).map { |a, b| a / b } }
-  unsettled = run_cpu.call('pwshlib', %w[build apply]).zip(run_cpu.call('noop-insync', %w[build apply])).map { |a, b| a / b }
+  run_cpu = ->(kind, parts = RUN_PARTS) { results[[kind, n]].map { |r| run_seconds(r, :cpu, parts) } }
+  ours = run_cpu.call('pwshlib')
+  ratios = %w[noop noop-insync].map { |kind| ours.zip(run_cpu.call(kind)).map { |a, b| a / b } }
+  unsettled_parts = RUN_PARTS - ['settle']
+  unsettled = run_cpu.call('pwshlib', unsettled_parts).zip(run_cpu.call('noop-insync', unsettled_parts)).map { |a, b| a / b }
   puts format('%-6d %4d | %6.2f %6.2f - %6.2f | %6.2f %6.2f - %6.2f | %6.2f %6.2f - %6.2f', n, reps,
               *(ratios + [unsettled]).flat_map { |r| [median(r), r.min, r.max] })
 end
-# The collector's time is where the kinds' ratio moves most between runs
-# and sizes: at N=1,000 it changes by a step with where the collections fall
-# (hence the spread phases), not in proportion to the objects allocated.
-# The ratio without it shows the work of the run alone (the instructions
-# bench counts that); the allocations per resource say what the collector
-# is given.
+# The collector's time is where the kinds' ratio moved most between runs
+# and sizes: how much of it falls inside a run changes by a step with where
+# the collections fall (hence the spread phases, and settle, which counts
+# the rest of a collection a run started). The ratio without it shows the
+# work of the run alone (the instructions bench counts that); the
+# allocations per resource say what the collector is given.
 puts
 puts 'garbage collection in the measured part, settle included (medians), and the ratio pair by pair without it'
 puts format('%-6s %4s | %-27s | %-27s | %-22s', 'N', 'reps', 'GC ms/res: pwshlib +insync', 'objects/res: pwshlib +insync',
@@ -119,7 +118,7 @@ SIZES.each do |n, reps|
   gc = ->(runs) { median(runs.map { |r| r[:gc_cpu] * 1000.0 / n }) }
   objects = ->(runs) { median(runs.map { |r| r[:allocated_objects].fdiv(n) }) }
   without_gc = ours.zip(floor).map do |a, b|
-    (a[:build_cpu] + a[:apply_cpu] + a[:settle_cpu] - a[:gc_cpu]) / (b[:build_cpu] + b[:apply_cpu] + b[:settle_cpu] - b[:gc_cpu])
+    (run_seconds(a, :cpu) - a[:gc_cpu]) / (run_seconds(b, :cpu) - b[:gc_cpu])
   end
   puts format('%-6d %4d | %12.3f %12.3f | %12.1f %12.1f | %6.2f %6.2f - %6.2f', n, reps, gc.call(ours), gc.call(floor),
               objects.call(ours), objects.call(floor), median(without_gc), without_gc.min, without_gc.max)

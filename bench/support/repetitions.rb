@@ -20,3 +20,13 @@ def gc_phases
   generator = Random.new(15)
   -> { generator.rand(GC_PHASE_SPAN) }
 end
+
+# The timed parts of a catalog run, as catalog_run.rb reports them: settle
+# finishes the collections the run started.
+RUN_PARTS = %w[build apply settle].freeze
+
+# Seconds of `parts` of a run (catalog_run.rb's JSON, Symbol keys), by
+# `clock` (:cpu or :wall).
+def run_seconds(run, clock, parts = RUN_PARTS)
+  parts.sum { |part| run[:"#{part}_#{clock}"] }
+end
