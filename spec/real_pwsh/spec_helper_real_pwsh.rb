@@ -8,9 +8,7 @@ require 'spec_helper'
 require 'pwsh'
 
 REAL_PWSH = ENV.fetch('PWSHLIB_REAL_PWSH', nil)
-if REAL_PWSH.nil? || !File.executable?(REAL_PWSH)
-  abort "spec/real_pwsh needs a real pwsh: run script/test-pwsh (PWSHLIB_REAL_PWSH=#{REAL_PWSH.inspect})"
-end
+abort "spec/real_pwsh needs a real pwsh: run script/test-pwsh (PWSHLIB_REAL_PWSH=#{REAL_PWSH.inspect})" unless REAL_PWSH && File.executable?(REAL_PWSH)
 
 RSpec.shared_context 'a manager on the real pwsh' do
   def new_manager(options = {})
