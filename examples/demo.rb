@@ -64,20 +64,28 @@ def call_summary(calls)
 end
 
 # From the debug output of one resource's Set call: the call, the generated
-# script without the prelude (the helper functions, which the host holds) and
-# the header (the credential and CIM-instance variables and $InvokeParams, then
-# the call), the time it took
-# and the raw answer.
-def script_excerpt(output, ref)
+# script without the prelude (the helper functions, which the host holds),
+# then its header (the credential and CIM-instance variables and
+# $InvokeParams, then the call), the time it took and the raw answer.
+#
+# The resource is found as a user would look for it: the debug line that
+# names its Set call ("Invoke-DscResource Set for "motd" (FixtureFile …)")
+# among the lines of its type, and the next "Script:" line of that type.
+# The prefix Puppet and the Resource API put before them (the title, or the
+# namevar hash the Resource API passes to `set`) is not relied on.
+def script_excerpt(output, type, title)
   lines = output.lines
-  start = lines.index { |l| l.include?("#{ref}:") && l =~ /Invoke-DscResource Set for/ }
+  of_type = ->(line) { line.include?(type) }
+  start = lines.index { |l| of_type.call(l) && l.include?("Invoke-DscResource Set for #{title.inspect}") }
   return nil unless start
 
-  script_at = (start...lines.size).find { |i| lines[i].include?("#{ref}:") && lines[i].include?('Script:') }
+  script_at = ((start + 1)...lines.size).find { |i| of_type.call(lines[i]) && lines[i].rstrip.end_with?('Script:') }
+  return nil unless script_at
+
   body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
   body = lines[(script_at + 1)...body_end]
   shown = body.grep(/\A(\$(cred_|cim_|InvokeParams)|Invoke-PwshlibDscResource )/)
-  after = lines[body_end, 2].select { |l| l.include?(ref) }
+  after = lines[body_end, 2].select { |l| of_type.call(l) }
   [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of the prelude (helper functions the host holds) and header left out …\n",
    *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
 end
@@ -99,9 +107,16 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
   puts 'PowerShell calls (Invoke-DscResource):', call_summary(second[:calls])
 
   heading 'Debug excerpt (run 1, --debug): the Set scripts generated for the motd file and the website'
-  excerpts = ['dsc_fixturefile[motd]', 'dsc_fixturewebsite[intranet]'].map { |ref| script_excerpt(first[:output], ref) }
-  excerpts.compact.each { |lines| puts lines, '' }
-  puts '(no generated script found in the debug output)' if excerpts.compact.empty?
+  # What each excerpt must show: the run-as password as the redaction
+  # marker, and the website's bindings as nested CIM-instance variables.
+  expected = {
+    %w[dsc_fixturefile motd] => ->(line) { line.include?("'#<Sensitive [value redacted]>'") },
+    %w[dsc_fixturewebsite intranet] => ->(line) { line.start_with?('$cim_') },
+  }
+  excerpts = expected.keys.to_h { |type, title| [[type, title], script_excerpt(first[:output], type, title)] }
+  excerpts.each do |(type, title), lines|
+    puts(lines ? [lines, ''] : "(no Set script found for #{type}[#{title}] in the debug output)")
+  end
 
   heading 'Checks'
   leaked = [first, second].any? { |run| run[:output].include?(SECRET_PIECE) }
@@ -114,7 +129,7 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
     'the password never appeared in the output' => !leaked,
     'the password reached PowerShell intact' => sent,
     'the debug output shows the generated scripts, redacted' =>
-      excerpts.all? { |lines| lines&.any? { |l| l.include?("'#<Sensitive [value redacted]>'") || l.include?('New-CimInstance') } },
+      expected.all? { |key, shows| excerpts[key]&.any?(&shows) },
   }
   checks.each { |text, ok| puts "  #{ok ? 'ok  ' : 'FAIL'} #{text}" }
   failed = checks.reject { |_, ok| ok }.keys
