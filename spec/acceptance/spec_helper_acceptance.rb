@@ -191,8 +191,13 @@ module Acceptance
     end
 
     # Applies a manifest. env holds extra environment variables (simulator
-    # faults, the collision retry wait).
-    def apply(manifest, env: {})
+    # faults, the collision retry wait). With environmentpath, the run uses
+    # that directory's `production` environment (its modules, and its
+    # .resource_types when `puppet generate types` made them) instead of
+    # --modulepath, and our lib/ is not put on Ruby's load path: the base
+    # provider must load from the environment's pwshlib module, as on an
+    # agent.
+    def apply(manifest, env: {}, environmentpath: nil)
       index = @runs.size + 1
       run_dir = File.join(@dir, "run#{index}")
       %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
@@ -205,7 +210,7 @@ module Acceptance
       command = [
         'timeout', '--kill-after=10', RUN_DEADLINE_SECONDS.to_s,
         *puppet.command, 'apply', puppet.path(manifest_path),
-        '--modulepath', puppet.path(MODULE_PATH),
+        *Acceptance.module_arguments(environmentpath),
         '--debug', '--detailed-exitcodes', '--color', 'false',
         '--confdir', puppet.path(File.join(run_dir, 'confdir')),
         '--codedir', puppet.path(File.join(run_dir, 'codedir')),
@@ -219,7 +224,8 @@ module Acceptance
         *REPORT_ARGUMENTS
       ]
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      stdout, stderr, status = Open3.capture3(Acceptance.run_env(state_path, log_path).merge(env), *command)
+      run_env = Acceptance.run_env(state_path, log_path, with_our_lib: environmentpath.nil?)
+      stdout, stderr, status = Open3.capture3(run_env.merge(env), *command)
       seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
       run = Run.new(
         manifest: manifest,
@@ -262,15 +268,28 @@ module Acceptance
     @all_runs ||= []
   end
 
-  def run_env(state_path, log_path)
+  # Where a run finds its modules: the fixture module path, or the
+  # `production` environment of an environment directory.
+  def module_arguments(environmentpath)
     puppet = Acceptance.puppet
+    return ['--modulepath', puppet.path(MODULE_PATH)] unless environmentpath
+
+    ['--environmentpath', puppet.path(environmentpath), '--environment', 'production']
+  end
+
+  def run_env(state_path, log_path, with_our_lib: true)
+    puppet = Acceptance.puppet
+    # pluginsync does not happen under `puppet apply`: put our lib/ (the base
+    # provider and the native library) on Ruby's load path directly, unless
+    # the run must find it as a module of its environment.
+    our_lib = puppet.path(File.join(ROOT, 'lib'))
+    inherited = ENV.fetch('RUBYLIB', '').split(File::PATH_SEPARATOR).reject { |dir| dir.empty? || dir == our_lib }
+    rubylib = [(our_lib if with_our_lib), *inherited].compact
     {
       'PWSHLIB_POWERSHELL' => puppet.path(SIM),
       'PWSHLIB_SIM_STATE' => puppet.path(state_path),
       'PWSHLIB_SIM_LOG' => puppet.path(log_path),
-      # pluginsync does not happen under `puppet apply`: put our lib/ (the base
-      # provider and the native library) on Ruby's load path directly.
-      'RUBYLIB' => puppet.path_list([puppet.path(File.join(ROOT, 'lib')), ENV.fetch('RUBYLIB', nil)].compact),
+      'RUBYLIB' => puppet.path_list(rubylib),
       'LC_ALL' => 'C.UTF-8',
       'LANG' => 'C.UTF-8',
     }
