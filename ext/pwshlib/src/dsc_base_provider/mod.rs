@@ -8,7 +8,9 @@
 //! - `script_methods`: the pwshlib 2.x script-building surface;
 //! - `ruby_provider`: the provider as the core lifecycle sees it
 //!   (`pwshlib_core::lifecycle::ProviderCallbacks` over Ruby dispatch);
-//! - `run`: which Puppet run a call belongs to.
+//! - `run`: which Puppet run a call belongs to;
+//! - `private_state`: every read of Puppet's and the Resource API's
+//!   non-public state, with the versions it was checked on.
 //!
 //! The Ruby side (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb)
 //! reopens the class for the pure Ruby choreography: `ps_manager`,
@@ -16,6 +18,7 @@
 
 mod helper_methods;
 mod lifecycle_methods;
+mod private_state;
 mod ruby_provider;
 mod run;
 mod script_methods;

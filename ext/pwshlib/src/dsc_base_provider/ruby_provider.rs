@@ -22,7 +22,7 @@ use rustc_hash::FxHashSet;
 use super::run::{
     cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
 };
-use super::{current_fiber, DscBaseProvider, LentMap};
+use super::{current_fiber, private_state, DscBaseProvider, LentMap};
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
     map_from_ruby, map_to_ruby, map_to_ruby_reusing, names, ruby_matches, ruby_matches_map,
@@ -136,8 +136,12 @@ impl<'r> RubyProvider<'r> {
         provider: Obj<DscBaseProvider>,
         context: RValue,
     ) -> BindingResult<Self> {
-        observe_run(ruby, provider)?;
-        Self::new(ruby, provider, context)
+        let run_begins = observe_run(ruby, provider)?;
+        let entry = Self::new(ruby, provider, context)?;
+        if run_begins {
+            private_state::forget_resource_api_get_cache(ruby, &entry.typedef.name)?;
+        }
+        Ok(entry)
     }
 
     /// Through Ruby, so that an overridden or stubbed `load_path` decides
@@ -303,26 +307,11 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
         }
     }
     let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-    let level = match log_level_read_directly(ruby, log) {
+    let level = match private_state::log_level_read_directly(ruby, log) {
         Some(level) => level,
         None => log.funcall(id(ruby, &names::LEVEL), ()).ok()?,
     };
     Some(level.as_raw() != static_symbol(ruby, &names::DEBUG).as_raw())
-}
-
-/// What `Puppet::Util::Log.level` answers (`@levels[@loglevel]`, the same
-/// in Puppet 7 and 8), read from the two instance variables behind it,
-/// without a method call on every entry call. None when they are not an
-/// Array and an index into it: the caller calls `level` then.
-fn log_level_read_directly(ruby: &Ruby, log: RValue) -> Option<RValue> {
-    let log = RClass::from_value(log)?;
-    let levels: RValue = log.ivar_get(id(ruby, &names::IVAR_LEVELS)).ok()?;
-    let index: RValue = log.ivar_get(id(ruby, &names::IVAR_LOGLEVEL)).ok()?;
-    let index = magnus::Integer::from_value(index)?.to_i64().ok()?;
-    let level: RValue = RArray::from_value(levels)?
-        .entry(isize::try_from(index).ok()?)
-        .ok()?;
-    magnus::Symbol::from_value(level).map(|_| level)
 }
 
 fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {

@@ -10,12 +10,12 @@ use magnus::{
     rb_sys::{AsRawValue, FromRawValue},
     typed_data::Obj,
     value::Opaque,
-    RClass, RHash, Ruby, Value as RValue,
+    RClass, Ruby, Value as RValue,
 };
 use pwshlib_core::run::{self, RunMarker};
 
-use super::{DscBaseProvider, POWERSHELL_MEMO_IVAR};
-use crate::convert::{id, interned, names, static_symbol, symbol};
+use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
+use crate::convert::{interned, symbol};
 
 /// The (user, password) pairs that failed to log on in this run. A
 /// credential is not tied to a type, and there is one provider instance per
@@ -48,31 +48,6 @@ fn object_id(value: RValue) -> Option<u64> {
     // SAFETY: `rb_obj_id` returned a live Integer VALUE.
     let id = unsafe { RValue::from_raw(id) };
     magnus::Integer::from_value(id)?.to_u64().ok()
-}
-
-/// What `Puppet.lookup(:loaders) { nil }` answers, read where Puppet keeps
-/// it. Puppet's bindings are a thread-local stack of immutable levels, each
-/// holding the merged bindings of those below (`Puppet::Context::Stack`,
-/// the same in Puppet 7 and 8), so the top level's hash answers as `lookup`
-/// does, with one Ruby call (the thread-local's `value`) instead of the
-/// five of `Puppet.lookup`, on every entry call outside a report. None when
-/// the layout is not that, or the binding is still a Proc (which `lookup`
-/// calls and memoizes): the caller asks `Puppet.lookup` then.
-fn loaders_binding(ruby: &Ruby, puppet: RValue) -> Option<RValue> {
-    let puppet = magnus::RModule::from_value(puppet)?;
-    let context: RValue = puppet.ivar_get(id(ruby, &names::IVAR_CONTEXT)).ok()?;
-    let stack: RValue = magnus::RObject::from_value(context)?
-        .ivar_get(id(ruby, &names::IVAR_STACK))
-        .ok()?;
-    let top: RValue = stack.funcall(id(ruby, &names::VALUE), ()).ok()?;
-    let bindings: RHash = magnus::RObject::from_value(top)?
-        .ivar_get(id(ruby, &names::IVAR_BINDINGS))
-        .ok()?;
-    match bindings.get(static_symbol(ruby, &names::LOADERS)) {
-        None => Some(ruby.qnil().as_value()),
-        Some(value) if value.is_kind_of(ruby.class_proc()) => None,
-        Some(value) => Some(value),
-    }
 }
 
 // Constants the provider reads on every entry call, looked up once they
@@ -128,21 +103,7 @@ fn current_run_marker(
     let report = cached_constant(ruby, &PUPPET_REPORT_CLASS, "Puppet::Transaction::Report")
         .and_then(|report_class| {
             let log = cached_constant(ruby, &PUPPET_LOG_CLASS, "Puppet::Util::Log")?;
-            // `Log.destinations` answers its `@destinations` (Puppet 7 and
-            // 8): read without a method call on every entry call.
-            let destinations = RClass::from_value(log)
-                .and_then(|log| {
-                    log.ivar_get::<_, RValue>(id(ruby, &names::IVAR_DESTINATIONS))
-                        .ok()
-                })
-                .and_then(RHash::from_value);
-            let destinations = match destinations {
-                Some(destinations) => destinations,
-                None => RHash::from_value(
-                    log.funcall::<_, _, RValue>(interned(ruby, "destinations"), ())
-                        .ok()?,
-                )?,
-            };
+            let destinations = private_state::log_destinations(ruby, log)?;
             let report_class = RClass::from_value(report_class)?;
             let mut found = None;
             destinations
@@ -163,7 +124,7 @@ fn current_run_marker(
         };
     }
     let loaders = cached_constant(ruby, &PUPPET_MODULE, "Puppet").and_then(|puppet| {
-        let loaders = match loaders_binding(ruby, puppet) {
+        let loaders = match private_state::loaders_binding(ruby, puppet) {
             Some(loaders) => loaders,
             // `Puppet.lookup(:loaders) { nil }`: nil rather than an error
             // when nothing is bound (outside a run).
@@ -182,11 +143,14 @@ fn current_run_marker(
 
 /// Called where a run's work on a type can begin (canonicalize, get, set):
 /// a provider call in a new run starts with empty caches, and the first one
-/// in the run empties the logon-failure memo.
+/// in the run empties the logon-failure memo. Answers whether this call
+/// begins the provider's work in a run: a new run, or the provider's first
+/// call ever (it has cached nothing, but the Resource API may hold what an
+/// earlier provider of the type answered: `private_state`).
 pub(super) fn observe_run(
     ruby: &Ruby,
     provider: Obj<DscBaseProvider>,
-) -> Result<(), magnus::Error> {
+) -> Result<bool, magnus::Error> {
     let (last_reports_seen, last_loaders) = {
         let memo_marker = logon_memo().run_marker;
         let state_marker = provider.state.borrow().run_marker;
@@ -206,19 +170,20 @@ pub(super) fn observe_run(
         }
         memo.run_marker = Some(now);
     }
-    let new_run = {
+    let (new_run, first_call) = {
         let mut state = provider.state.borrow_mut();
+        let first_call = state.run_marker.is_none();
         let new_run = run::is_new_run(state.run_marker, now);
         if new_run {
             state.start_new_run();
         }
         state.run_marker = Some(now);
-        new_run
+        (new_run, first_call)
     };
     if new_run {
         // PowerShell is looked up again too (a PATH search), in case the
         // agent installed or moved it in between.
         provider.ivar_set(POWERSHELL_MEMO_IVAR, ruby.qnil())?;
     }
-    Ok(())
+    Ok(new_run || first_call)
 }
