@@ -154,7 +154,9 @@ module AcceptanceScaffolded
     call_count = -> { File.exist?(log_path) ? File.readlines(log_path).size : 0 }
     apply = lambda do
       Puppet[:code] = code
-      node = Puppet::Node.new('pwshlib-two-runs', environment: env)
+      # The node is this process's certname, as an agent's: OpenVox 9's
+      # configurer refuses a catalog named otherwise.
+      node = Puppet::Node.new(Puppet[:certname], environment: env)
       catalog = Puppet::Parser::Compiler.compile(node).to_ral
       catalog.finalize
       catalog.retrieval_duration = 0
