@@ -324,7 +324,9 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     let timed_out = &invoke[waited + 8..];
     let reply = timed_out
         .iter()
-        .position(|line| line.contains("Catastrophic failure: PowerShell module timeout ($timeoutMs ms)"))
+        .position(|line| {
+            line.contains("Catastrophic failure: PowerShell module timeout ($timeoutMs ms)")
+        })
         .expect("the timeout result");
     assert!(timed_out[..reply].contains(&"$stdout = $pshost.TakeOutput()".to_owned()));
     assert!(timed_out[reply].contains("-Stdout (Get-NonEmpty $stdout)"));
@@ -337,7 +339,10 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     // The session is rebuilt after the result is sent (issue 31, N5), and
     // a prelude is named only when its session is kept.
     let request = lines(&function_body(&script, "Invoke-Request"));
-    position(&request, "if ($null -ne $preludeId -and -not $outcome.Rebuild) {");
+    position(
+        &request,
+        "if ($null -ne $preludeId -and -not $outcome.Rebuild) {",
+    );
     assert!(!request.iter().any(|line| line.contains("Reset-Session")));
     let top = lines(&script);
     let sent = position(&top, "Write-Frame -Stream $stream -Message $result");
@@ -353,7 +358,10 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     // next plain request (issue 31, N13).
     let reset = lines(&function_body(&script, "Reset-Session"));
     let built = position(&reset, "$script:Session = New-Session");
-    assert_eq!(reset[built + 1..built + 3], ["} catch {", "$script:Session = $null"]);
+    assert_eq!(
+        reset[built + 1..built + 3],
+        ["} catch {", "$script:Session = $null"]
+    );
     let on_demand = position(&request, "if ($null -eq $script:Session) {");
     assert_eq!(request[on_demand + 2], "$script:Session = New-Session");
 }
@@ -370,6 +378,14 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
             "$runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null",
             "[Environment]::CurrentDirectory = $workingDir",
         ],
+    );
+    // The default is a plain path even in a UNC directory: PathInfo.Path
+    // is provider-qualified there ("Microsoft.PowerShell.Core\FileSystem::
+    // \\server\share"), which [Environment]::CurrentDirectory refuses;
+    // ProviderPath is the file system's own (issue 31, N14).
+    position(
+        &lines(&script),
+        "$script:HomeDirectory = (Get-Location).ProviderPath",
     );
 
     let top = lines(&script);

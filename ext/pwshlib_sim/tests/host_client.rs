@@ -506,7 +506,11 @@ fn a_refused_env_name_fails_the_call_not_the_host_and_a_repeated_one_takes_its_l
         "Write-Output $env:PWSHLIB_TWICE".into(),
         Some(10_000),
         None,
-        &["PWSHLIB_TWICE=one", "PWSHLIB_TWICE=two", "PWSHLIB_TWICE=three"],
+        &[
+            "PWSHLIB_TWICE=one",
+            "PWSHLIB_TWICE=two",
+            "PWSHLIB_TWICE=three",
+        ],
     );
     let result = host.execute(&request, &Cancel::default()).unwrap();
     assert_eq!(result.stdout.as_deref(), Some("three\n"), "{result:?}");

@@ -360,7 +360,10 @@ mod tests {
     fn a_socket_path_under_a_short_temp_dir_stays_there() {
         let temp = std::env::temp_dir();
         let endpoint = new_endpoint_in(&temp).unwrap();
-        assert!(std::path::Path::new(&endpoint).starts_with(&temp), "{endpoint}");
+        assert!(
+            std::path::Path::new(&endpoint).starts_with(&temp),
+            "{endpoint}"
+        );
         remove_endpoint(&endpoint);
     }
 
