@@ -17,7 +17,7 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
       expect(manager.execute("throw 'foo'")).to include(exitcode: 1, stdout: nil)
     end
 
-    it "returns the exit code of the last native program, and every line around it" do
+    it 'returns the exit code of the last native program, and every line around it' do
       result = manager.execute("$LASTEXITCODE = 0; Write-Output 'foo'; /bin/sh -c 'exit 99'; Write-Output 'bar'")
       expect(result).to include(exitcode: 99, stdout: "foo\nbar\n")
     end
@@ -58,12 +58,12 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
     # Item 5.
     it "returns a native program's output in stdout, in order, also inside a function with 2>&1" do
       expect(manager.execute("'before'; /bin/echo hi; 'after'")).to include(exitcode: 0, stdout: "before\nhi\nafter\n")
-      expect(manager.execute("function f { /bin/echo inner 2>&1 }; f")[:stdout]).to eq("inner\n")
+      expect(manager.execute('function f { /bin/echo inner 2>&1 }; f')[:stdout]).to eq("inner\n")
     end
 
     # Item 6: a user's Out-Default (which ResetRunspaceState keeps) must not
     # take the output over, in that call or a later one.
-    it "keeps the output when the code defines its own Out-Default" do
+    it 'keeps the output when the code defines its own Out-Default' do
       expect(manager.execute("function global:Out-Default { }; 'same call'")[:stdout]).to eq("same call\n")
       expect(manager.execute("'later call'")[:stdout]).to eq("later call\n")
     end
