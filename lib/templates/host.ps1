@@ -133,8 +133,10 @@ namespace PwshlibHost
 
     // [Console]::Out and [Console]::Error for the whole process, set once:
     // each write goes to the buffer of the runspace whose pipeline thread
-    // writes it (Runspace.DefaultRunspace, which LocalPipeline sets on the
-    // thread that runs a pipeline), else to the console it replaced. So a
+    // writes it (Runspace.DefaultRunspace, which LocalPipeline's
+    // InvokeThreadProc sets on the thread that runs a pipeline, "Put
+    // Execution Context In TLS", in 5.1 and 7 alike), else to the console
+    // it replaced. So a
     // pipeline abandoned after a timeout, still running on its own thread,
     // writes into its own (dropped) buffer and never into a later call's
     // (the review's N16). A thread the code starts itself has no default
