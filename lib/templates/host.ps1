@@ -48,8 +48,10 @@ $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 $script:ModernJson = $PSVersionTable.PSVersion.Major -ge 6
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
-# native call or a .NET method never does). Well under the manager's 1 s
-# grace, so the timeout result still arrives before the manager gives up.
+# native call or a .NET method never does). The wait comes after the
+# timeout result is sent, but before the next request is read: kept well
+# under the manager's 1 s grace, so that a next request sent at once still
+# has its own time.
 $script:StopWaitMs = 500
 
 if ($script:ModernJson) {
@@ -929,17 +931,17 @@ function Invoke-InSession {
 
         if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {
             # Stop() waits until the pipeline notices, which code blocked in
-            # a native or .NET call never does: ask, wait a bounded time,
-            # and give up on the runspace when it does not stop.
-            $stopping = $ps.BeginStop($null, $null)
-            $stopped = $stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)
+            # a native or .NET call never does: ask now, and wait (a bounded
+            # time, giving up on the runspace when it does not stop) only
+            # after the result is sent (Complete-Stop), so that the result
+            # reaches the manager well inside its grace even on a loaded
+            # machine.
+            $outcome.Stopping = $ps.BeginStop($null, $null)
+            $outcome.Pipeline = $ps
+            $ps = $null
             $outcome.Rebuild = $true
-            if (-not $stopped) {
-                $outcome.Abandon = $true
-                $ps = $null
-            }
-            # What the code wrote before it was stopped, so that a user can
-            # see where it hung (as pwshlib 2.x).
+            # What the code wrote before the timeout, so that a user can see
+            # where it hung (as pwshlib 2.x).
             $stdout = $pshost.TakeOutput()
             $native = $null
             if ($ForDsc) {
@@ -995,6 +997,25 @@ function Invoke-InSession {
         }
         [Environment]::CurrentDirectory = $savedDirectory
     }
+}
+
+# After a timed-out call's result is sent: waits a bounded time for its
+# pipeline to stop. Returns whether its runspace must be abandoned (not
+# disposed: disposing waits for a pipeline that does not stop; it goes with
+# the process).
+function Complete-Stop {
+    param($Outcome)
+    if ($null -eq $Outcome.Stopping) {
+        return [bool]$Outcome.Abandon
+    }
+    if (-not $Outcome.Stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)) {
+        return $true
+    }
+    try {
+        $Outcome.Pipeline.Dispose()
+    } catch {
+    }
+    return $false
 }
 
 function Get-NonEmpty {
@@ -1173,7 +1194,8 @@ try {
             $result.id = $message.id
             Write-Frame -Stream $stream -Message $result
             if ($outcome.Rebuild) {
-                Reset-Session -Prelude $outcome.Prelude -Abandon $outcome.Abandon
+                $abandon = Complete-Stop -Outcome $outcome
+                Reset-Session -Prelude $outcome.Prelude -Abandon $abandon
             }
         }
     }

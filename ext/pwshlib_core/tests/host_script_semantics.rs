@@ -308,20 +308,28 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
         &invoke,
         "if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {",
     );
+    // Stop is asked for at once and waited for after the reply is sent
+    // (Complete-Stop), so the reply never waits for it.
     assert_eq!(
-        invoke[waited + 1..waited + 8],
+        invoke[waited + 1..waited + 5],
         [
-            "$stopping = $ps.BeginStop($null, $null)",
-            "$stopped = $stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)",
-            "$outcome.Rebuild = $true",
-            "if (-not $stopped) {",
-            "$outcome.Abandon = $true",
+            "$outcome.Stopping = $ps.BeginStop($null, $null)",
+            "$outcome.Pipeline = $ps",
             "$ps = $null",
-            "}",
+            "$outcome.Rebuild = $true",
         ]
     );
+    let complete = lines(&function_body(&script, "Complete-Stop"));
+    holds_each(
+        &complete,
+        &[
+            "if (-not $Outcome.Stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)) {",
+            "return $true",
+            "$Outcome.Pipeline.Dispose()",
+        ],
+    );
     // What was written before the timeout goes with it (issue 31, item 7).
-    let timed_out = &invoke[waited + 8..];
+    let timed_out = &invoke[waited + 5..];
     let reply = timed_out
         .iter()
         .position(|line| {
@@ -347,10 +355,11 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     let top = lines(&script);
     let sent = position(&top, "Write-Frame -Stream $stream -Message $result");
     assert_eq!(
-        top[sent + 1..sent + 4],
+        top[sent + 1..sent + 5],
         [
             "if ($outcome.Rebuild) {",
-            "Reset-Session -Prelude $outcome.Prelude -Abandon $outcome.Abandon",
+            "$abandon = Complete-Stop -Outcome $outcome",
+            "Reset-Session -Prelude $outcome.Prelude -Abandon $abandon",
             "}",
         ]
     );
