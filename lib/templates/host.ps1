@@ -21,7 +21,20 @@ param(
 )
 
 $ErrorActionPreference = 'Stop'
+
+# Constrained language mode (AppLocker or WDAC enforcing, and this script
+# neither allowed nor signed): Add-Type below would throw and the host
+# would exit before listening, leaving the manager to say only that it
+# exited. Leave at once with an exit code of our own instead (86, which
+# nothing else here uses); the manager then says what to do (the review's
+# N10). The check needs nothing CLM forbids: a property of
+# $ExecutionContext and a comparison.
+if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
+    exit 86
+}
+
 $script:ProtocolVersion = 1
+$script:HostScriptPath = $PSCommandPath
 # The prelude mechanism this host offers in its hello (docs/protocol.md).
 $script:PreludeVersion = 1
 $script:MaxFrameLength = 268435456
@@ -35,8 +48,10 @@ $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 $script:ModernJson = $PSVersionTable.PSVersion.Major -ge 6
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
-# native call or a .NET method never does). Well under the manager's 1 s
-# grace, so the timeout result still arrives before the manager gives up.
+# native call or a .NET method never does). The wait comes after the
+# timeout result is sent, but before the next request is read: kept well
+# under the manager's 1 s grace, so that a next request sent at once still
+# has its own time.
 $script:StopWaitMs = 500
 
 if ($script:ModernJson) {
@@ -82,10 +97,13 @@ $script:HostSource = @'
 using System;
 using System.Collections.Generic;
 using System.Collections.ObjectModel;
+using System.Diagnostics;
 using System.Globalization;
 using System.IO;
 using System.Management.Automation;
 using System.Management.Automation.Host;
+using System.Management.Automation.Runspaces;
+using System.Reflection;
 using System.Security;
 using System.Text;
 
@@ -115,23 +133,144 @@ namespace PwshlibHost
         }
     }
 
-    // [Console]::Out and [Console]::Error during a call: lines end in "\n"
-    // on every platform, as the rest of the output does.
-    public sealed class SharedTextWriter : TextWriter
+    // [Console]::Out and [Console]::Error for the whole process, set once:
+    // each write goes to the buffer of the runspace whose pipeline thread
+    // writes it (Runspace.DefaultRunspace, which LocalPipeline's
+    // InvokeThreadProc sets on the thread that runs a pipeline, "Put
+    // Execution Context In TLS", in 5.1 and 7 alike), else to the console
+    // it replaced. So a
+    // pipeline abandoned after a timeout, still running on its own thread,
+    // writes into its own (dropped) buffer and never into a later call's
+    // (the review's N16). A thread the code starts itself has no default
+    // runspace: what it writes goes to the host's own (null) output.
+    public sealed class ConsoleRouter : TextWriter
     {
-        private readonly SharedText target;
+        private static readonly Dictionary<Guid, SharedText> Outputs = new Dictionary<Guid, SharedText>();
+        private static readonly Dictionary<Guid, SharedText> Errors = new Dictionary<Guid, SharedText>();
+        private readonly bool forErrors;
+        private readonly TextWriter fallback;
 
-        public SharedTextWriter(SharedText target)
+        public ConsoleRouter(bool forErrors, TextWriter fallback)
         {
-            this.target = target;
+            this.forErrors = forErrors;
+            this.fallback = fallback;
             this.CoreNewLine = new char[] { '\n' };
         }
 
+        public static void Register(Guid runspace, SharedText output, SharedText errors)
+        {
+            lock (Outputs)
+            {
+                Outputs[runspace] = output;
+                Errors[runspace] = errors;
+            }
+        }
+
+        public static void Unregister(Guid runspace)
+        {
+            lock (Outputs)
+            {
+                Outputs.Remove(runspace);
+                Errors.Remove(runspace);
+            }
+        }
+
+        private SharedText Target()
+        {
+            Runspace current = Runspace.DefaultRunspace;
+            if (current == null) { return null; }
+            SharedText target;
+            lock (Outputs)
+            {
+                (forErrors ? Errors : Outputs).TryGetValue(current.InstanceId, out target);
+            }
+            return target;
+        }
+
+        private void Send(string value)
+        {
+            if (value == null) { return; }
+            SharedText target = Target();
+            if (target != null)
+            {
+                target.Append(value);
+                return;
+            }
+            try { fallback.Write(value); } catch (Exception) { }
+        }
+
         public override Encoding Encoding { get { return Encoding.UTF8; } }
-        public override void Write(char value) { target.Append(value.ToString()); }
-        public override void Write(string value) { target.Append(value); }
-        public override void Write(char[] buffer, int index, int count) { target.Append(new string(buffer, index, count)); }
-        public override void WriteLine(string value) { target.Append(value + "\n"); }
+        public override void Write(char value) { Send(value.ToString()); }
+        public override void Write(string value) { Send(value); }
+        public override void Write(char[] buffer, int index, int count) { Send(new string(buffer, index, count)); }
+        public override void WriteLine(string value) { Send(value + "\n"); }
+    }
+
+    // The error records of one call, as the code writes them: DataAdded
+    // fires on the writing thread, in order with the host writes. Each is
+    // also shown in stdout (pwshlib 2.x merged the error stream into its
+    // output), except a native program's stderr, which 2.x never showed
+    // there. For the result's stderr, the lines one native program wrote in
+    // a row stay one element, as 2.x read them from the process's stderr.
+    public sealed class ErrorSink
+    {
+        private readonly PSDataCollection<ErrorRecord> records;
+        private readonly SharedText output;
+        private readonly List<string> items = new List<string>();
+        private bool lastWasNative;
+
+        public ErrorSink(PSDataCollection<ErrorRecord> records, SharedText output)
+        {
+            this.records = records;
+            this.output = output;
+            records.DataAdded += OnAdded;
+        }
+
+        // pwsh 7 and Windows PowerShell 5.1 both turn each stderr line of a
+        // native program into an ErrorRecord whose FullyQualifiedErrorId is
+        // NativeCommandError (the first line) or NativeCommandErrorMessage
+        // (NativeCommandProcessor.ProcessOutputRecord).
+        private static bool IsNative(ErrorRecord record)
+        {
+            string id = record.FullyQualifiedErrorId;
+            return id != null && id.StartsWith("NativeCommandError", StringComparison.Ordinal);
+        }
+
+        private void OnAdded(object sender, DataAddedEventArgs e)
+        {
+            ErrorRecord record;
+            try { record = records[e.Index]; } catch (Exception) { return; }
+            if (record == null) { return; }
+            string text = record.ToString();
+            bool native = IsNative(record);
+            lock (items)
+            {
+                if (native && lastWasNative && items.Count > 0)
+                {
+                    items[items.Count - 1] = items[items.Count - 1] + text + "\n";
+                }
+                else
+                {
+                    items.Add(text + "\n");
+                }
+                lastWasNative = native;
+            }
+            if (!native)
+            {
+                output.Append(text + "\n");
+            }
+        }
+
+        public string[] Take()
+        {
+            lock (items)
+            {
+                string[] taken = items.ToArray();
+                items.Clear();
+                lastWasNative = false;
+                return taken;
+            }
+        }
     }
 
     public sealed class PwshlibRawUI : PSHostRawUserInterface
@@ -171,7 +310,12 @@ namespace PwshlibHost
         private readonly SharedText errors;
         // The text of the last non-host information record: with
         // $InformationPreference = 'Continue' PowerShell also passes it to
-        // WriteLine right after WriteInformation; it is shown once.
+        // WriteLine right after WriteInformation, from inside
+        // MshCommandRuntime.WriteInformation (which first calls the UI's
+        // WriteInformation for every record, then WriteLine for Write-Host's
+        // PSHOST records and, under Continue, for the others); it is shown
+        // once. Only that echo is dropped: the same text from Write-Host or
+        // from the pipeline output is real output.
         private string echoedInformation;
 
         public PwshlibUI(SharedText output, SharedText errors)
@@ -193,12 +337,30 @@ namespace PwshlibHost
 
         public override void WriteLine(string value)
         {
-            if (echoedInformation != null && string.Equals(value, echoedInformation, StringComparison.Ordinal))
+            if (echoedInformation != null && string.Equals(value, echoedInformation, StringComparison.Ordinal) && CalledFromWriteInformation())
             {
                 echoedInformation = null;
                 return;
             }
             Out(value + "\n");
+        }
+
+        // True when MshCommandRuntime.WriteInformation (the information
+        // stream's writer, in pwsh 7 and Windows PowerShell 5.1) is on the
+        // stack: the WriteLine is its echo of a record already shown.
+        private static bool CalledFromWriteInformation()
+        {
+            StackFrame[] frames = new StackTrace(false).GetFrames();
+            if (frames == null) { return false; }
+            foreach (StackFrame frame in frames)
+            {
+                MethodBase method = frame.GetMethod();
+                if (method != null && method.Name == "WriteInformation" && method.DeclaringType != null && method.DeclaringType.Name == "MshCommandRuntime")
+                {
+                    return true;
+                }
+            }
+            return false;
         }
 
         public override void WriteLine() { WriteLine(string.Empty); }
@@ -213,7 +375,9 @@ namespace PwshlibHost
         {
             if (record == null || record.Tags.Contains("PSHOST"))
             {
-                // Write-Host: its text comes through Write or WriteLine.
+                // Write-Host: its text comes through Write or WriteLine,
+                // never as an echo of an earlier record.
+                echoedInformation = null;
                 return;
             }
             string text = record.ToString();
@@ -242,16 +406,12 @@ namespace PwshlibHost
         private readonly PwshlibUI ui;
         private readonly SharedText output = new SharedText();
         private readonly SharedText errors = new SharedText();
-        private readonly SharedTextWriter outputWriter;
-        private readonly SharedTextWriter errorWriter;
         private volatile bool shouldExit;
         private volatile int exitCode;
 
         public PwshlibPSHost()
         {
             ui = new PwshlibUI(output, errors);
-            outputWriter = new SharedTextWriter(output);
-            errorWriter = new SharedTextWriter(errors);
         }
 
         public override CultureInfo CurrentCulture { get { return culture; } }
@@ -270,8 +430,8 @@ namespace PwshlibHost
 
         public bool ShouldExit { get { return shouldExit; } }
         public int ExitCode { get { return exitCode; } }
-        public TextWriter OutputWriter { get { return outputWriter; } }
-        public TextWriter ErrorWriter { get { return errorWriter; } }
+        public SharedText Output { get { return output; } }
+        public SharedText Errors { get { return errors; } }
 
         // Before each call: no exit requested, nothing written yet.
         public void Reset()
@@ -293,6 +453,20 @@ namespace PwshlibHost
 }
 '@
 Add-Type -TypeDefinition $script:HostSource -Language CSharp
+
+# Native programs' output is decoded with [Console]::OutputEncoding, which
+# on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it
+# (the review's N9). Best effort: without a console Windows may refuse it.
+# Set before the writers below: .NET drops its own console writer when the
+# encoding changes, but leaves one set through SetOut alone.
+try {
+    [Console]::OutputEncoding = New-Object System.Text.UTF8Encoding -ArgumentList $false
+} catch {
+}
+# [Console]::Out and [Console]::Error go, for the whole life of the host,
+# to the buffer of the runspace writing (see ConsoleRouter).
+[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))
+[Console]::SetError((New-Object PwshlibHost.ConsoleRouter -ArgumentList $true, ([Console]::Error)))
 
 function ConvertFrom-JsonElement {
     param($Element)
@@ -420,13 +594,27 @@ function Repair-Text {
     return $script:LoneSurrogate.Replace([string]$Text, [string][char]0xFFFD)
 }
 
+# -StderrItems: the elements of the manager's stderr Array, each with its
+# line end (a native program's lines in a row are one element); -Stderr is
+# their text joined, for a manager that does not read stderr_items.
 function New-Result {
-    param([int] $ExitCode, $Stdout, [string] $Stderr, $ErrorMessage, $NativeStdout)
+    param([int] $ExitCode, $Stdout, [string] $Stderr, $ErrorMessage, $NativeStdout, [string[]] $StderrItems)
+    if ($null -eq $StderrItems) {
+        $StderrItems = @()
+    }
+    $items = New-Object 'System.Collections.Generic.List[string]'
+    foreach ($item in $StderrItems) {
+        $items.Add((Repair-Text $item))
+    }
+    if (-not $Stderr) {
+        $Stderr = $items -join ''
+    }
     return @{
         type          = 'result'
         exitcode      = $ExitCode
         stdout        = Repair-Text $Stdout
         stderr        = Repair-Text $Stderr
+        stderr_items  = $items.ToArray()
         errormessage  = Repair-Text $ErrorMessage
         native_stdout = Repair-Text $NativeStdout
     }
@@ -453,8 +641,12 @@ function Restore-Environment {
         if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {
             continue
         }
+        # [NullString]::Value, not $null: PowerShell passes $null to a
+        # [string] .NET parameter as "", and SetEnvironmentVariable(name, "")
+        # leaves the variable defined (empty) on pwsh 7 (.NET Core removes
+        # only for null); null removes it on every .NET.
         try {
-            [Environment]::SetEnvironmentVariable($name, $null)
+            [Environment]::SetEnvironmentVariable($name, [NullString]::Value)
         } catch {
         }
     }
@@ -468,21 +660,17 @@ function Restore-Environment {
     }
 }
 
-# A request's env, applied inside the call's try: a bad entry (a name given
-# twice, a name with '=' or NUL, a value over 32,767 characters, which the
+# A request's env, applied inside the call's try, in order: a name given
+# twice takes its last value (as pwshlib 2.x, which set each in turn). A bad
+# entry (a name with '=' or NUL, a value over 32,767 characters, which the
 # .NET Framework refuses) throws, and the call fails with an error result.
 function Set-RequestEnvironment {
     param($Pairs)
-    $seen = New-Object System.Collections.Hashtable -ArgumentList $script:NameComparer
     foreach ($pair in @($Pairs)) {
         if ($null -eq $pair -or @($pair).Count -ne 2) {
             throw 'The request has a malformed env entry (a [name, value] pair is expected)'
         }
         $name = [string]$pair[0]
-        if ($seen.ContainsKey($name)) {
-            throw "The environment variable '$name' is given more than once"
-        }
-        $seen[$name] = $true
         try {
             [Environment]::SetEnvironmentVariable($name, [string]$pair[1])
         } catch {
@@ -502,6 +690,7 @@ function New-Session {
     $state = [System.Management.Automation.Runspaces.InitialSessionState]::CreateDefault2()
     $runspace = [System.Management.Automation.Runspaces.RunspaceFactory]::CreateRunspace($pshost, $state)
     $runspace.Open()
+    [PwshlibHost.ConsoleRouter]::Register($runspace.InstanceId, $pshost.Output, $pshost.Errors)
     return @{ Host = $pshost; Runspace = $runspace }
 }
 
@@ -509,7 +698,11 @@ function New-Session {
 # alone: disposing it would wait for that pipeline; it goes with the process.
 function Remove-Session {
     param($Session, [bool] $Abandon)
-    if ($null -eq $Session -or $Abandon) {
+    if ($null -eq $Session) {
+        return
+    }
+    [PwshlibHost.ConsoleRouter]::Unregister($Session.Runspace.InstanceId)
+    if ($Abandon) {
         return
     }
     try {
@@ -528,7 +721,10 @@ function Remove-Session {
 # error) or timed out, the session is thrown away and a fresh one built, so
 # nothing at all carries over from it.
 $script:Session = New-Session
-$script:HomeDirectory = (Get-Location).Path
+# ProviderPath, not Path: when the host starts in a UNC directory, Path is
+# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
+# which [Environment]::CurrentDirectory refuses (the review's N14).
+$script:HomeDirectory = (Get-Location).ProviderPath
 
 # Preludes (docs/protocol.md): functions that requests naming a prelude get
 # defined without carrying them. They live in a session of their own, so a
@@ -585,64 +781,101 @@ function Get-PreludeSession {
     return $script:PreludeSession
 }
 
-# After a failed or timed-out call: a fresh session in place of the one
-# that ran it. Returns whether the prelude (if the call had one) is still
-# defined in the new session.
+# After a failed or timed-out call, once its result is sent (so that the
+# manager never waits for a runspace to be built; the review's N5): the
+# session that ran it goes, so that nothing of that call carries over.
+# The plain session is built again at once; if that fails, it is left
+# null and built on demand by the next request (N13), rather than kept
+# dead for good. A prelude's session is dropped with its prelude: the
+# result did not name the prelude, so the manager sends its text with the
+# next request that names it, which defines it in a new session.
 function Reset-Session {
     param([bool] $Prelude, [bool] $Abandon)
-    if (-not $Prelude) {
-        Remove-Session -Session $script:Session -Abandon $Abandon
-        $script:Session = New-Session
-        return $true
-    }
-    Remove-Session -Session $script:PreludeSession -Abandon $Abandon
-    $script:PreludeSession = $null
-    try {
-        $script:PreludeSession = New-PreludeSession -Id $script:PreludeId -Code $script:PreludeCode
-        return $true
-    } catch {
+    if ($Prelude) {
+        Remove-Session -Session $script:PreludeSession -Abandon $Abandon
+        $script:PreludeSession = $null
         $script:PreludeId = $null
         $script:PreludeCode = $null
-        return $false
+        return
+    }
+    Remove-Session -Session $script:Session -Abandon $Abandon
+    $script:Session = $null
+    try {
+        $script:Session = New-Session
+    } catch {
+        $script:Session = $null
     }
 }
 
-# Protocol step: run one execute request and build its result; the result
-# names the prelude the code ran with, if any.
+# Protocol step: run one execute request. Returns its outcome: the result
+# (naming the prelude the code ran with, if any, unless its session is
+# to be dropped), and whether and how its session is to be rebuilt once
+# the result is sent.
 function Invoke-Request {
     param($Request)
-    $session = $script:Session
     $preludeId = $null
     if ($null -ne $Request.prelude) {
         try {
             $session = Get-PreludeSession -Prelude $Request.prelude
         } catch {
-            return New-Result -ExitCode 1 -Stderr '' -ErrorMessage $_.Exception.Message
+            return @{ Result = (New-Result -ExitCode 1 -ErrorMessage $_.Exception.Message); Rebuild = $false }
         }
         $preludeId = [string]$Request.prelude.id
+    } else {
+        if ($null -eq $script:Session) {
+            try {
+                $script:Session = New-Session
+            } catch {
+                return @{ Result = (New-Result -ExitCode 1 -ErrorMessage "The host could not create a runspace: $($_.Exception.Message)"); Rebuild = $false }
+            }
+        }
+        $session = $script:Session
     }
     $outcome = Invoke-InSession -Request $Request -Session $session -ForDsc ($null -ne $preludeId)
-    $kept = $true
-    if ($outcome.Rebuild) {
-        try {
-            $kept = Reset-Session -Prelude ($null -ne $preludeId) -Abandon $outcome.Abandon
-        } catch {
-            $kept = $false
+    $outcome.Prelude = $null -ne $preludeId
+    if ($null -ne $preludeId -and -not $outcome.Rebuild) {
+        $outcome.Result.prelude = $preludeId
+    }
+    return $outcome
+}
+
+# The text of a terminating error, with where it happened when PowerShell
+# knows ("At line:1 char:…", as pwshlib 2.x gave it): the innermost
+# exception's message, and the position of the innermost error record in
+# the chain that has one. (EndInvoke's MethodInvocationException carries
+# the position of this script's own call; the exception inside it, the
+# ErrorRecord of the user's statement that failed.) A position in this
+# script is never the user's (a ParseException has only that one).
+function Get-FailureText {
+    param($Exception)
+    $position = $null
+    $failure = $Exception
+    while ($failure) {
+        if ($failure -is [System.Management.Automation.IContainsErrorRecord]) {
+            $invocation = $failure.ErrorRecord.InvocationInfo
+            if ($invocation -and $invocation.PositionMessage -and $invocation.ScriptName -ne $script:HostScriptPath) {
+                $position = $invocation.PositionMessage
+            }
         }
+        if (-not $failure.InnerException) {
+            break
+        }
+        $failure = $failure.InnerException
     }
-    $result = $outcome.Result
-    if ($null -ne $preludeId -and $kept) {
-        $result.prelude = $preludeId
+    if ($position -and $failure -isnot [System.Management.Automation.ParseException]) {
+        # A ParseException's message already says where, for each error.
+        return $failure.Message + "`n" + $position
     }
-    return $result
+    return $failure.Message
 }
 
 # Runs the request's code in $Session. Plain requests (-ForDsc $false): the
-# pipeline output goes through Out-Default to the host, so that stdout is
-# everything the code showed, in order (pipeline output, Write-Host,
-# Write-Information, "WARNING: " lines, [Console]::Out). DSC requests
-# (those with a prelude): stdout is the pipeline output alone, the one line
-# of JSON Invoke-PwshlibDscResource prints, and whatever a resource writes to
+# pipeline output goes through Out-String -Stream and Out-Default to the
+# host, so that stdout is everything the code showed, in order (pipeline
+# output, native programs' output, Write-Host, Write-Information,
+# "WARNING: " lines, error records, [Console]::Out). DSC requests (those
+# with a prelude): stdout is the pipeline output alone, the one line of
+# JSON Invoke-PwshlibDscResource prints, and whatever a resource writes to
 # the host or the console goes to native_stdout, never into that line.
 # Returns the result and whether the session must be rebuilt.
 function Invoke-InSession {
@@ -652,14 +885,12 @@ function Invoke-InSession {
     $workingDir = [string]$Request.working_dir
     $runspace = $Session.Runspace
     $pshost = $Session.Host
-    $savedOut = [Console]::Out
-    $savedError = [Console]::Error
     $savedDirectory = [Environment]::CurrentDirectory
     $ps = $null
     try {
         Restore-Environment
         if ($workingDir -and -not (Test-Path -LiteralPath $workingDir -PathType Container)) {
-            $outcome.Result = New-Result -ExitCode 1 -Stderr '' -ErrorMessage "Working directory '$workingDir' does not exist"
+            $outcome.Result = New-Result -ExitCode 1 -ErrorMessage "Working directory '$workingDir' does not exist"
             return $outcome
         }
         if (-not $workingDir) {
@@ -673,15 +904,24 @@ function Invoke-InSession {
         $runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null
         [Environment]::CurrentDirectory = $workingDir
         $pshost.Reset()
-        [Console]::SetOut($pshost.OutputWriter)
-        [Console]::SetError($pshost.ErrorWriter)
 
         $ps = [PowerShell]::Create()
         $ps.Runspace = $runspace
         $ps.AddScript([string]$Request.code) | Out-Null
         if (-not $ForDsc) {
-            $ps.AddCommand('Out-Default') | Out-Null
+            # Module-qualified, so that a user's own function Out-Default
+            # or Out-String (which ResetRunspaceState keeps) is not called.
+            # Out-String -Stream in front of Out-Default: a native program
+            # whose output goes straight to Out-Default inherits the host
+            # process's stdout (the null device) instead of being read
+            # (NativeCommandProcessor does not redirect the last command of
+            # a pipeline ending in Out-Default), and Out-String renders
+            # $PSStyle's ANSI escapes out of tables and lists (pwsh 7.2+,
+            # OutputRendering 'Host': no escapes outside a host).
+            $ps.AddCommand('Microsoft.PowerShell.Utility\Out-String').AddParameter('Stream') | Out-Null
+            $ps.AddCommand('Microsoft.PowerShell.Core\Out-Default') | Out-Null
         }
+        $errorSink = New-Object PwshlibHost.ErrorSink -ArgumentList $ps.Streams.Error, $(if ($ForDsc) { New-Object PwshlibHost.SharedText } else { $pshost.Output })
         # Typed collections, not $null: PowerShell infers BeginInvoke's
         # generic arguments from the values it is given.
         $noInput = New-Object 'System.Management.Automation.PSDataCollection[psobject]'
@@ -691,16 +931,24 @@ function Invoke-InSession {
 
         if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {
             # Stop() waits until the pipeline notices, which code blocked in
-            # a native or .NET call never does: ask, wait a bounded time,
-            # and give up on the runspace when it does not stop.
-            $stopping = $ps.BeginStop($null, $null)
-            $stopped = $stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)
+            # a native or .NET call never does: ask now, and wait (a bounded
+            # time, giving up on the runspace when it does not stop) only
+            # after the result is sent (Complete-Stop), so that the result
+            # reaches the manager well inside its grace even on a loaded
+            # machine.
+            $outcome.Stopping = $ps.BeginStop($null, $null)
+            $outcome.Pipeline = $ps
+            $ps = $null
             $outcome.Rebuild = $true
-            if (-not $stopped) {
-                $outcome.Abandon = $true
-                $ps = $null
+            # What the code wrote before the timeout, so that a user can see
+            # where it hung (as pwshlib 2.x).
+            $stdout = $pshost.TakeOutput()
+            $native = $null
+            if ($ForDsc) {
+                $native = $stdout
+                $stdout = $null
             }
-            $outcome.Result = New-Result -ExitCode 1 -Stderr '' -ErrorMessage "Catastrophic failure: PowerShell module timeout ($timeoutMs ms) exceeded while executing"
+            $outcome.Result = New-Result -ExitCode 1 -Stdout (Get-NonEmpty $stdout) -NativeStdout (Get-NonEmpty $native) -StderrItems (Get-StderrItems -Sink $errorSink -PSHost $pshost) -ErrorMessage "Catastrophic failure: PowerShell module timeout ($timeoutMs ms) exceeded while executing"
             return $outcome
         }
 
@@ -709,11 +957,7 @@ function Invoke-InSession {
         try {
             $ps.EndInvoke($pending) | Out-Null
         } catch {
-            $failure = $_.Exception
-            while ($failure.InnerException) {
-                $failure = $failure.InnerException
-            }
-            $errorMessage = $failure.Message
+            $errorMessage = Get-FailureText -Exception $_.Exception
             $exitCode = 1
             $outcome.Rebuild = $true
         }
@@ -742,27 +986,64 @@ function Invoke-InSession {
             $stdout = $hostText
             $native = $null
         }
-        if ($stdout -eq '') {
-            $stdout = $null
-        }
-        if ($native -eq '') {
-            $native = $null
-        }
-        $errorLines = @($ps.Streams.Error | ForEach-Object { $_.ToString() })
-        $stderr = (($errorLines | ForEach-Object { "$_`n" }) -join '') + $pshost.TakeErrors()
-        $outcome.Result = New-Result -ExitCode $exitCode -Stdout $stdout -Stderr $stderr -ErrorMessage $errorMessage -NativeStdout $native
+        $outcome.Result = New-Result -ExitCode $exitCode -Stdout (Get-NonEmpty $stdout) -StderrItems (Get-StderrItems -Sink $errorSink -PSHost $pshost) -ErrorMessage $errorMessage -NativeStdout (Get-NonEmpty $native)
         return $outcome
     } catch {
-        $outcome.Result = New-Result -ExitCode 1 -Stderr '' -ErrorMessage $_.Exception.Message
+        $outcome.Result = New-Result -ExitCode 1 -ErrorMessage $_.Exception.Message
         return $outcome
     } finally {
         if ($ps) {
             $ps.Dispose()
         }
-        [Console]::SetOut($savedOut)
-        [Console]::SetError($savedError)
         [Environment]::CurrentDirectory = $savedDirectory
     }
+}
+
+# After a timed-out call's result is sent: waits a bounded time for its
+# pipeline to stop. Returns whether its runspace must be abandoned (not
+# disposed: disposing waits for a pipeline that does not stop; it goes with
+# the process).
+function Complete-Stop {
+    param($Outcome)
+    if ($null -eq $Outcome.Stopping) {
+        return [bool]$Outcome.Abandon
+    }
+    if (-not $Outcome.Stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)) {
+        return $true
+    }
+    try {
+        $Outcome.Pipeline.Dispose()
+    } catch {
+    }
+    return $false
+}
+
+function Get-NonEmpty {
+    param($Text)
+    if ($Text -eq '') {
+        return $null
+    }
+    return $Text
+}
+
+# The result's stderr elements: the error records (a native program's lines
+# in a row as one), then [Console]::Error and the host UI's WriteErrorLine,
+# one element per line.
+function Get-StderrItems {
+    param($Sink, $PSHost)
+    $items = New-Object 'System.Collections.Generic.List[string]'
+    foreach ($item in $Sink.Take()) {
+        $items.Add($item)
+    }
+    $rest = $PSHost.TakeErrors()
+    if ($rest) {
+        foreach ($line in [regex]::Split($rest, '(?<=\n)')) {
+            if ($line) {
+                $items.Add($line)
+            }
+        }
+    }
+    return , $items.ToArray()
 }
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
@@ -771,12 +1052,25 @@ function Invoke-InSession {
 # the current user alone (full control, no inherited entries) and denies
 # the NETWORK SID (S-1-5-2), so that a remote logon of that same user is
 # refused too. (Windows only; the deny entry is ordered first by .NET.)
+# But when this process itself runs in a network logon (WinRM, PowerShell
+# remoting, Bolt, Packer, an OpenSSH session), its own token holds NETWORK,
+# the manager's token too (it is the same logon), and a deny entry for
+# NETWORK would refuse the manager: every call would fail after
+# pipe_timeout (the review's N1). Windows' access check applies a deny ACE
+# to every enabled or deny-only group SID in the token, before the allow
+# entries. There the deny entry is left out; the grant to the user alone
+# still shuts out everyone else. WindowsIdentity.Groups lists the token's
+# group SIDs (TOKEN_GROUPS), NETWORK among them in a network logon.
 function New-PipeSecurity {
-    $user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User
+    $identity = [System.Security.Principal.WindowsIdentity]::GetCurrent()
+    $user = $identity.User
     $network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'
+    $networkLogon = @($identity.Groups | Where-Object { $_.Value -eq 'S-1-5-2' }).Count -gt 0
     $security = New-Object System.IO.Pipes.PipeSecurity
     $security.SetAccessRuleProtection($true, $false)
-    $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))
+    if (-not $networkLogon) {
+        $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))
+    }
     $security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))
     return $security
 }
@@ -889,7 +1183,8 @@ try {
             Write-Frame -Stream $stream -Message @{ type = 'error'; message = 'protocol error: execute needs code and timeout_ms' }
             $serving = $false
         } else {
-            $result = Invoke-Request -Request $message
+            $outcome = Invoke-Request -Request $message
+            $result = $outcome.Result
             # Echo the request's id, so the manager never takes this reply for
             # another request's. Relies on both JSON readers giving a JSON
             # integer back as an integer (ConvertFrom-Json: Int64 in pwsh 7,
@@ -898,6 +1193,10 @@ try {
             # `$hashtable.key = value` adding the key.
             $result.id = $message.id
             Write-Frame -Stream $stream -Message $result
+            if ($outcome.Rebuild) {
+                $abandon = Complete-Stop -Outcome $outcome
+                Reset-Session -Prelude $outcome.Prelude -Abandon $abandon
+            }
         }
     }
 } catch {

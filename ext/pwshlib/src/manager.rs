@@ -113,7 +113,7 @@ impl Request<'_> {
         let shared = self.shared;
         let guard = self.held.get_or_insert_with(|| shared.host.lock());
         let Some(host) = guard.as_mut() else {
-            return Some(ExecuteResult::failure(
+            return Some(ExecuteResult::dead_host(
                 "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
             ));
         };
@@ -136,7 +136,14 @@ impl Request<'_> {
         match host.wait_call(call, cancel) {
             Waited::Woken => None,
             Waited::Finished(Ok(result)) => Some(result),
-            Waited::Finished(Err(HostFailure(message))) => Some(self.fail(message)),
+            Waited::Finished(Err(HostFailure(message))) => {
+                let died = host.is_lost();
+                let mut result = self.fail(message);
+                if died {
+                    result.exitcode = protocol::DEAD_HOST_EXITCODE;
+                }
+                Some(result)
+            }
         }
     }
 
@@ -452,7 +459,8 @@ fn whole_millis(millis: f64) -> u64 {
 /// The pwshlib 2.x result shape, which other modules rely on (the
 /// powershell module's exec provider calls `stderr.each`):
 /// `exitcode` an Integer; `stdout` a String or nil; `stderr` an Array of
-/// Strings, one per line with its line end, empty when there is none;
+/// Strings, each with its line end (the host's `stderr_items` when it
+/// sends them, else one per line), empty when there is none;
 /// `native_stdout` a String or nil; `errormessage` present only when the
 /// call failed.
 fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
@@ -466,8 +474,17 @@ fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
     hash.aset(ruby.to_symbol("exitcode"), result.exitcode)?;
     hash.aset(ruby.to_symbol("stdout"), optional(&result.stdout))?;
     let stderr = ruby.ary_new();
-    for line in stderr_lines(&result.stderr) {
-        stderr.push(ruby.str_new(line))?;
+    match &result.stderr_items {
+        Some(items) => {
+            for item in items {
+                stderr.push(ruby.str_new(item))?;
+            }
+        }
+        None => {
+            for line in stderr_lines(&result.stderr) {
+                stderr.push(ruby.str_new(line))?;
+            }
+        }
     }
     hash.aset(ruby.to_symbol("stderr"), stderr)?;
     if let Some(message) = &result.errormessage {

@@ -91,6 +91,9 @@ pub struct Host {
     /// starts with none, so it is sent the prelude again.
     installed_prelude: Option<String>,
     wire: WireStats,
+    /// Set when a call found the host dead: the connection ended or broke
+    /// (not a timeout, not a protocol fault).
+    lost: bool,
 }
 
 /// A prelude a request may run with: functions a host defines once per
@@ -169,6 +172,7 @@ impl Host {
             },
             guard,
             program: options.program.clone(),
+            host_script: options.host_script.clone(),
             pipe_timeout: options.pipe_timeout,
             deadline: Instant::now() + options.pipe_timeout,
             connection: None,
@@ -189,6 +193,12 @@ impl Host {
 
     pub fn wire_stats(&self) -> WireStats {
         self.wire
+    }
+
+    /// True once a call found the host dead (it died, or the connection
+    /// ended or broke, during the call).
+    pub fn is_lost(&self) -> bool {
+        self.lost
     }
 
     /// Runs `request.code` after `prelude`'s functions are defined; as
@@ -348,7 +358,10 @@ impl Host {
                 call.timeout_ms + READ_GRACE_MS,
                 call.timeout_ms,
             ),
-            Ok(None) | Err(FrameError::Io(_)) => self.dead_host_message(),
+            Ok(None) | Err(FrameError::Io(_)) => {
+                self.lost = true;
+                self.dead_host_message()
+            }
             Err(e) => format!("The PowerShell host sent a malformed reply ({e}); it was killed"),
         };
         Waited::Finished(Err(HostFailure(failure)))
@@ -431,6 +444,7 @@ pub struct Spawning {
     starting: Starting,
     guard: ProcessGuard,
     program: String,
+    host_script: String,
     pipe_timeout: Duration,
     deadline: Instant,
     connection: Option<Connection>,
@@ -484,6 +498,12 @@ impl Spawning {
                 }
                 Err(_) if Instant::now() < self.deadline => {
                     if let Some(status) = self.starting.exit_status() {
+                        if status.code() == Some(CONSTRAINED_LANGUAGE_EXIT) {
+                            return Connected::Failed(constrained_language_message(
+                                &self.program,
+                                &self.host_script,
+                            ));
+                        }
                         return Connected::Failed(format!(
                             "The PowerShell host {:?} exited ({status}) before opening its {kind} {endpoint}",
                             self.program
@@ -540,6 +560,7 @@ impl Spawning {
             prelude_version,
             installed_prelude: None,
             wire: WireStats::default(),
+            lost: false,
         }
     }
 }
@@ -599,6 +620,18 @@ pub enum Waited {
 }
 
 const INTERRUPTED: &str = "The call was interrupted; the PowerShell host was killed";
+
+/// host.ps1's exit code when PowerShell runs it in a language mode other
+/// than FullLanguage (AppLocker or WDAC enforcing): it cannot compile its
+/// C# host there (`Add-Type` is refused), so it leaves before listening.
+pub const CONSTRAINED_LANGUAGE_EXIT: i32 = 86;
+
+/// What to do when host.ps1 ran in constrained language mode.
+fn constrained_language_message(program: &str, host_script: &str) -> String {
+    format!(
+        "The PowerShell host {program:?} cannot run: PowerShell runs {host_script} in constrained language mode (an AppLocker or WDAC policy is enforced), where it cannot compile its C# host. Allow that script to run in full language mode (an AppLocker or WDAC rule for it), or sign it with a certificate the policy trusts"
+    )
+}
 
 /// Told with every failure to find or start PowerShell.
 pub const SET_OVERRIDE_HINT: &str = "Set PWSHLIB_POWERSHELL to the PowerShell executable to use.";

@@ -136,6 +136,12 @@ pub struct ExecuteResult {
     pub stdout: Option<String>,
     #[serde(default)]
     pub stderr: String,
+    /// The elements of the Ruby result's `stderr` Array, each with its line
+    /// end, when the host sends them (host.ps1 does: a native program's
+    /// stderr lines in a row are one element, as pwshlib 2.x read them);
+    /// absent: `stderr` split into lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_items: Option<Vec<String>>,
     #[serde(default)]
     pub errormessage: Option<String>,
     #[serde(default)]
@@ -146,6 +152,12 @@ pub struct ExecuteResult {
     pub prelude: Option<String>,
 }
 
+/// The `exitcode` of a call whose host died or dropped the connection
+/// during it, and of every later call on that dead manager: pwshlib 2.x
+/// gave -1 there (its pipe broke), and callers tell a dead host from a
+/// failing script by it.
+pub const DEAD_HOST_EXITCODE: i32 = -1;
+
 impl ExecuteResult {
     /// A failed call with only an error message (timeouts, dead hosts).
     pub fn failure(message: impl Into<String>) -> Self {
@@ -153,6 +165,15 @@ impl ExecuteResult {
             exitcode: 1,
             errormessage: Some(message.into()),
             ..Default::default()
+        }
+    }
+
+    /// A call on a host that died (or is dead already): as
+    /// [`ExecuteResult::failure`] with [`DEAD_HOST_EXITCODE`].
+    pub fn dead_host(message: impl Into<String>) -> Self {
+        ExecuteResult {
+            exitcode: DEAD_HOST_EXITCODE,
+            ..ExecuteResult::failure(message)
         }
     }
 }

@@ -188,13 +188,31 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
 
     let invoke = lines(&function_body(&script, "Invoke-InSession"));
     let plain = position(&invoke, "if (-not $ForDsc) {");
+    // Module-qualified (a user's Out-Default is not called), and through
+    // Out-String -Stream (a native program's output is read, not left to
+    // the host's null stdout): issue 31, items 5 and 6.
     assert_eq!(
-        invoke[plain + 1],
-        "$ps.AddCommand('Out-Default') | Out-Null"
+        invoke[plain + 1..plain + 3],
+        [
+            "$ps.AddCommand('Microsoft.PowerShell.Utility\\Out-String').AddParameter('Stream') | Out-Null",
+            "$ps.AddCommand('Microsoft.PowerShell.Core\\Out-Default') | Out-Null",
+        ]
     );
-    let set_out = position(&invoke, "[Console]::SetOut($pshost.OutputWriter)");
-    assert!(set_out < position(&invoke, "$pending = $ps.BeginInvoke($noInput, $output)"));
-    let dsc = position(&invoke, "if ($ForDsc) {");
+    // [Console]::Out is routed once, for the life of the host, to the
+    // buffer of the runspace that writes (issue 31, N16).
+    let top = lines(&script);
+    position(
+        &top,
+        "[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))",
+    );
+    let new_session = lines(&function_body(&script, "New-Session"));
+    position(
+        &new_session,
+        "[PwshlibHost.ConsoleRouter]::Register($runspace.InstanceId, $pshost.Output, $pshost.Errors)",
+    );
+    assert!(!invoke.iter().any(|line| line.contains("SetOut")));
+    let dsc = position(&invoke, "$hostText = $pshost.TakeOutput()") + 1;
+    assert_eq!(invoke[dsc], "if ($ForDsc) {");
     assert_eq!(
         invoke[dsc + 1..dsc + 9],
         [
@@ -234,14 +252,14 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
         ]
     );
     // Taken before any request is served.
-    assert!(snapshot < position(&top, "$result = Invoke-Request -Request $message"));
+    assert!(snapshot < position(&top, "$outcome = Invoke-Request -Request $message"));
 
     let restore = lines(&function_body(&script, "Restore-Environment"));
     holds_each(
         &restore,
         &[
             "if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {",
-            "[Environment]::SetEnvironmentVariable($name, $null)",
+            "[Environment]::SetEnvironmentVariable($name, [NullString]::Value)",
             "[Environment]::SetEnvironmentVariable($entry.Key, $entry.Value)",
         ],
     );
@@ -257,18 +275,17 @@ fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
     assert!(catch > run);
     assert_eq!(
         invoke[catch + 1],
-        "$outcome.Result = New-Result -ExitCode 1 -Stderr '' -ErrorMessage $_.Exception.Message"
+        "$outcome.Result = New-Result -ExitCode 1 -ErrorMessage $_.Exception.Message"
     );
 
+    // Set in order: a name given twice takes its last value (issue 31,
+    // item 2).
     let set = lines(&function_body(&script, "Set-RequestEnvironment"));
     holds_each(
         &set,
-        &[
-            "if ($seen.ContainsKey($name)) {",
-            "throw \"The environment variable '$name' is given more than once\"",
-            "[Environment]::SetEnvironmentVariable($name, [string]$pair[1])",
-        ],
+        &["[Environment]::SetEnvironmentVariable($name, [string]$pair[1])"],
     );
+    assert!(!set.iter().any(|line| line.contains("more than once")));
 }
 
 /// Item 5: a failed or timed-out call's session is replaced; Stop() is
@@ -291,41 +308,71 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
         &invoke,
         "if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {",
     );
+    // Stop is asked for at once and waited for after the reply is sent
+    // (Complete-Stop), so the reply never waits for it.
     assert_eq!(
-        invoke[waited + 1..waited + 10],
+        invoke[waited + 1..waited + 5],
         [
-            "$stopping = $ps.BeginStop($null, $null)",
-            "$stopped = $stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)",
-            "$outcome.Rebuild = $true",
-            "if (-not $stopped) {",
-            "$outcome.Abandon = $true",
+            "$outcome.Stopping = $ps.BeginStop($null, $null)",
+            "$outcome.Pipeline = $ps",
             "$ps = $null",
-            "}",
-            "$outcome.Result = New-Result -ExitCode 1 -Stderr '' -ErrorMessage \"Catastrophic failure: PowerShell module timeout ($timeoutMs ms) exceeded while executing\"",
-            "return $outcome",
+            "$outcome.Rebuild = $true",
         ]
     );
+    let complete = lines(&function_body(&script, "Complete-Stop"));
+    holds_each(
+        &complete,
+        &[
+            "if (-not $Outcome.Stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)) {",
+            "return $true",
+            "$Outcome.Pipeline.Dispose()",
+        ],
+    );
+    // What was written before the timeout goes with it (issue 31, item 7).
+    let timed_out = &invoke[waited + 5..];
+    let reply = timed_out
+        .iter()
+        .position(|line| {
+            line.contains("Catastrophic failure: PowerShell module timeout ($timeoutMs ms)")
+        })
+        .expect("the timeout result");
+    assert!(timed_out[..reply].contains(&"$stdout = $pshost.TakeOutput()".to_owned()));
+    assert!(timed_out[reply].contains("-Stdout (Get-NonEmpty $stdout)"));
+    assert_eq!(timed_out[reply + 1], "return $outcome");
     assert!(!script.contains("$ps.Stop()"));
     let failed = position(&invoke, "$ps.EndInvoke($pending) | Out-Null");
     let caught = &invoke[failed..];
     assert!(caught[..12].contains(&"$outcome.Rebuild = $true".to_owned()));
 
+    // The session is rebuilt after the result is sent (issue 31, N5), and
+    // a prelude is named only when its session is kept.
     let request = lines(&function_body(&script, "Invoke-Request"));
-    let rebuild = position(&request, "if ($outcome.Rebuild) {");
+    position(
+        &request,
+        "if ($null -ne $preludeId -and -not $outcome.Rebuild) {",
+    );
+    assert!(!request.iter().any(|line| line.contains("Reset-Session")));
+    let top = lines(&script);
+    let sent = position(&top, "Write-Frame -Stream $stream -Message $result");
     assert_eq!(
-        request[rebuild + 2],
-        "$kept = Reset-Session -Prelude ($null -ne $preludeId) -Abandon $outcome.Abandon"
+        top[sent + 1..sent + 5],
+        [
+            "if ($outcome.Rebuild) {",
+            "$abandon = Complete-Stop -Outcome $outcome",
+            "Reset-Session -Prelude $outcome.Prelude -Abandon $abandon",
+            "}",
+        ]
     );
-    // The prelude is named only when the new session defines it again.
-    position(&request, "if ($null -ne $preludeId -and $kept) {");
+    // A failed rebuild leaves no dead session: null, built on demand by the
+    // next plain request (issue 31, N13).
     let reset = lines(&function_body(&script, "Reset-Session"));
-    holds_each(
-        &reset,
-        &[
-            "$script:Session = New-Session",
-            "$script:PreludeSession = New-PreludeSession -Id $script:PreludeId -Code $script:PreludeCode",
-        ],
+    let built = position(&reset, "$script:Session = New-Session");
+    assert_eq!(
+        reset[built + 1..built + 3],
+        ["} catch {", "$script:Session = $null"]
     );
+    let on_demand = position(&request, "if ($null -eq $script:Session) {");
+    assert_eq!(request[on_demand + 2], "$script:Session = New-Session");
 }
 
 /// Item 6: wildcard characters in the working directory, lone surrogates
@@ -340,6 +387,14 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
             "$runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null",
             "[Environment]::CurrentDirectory = $workingDir",
         ],
+    );
+    // The default is a plain path even in a UNC directory: PathInfo.Path
+    // is provider-qualified there ("Microsoft.PowerShell.Core\FileSystem::
+    // \\server\share"), which [Environment]::CurrentDirectory refuses;
+    // ProviderPath is the file system's own (issue 31, N14).
+    position(
+        &lines(&script),
+        "$script:HomeDirectory = (Get-Location).ProviderPath",
     );
 
     let top = lines(&script);
@@ -380,7 +435,9 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
 }
 
 /// Item 7 (host side): on Windows the pipe's ACL grants the current user
-/// alone and denies NETWORK, on every .NET the host may run on.
+/// alone and denies NETWORK, on every .NET the host may run on; the deny
+/// entry only when the host's own token lacks NETWORK (issue 31, N1: in a
+/// network logon it would refuse the manager, the same logon).
 #[test]
 fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     let script = host_script();
@@ -388,11 +445,15 @@ fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     assert_eq!(
         security[1..],
         [
-            "$user = [System.Security.Principal.WindowsIdentity]::GetCurrent().User",
+            "$identity = [System.Security.Principal.WindowsIdentity]::GetCurrent()",
+            "$user = $identity.User",
             "$network = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-2'",
+            "$networkLogon = @($identity.Groups | Where-Object { $_.Value -eq 'S-1-5-2' }).Count -gt 0",
             "$security = New-Object System.IO.Pipes.PipeSecurity",
             "$security.SetAccessRuleProtection($true, $false)",
+            "if (-not $networkLogon) {",
             "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $network, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Deny)))",
+            "}",
             "$security.AddAccessRule((New-Object System.IO.Pipes.PipeAccessRule -ArgumentList $user, ([System.IO.Pipes.PipeAccessRights]::FullControl), ([System.Security.AccessControl.AccessControlType]::Allow)))",
             "return $security",
             "}",

@@ -88,6 +88,7 @@ fn any_message() -> impl Strategy<Value = Message> {
                     exitcode,
                     stdout,
                     stderr,
+                    stderr_items: None,
                     errormessage,
                     native_stdout,
                 })

@@ -74,7 +74,7 @@ fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
     assert!(host.contains("prelude  = $script:PreludeVersion"));
     assert!(host.contains("$session = $script:Session"));
     assert!(host.contains("$session = Get-PreludeSession -Prelude $Request.prelude"));
-    assert!(host.contains("$result.prelude = $preludeId"));
+    assert!(host.contains("$outcome.Result.prelude = $preludeId"));
     // Every request resets the runspace it runs in, not always the plain one.
     assert!(host.contains("$runspace = $Session.Runspace"));
     assert!(host.contains("$runspace.ResetRunspaceState()"));
@@ -101,7 +101,7 @@ fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
 fn the_host_script_echoes_each_request_id_in_its_result() {
     let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
     let answer = regex::Regex::new(
-        r"\$result = Invoke-Request -Request \$message\s*\n(?:\s*#.*\n)*\s*\$result\.id = \$message\.id\s*\n\s*Write-Frame -Stream \$stream -Message \$result",
+        r"\$outcome = Invoke-Request -Request \$message\s*\n\s*\$result = \$outcome\.Result\s*\n(?:\s*#.*\n)*\s*\$result\.id = \$message\.id\s*\n\s*Write-Frame -Stream \$stream -Message \$result",
     )
     .unwrap();
     assert!(

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tree_sitter::{Node, Tree};
 
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, Written};
 
 /// The comment that makes the host hang, ignoring the timeout.
 pub const HANG_DIRECTIVE: &str = "#pwshlib-sim:hang";
@@ -34,6 +34,7 @@ pub fn handle(code: &str, tree: &Tree, functions: &[String]) -> Outcome {
         stderr: Vec::new(),
         variables: HashMap::new(),
         slept_ms: 0,
+        written: Vec::new(),
         functions,
     };
     let end = run.statements(tree.root_node());
@@ -92,6 +93,8 @@ struct Run<'a> {
     stderr: Vec<String>,
     variables: HashMap<String, String>,
     slept_ms: u64,
+    /// What had been written at the start of each sleep.
+    written: Vec<Written>,
     /// The functions defined for this script (its prelude's).
     functions: &'a [String],
 }
@@ -255,12 +258,18 @@ impl<'a> Run<'a> {
         let name = target_text
             .strip_prefix('$')
             .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        // `$x = $null` leaves `$x` null (it outputs nothing), as an unset one.
+        let null = self.is_null(value);
         let value = if value.kind() == "pipeline" {
             single_named_child(value).and_then(|v| self.value(v))
         } else {
             self.value(value)
         };
         match (operator, name, value) {
+            ("=", Some(name), Some(_)) if null => {
+                self.variables.remove(&name.to_ascii_lowercase());
+                End::Completed
+            }
             ("=", Some(name), Some(value)) => {
                 self.variables.insert(name.to_ascii_lowercase(), value);
                 End::Completed
@@ -293,8 +302,11 @@ impl<'a> Run<'a> {
             "write-warning" => self.write_line("WARNING: ", args.named_or_first("-Message")),
             "write-verbose" | "write-debug" => Some(End::Completed),
             "write-error" => {
-                let message = args.named_or_first("-Message");
-                self.stderr.push(message.cloned().unwrap_or_default());
+                // A stderr line, and shown in stdout too, in order (host.ps1's
+                // ErrorSink, as pwshlib 2.x showed error records).
+                let message = args.named_or_first("-Message").cloned().unwrap_or_default();
+                self.out_line(&message);
+                self.stderr.push(message);
                 Some(End::Completed)
             }
             "get-location" | "pwd" if args.is_empty() => {
@@ -351,6 +363,11 @@ impl<'a> Run<'a> {
         // read as seconds, its whole seconds are the whole milliseconds.
         let millis =
             Duration::try_from_secs_f64(amount * to_millis).map_or(u64::MAX, |d| d.as_secs());
+        self.written.push(Written {
+            after_ms: self.slept_ms,
+            stdout: (!self.stdout.is_empty()).then(|| self.stdout.clone()),
+            stderr: self.stderr.iter().map(|line| format!("{line}\n")).collect(),
+        });
         self.slept_ms = self.slept_ms.saturating_add(millis);
         Some(End::Completed)
     }
@@ -547,6 +564,7 @@ impl<'a> Run<'a> {
             Outcome::Sleep {
                 millis: self.slept_ms,
                 then: Box::new(outcome),
+                written: self.written,
             }
         } else {
             outcome
@@ -662,7 +680,7 @@ mod tests {
         assert_replies(&[
             (
                 ERRORS_THEN_EXIT,
-                reply(Some("x\n"), "bad\nworse\n", 3, None),
+                reply(Some("bad\nx\n"), "bad\nworse\n", 3, None),
             ),
             ("throw 'boom'", reply(None, "", 1, Some("boom"))),
         ]);
@@ -714,6 +732,7 @@ mod tests {
     fn variables_are_per_script() {
         assert_eq!(run("$x = 'v'; $x"), reply(Some("v\n"), "", 0, None));
         assert_eq!(run("$x"), reply(None, "", 0, None));
+        assert_eq!(run("$x = 'v'; $x = $null; $x"), reply(None, "", 0, None));
         assert_eq!(
             run("Write-Output $env:PWSHLIB_SIM_SURELY_UNSET 'a' $null"),
             reply(Some("a\n"), "", 0, None)
@@ -722,11 +741,17 @@ mod tests {
 
     #[test]
     fn sleeps_crashes_and_hangs() {
+        let written = |after_ms: u64, stdout: Option<&str>, stderr: &str| Written {
+            after_ms,
+            stdout: stdout.map(str::to_owned),
+            stderr: stderr.to_owned(),
+        };
         assert_eq!(
-            run("Start-Sleep -Seconds 1\nStart-Sleep -Milliseconds 250\nWrite-Output 'late'"),
+            run("Write-Error 'e'; Start-Sleep -Seconds 1\n'mid'; Start-Sleep -Milliseconds 250\nWrite-Output 'late'"),
             Outcome::Sleep {
                 millis: 1250,
-                then: Box::new(reply(Some("late\n"), "", 0, None))
+                then: Box::new(reply(Some("e\nmid\nlate\n"), "e\n", 0, None)),
+                written: vec![written(0, Some("e\n"), "e\n"), written(1000, Some("e\nmid\n"), "e\n")],
             }
         );
         assert_eq!(run("Stop-Process -Id $PID"), Outcome::Crash);

@@ -281,15 +281,34 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
             exitcode,
             stdout,
             stderr,
+            stderr_items: None,
             errormessage,
             native_stdout: None,
             prelude: None,
         },
-        Outcome::Sleep { millis, then } => {
-            let wake = Instant::now() + Duration::from_millis(millis);
+        Outcome::Sleep {
+            millis,
+            then,
+            written,
+        } => {
+            let now = Instant::now();
+            let wake = now + Duration::from_millis(millis);
             if wake > deadline {
+                // What the script had written when its sleeping reached the
+                // deadline, as host.ps1 returns it with the timeout.
+                let left_ms = u64::try_from(deadline.saturating_duration_since(now).as_millis())
+                    .unwrap_or(u64::MAX);
+                let before = written.into_iter().rev().find(|w| w.after_ms <= left_ms);
                 std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-                return ExecuteResult::failure(protocol::timeout_message(timeout_ms));
+                let failure = ExecuteResult::failure(protocol::timeout_message(timeout_ms));
+                return match before {
+                    Some(before) => ExecuteResult {
+                        stdout: before.stdout,
+                        stderr: before.stderr,
+                        ..failure
+                    },
+                    None => failure,
+                };
             }
             std::thread::sleep(Duration::from_millis(millis));
             carry_out(*then, deadline, timeout_ms)
@@ -356,20 +375,11 @@ struct CallScope {
 
 impl CallScope {
     /// Fails (an error result; the host lives on) on an env entry .NET
-    /// would refuse: a name given twice, an empty name, or a name or value
-    /// that cannot be set (`=` in the name, NUL).
+    /// would refuse: an empty name, or a name or value that cannot be set
+    /// (`=` in the name, NUL). Entries are set in order, so a name given
+    /// twice takes its last value (as host.ps1 and pwshlib 2.x).
     fn enter(request: &ExecuteRequest) -> Result<Self, String> {
-        let mut seen: Vec<&str> = Vec::new();
         for (name, value) in &request.env {
-            if seen
-                .iter()
-                .any(|known| same_env_name(known.as_ref(), name.as_ref()))
-            {
-                return Err(format!(
-                    "The environment variable '{name}' is given more than once"
-                ));
-            }
-            seen.push(name);
             if name.is_empty() || name.contains(['\0', '=']) || value.contains('\0') {
                 return Err(format!(
                     "The environment variable '{name}' could not be set: the name or the value is not valid"

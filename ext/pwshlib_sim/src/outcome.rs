@@ -13,12 +13,26 @@ pub enum Outcome {
     },
     /// Wait, then carry out `then`. If the wait would pass the request's
     /// timeout, the main loop replies with the timeout error at the deadline
-    /// instead (and the host stays usable), as the real host does.
-    Sleep { millis: u64, then: Box<Outcome> },
+    /// instead (and the host stays usable), as the real host does, with
+    /// the output of the last of `written` that comes before the deadline
+    /// (host.ps1 returns what the code wrote before it was stopped).
+    Sleep {
+        millis: u64,
+        then: Box<Outcome>,
+        written: Vec<Written>,
+    },
     /// Never answer (ignores the timeout): for the manager's own deadline.
     HangForever,
     /// Die mid-call without answering.
     Crash,
+}
+
+/// What a script had written when `after_ms` of its sleeping had passed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub after_ms: u64,
+    pub stdout: Option<String>,
+    pub stderr: String,
 }
 
 impl Outcome {

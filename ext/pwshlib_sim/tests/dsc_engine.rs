@@ -141,7 +141,7 @@ fn describe(outcome: &Outcome) -> String {
             exitcode,
             ..
         } => format!("Reply(stdout {stdout:?}, errormessage {errormessage:?}, exit {exitcode})"),
-        Outcome::Sleep { millis, then } => format!("Sleep({millis}, {})", describe(then)),
+        Outcome::Sleep { millis, then, .. } => format!("Sleep({millis}, {})", describe(then)),
         Outcome::HangForever => "HangForever".to_owned(),
         Outcome::Crash => "Crash".to_owned(),
     }
@@ -655,7 +655,7 @@ fn latency_delays_every_dsc_call() {
         .outcome(&script("", "FixtureFile", "Get", PATH_A))
         .unwrap()
     {
-        Outcome::Sleep { millis, then } => {
+        Outcome::Sleep { millis, then, .. } => {
             assert_eq!(millis, 250);
             assert_eq!(reply_json(*then)["Ensure"], "Absent");
         }

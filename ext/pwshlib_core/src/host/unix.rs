@@ -34,13 +34,39 @@ const SOCKET_FILE: &str = "host.sock";
 /// only this user (and root) can bind, connect or even see the socket. The
 /// PID is for whoever cleans up after a crash, the random part so that
 /// nobody can guess the name ahead of the host.
+///
+/// A socket path must fit `sockaddr_un.sun_path` with its NUL (108 bytes
+/// on Linux, 104 on macOS): under a long `TMPDIR` (macOS's per-user
+/// `/var/folders/…` is close already) the directory is made in `/tmp`
+/// instead (the review's N15).
 pub fn new_endpoint() -> io::Result<String> {
+    new_endpoint_in(&std::env::temp_dir())
+}
+
+/// The most bytes a socket path may have: `sun_path` less its NUL.
+#[cfg(target_os = "macos")]
+const MAX_SOCKET_PATH: usize = 103;
+#[cfg(not(target_os = "macos"))]
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Where the socket's directory goes when the temporary directory's path
+/// is too long: short, and on every Unix.
+const SHORT_TEMP_DIR: &str = "/tmp";
+
+fn new_endpoint_in(temp: &std::path::Path) -> io::Result<String> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!(
+    let name = format!(
         "pwshlib-{}-{}",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
-    ));
+    );
+    let fits = temp.join(&name).join(SOCKET_FILE).as_os_str().len() <= MAX_SOCKET_PATH;
+    let base = if fits {
+        temp
+    } else {
+        std::path::Path::new(SHORT_TEMP_DIR)
+    };
+    let dir = base.join(name);
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     Ok(dir.join(SOCKET_FILE).display().to_string())
 }
@@ -323,5 +349,35 @@ mod peer {
 mod peer {
     pub fn check(_stream: &std::os::unix::net::UnixStream, _host_pid: u32) -> Result<(), String> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_under_a_short_temp_dir_stays_there() {
+        let temp = std::env::temp_dir();
+        let endpoint = new_endpoint_in(&temp).unwrap();
+        assert!(
+            std::path::Path::new(&endpoint).starts_with(&temp),
+            "{endpoint}"
+        );
+        remove_endpoint(&endpoint);
+    }
+
+    #[test]
+    fn a_temp_dir_too_long_for_a_socket_path_falls_back_to_tmp() {
+        let long = std::env::temp_dir().join("t".repeat(90));
+        std::fs::create_dir_all(&long).unwrap();
+        let endpoint = new_endpoint_in(&long).unwrap();
+        assert!(endpoint.starts_with("/tmp/pwshlib-"), "{endpoint}");
+        assert!(endpoint.len() <= MAX_SOCKET_PATH, "{endpoint}");
+        // The path is one a socket can be bound at.
+        let listener = std::os::unix::net::UnixListener::bind(&endpoint).unwrap();
+        drop(listener);
+        remove_endpoint(&endpoint);
+        std::fs::remove_dir(&long).unwrap();
     }
 }

@@ -198,6 +198,7 @@ impl Armed<'_> {
             Outcome::Sleep {
                 millis: self.faults.latency_ms,
                 then: Box::new(outcome),
+                written: Vec::new(),
             }
         } else {
             outcome
@@ -232,6 +233,7 @@ impl Armed<'_> {
             let hang = Outcome::Sleep {
                 millis: timeout_ms.saturating_add(HANG_BEYOND_TIMEOUT_MS),
                 then: Box::new(released),
+                written: Vec::new(),
             };
             return Some((hang, "hang"));
         }

@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+require 'tmpdir'
+require_relative 'spec_helper_real_pwsh'
+
+# The environment and the working directory of a call on a real
+# PowerShell 7 (issue 31, items 1 and 2).
+RSpec.describe Pwsh::Manager, 'environment on the real pwsh' do
+  include_context 'a manager on the real pwsh'
+
+  describe 'environment variables' do
+    # Item 1: a variable a call set must be gone, not left defined as "".
+    it 'removes a variable that a call set with $env:' do
+      expect(manager.execute("$env:PWSHLIB_REAL_A = 'y'")[:exitcode]).to eq(0)
+      expect(manager.execute('Test-Path env:PWSHLIB_REAL_A')[:stdout]).to eq("False\n")
+    end
+
+    it 'removes a variable that a call set through .NET' do
+      manager.execute("[Environment]::SetEnvironmentVariable('PWSHLIB_REAL_B', 'y')")
+      expect(manager.execute("Test-Path env:PWSHLIB_REAL_B; [Environment]::GetEnvironmentVariable('PWSHLIB_REAL_B') -eq $null")[:stdout])
+        .to eq("False\nTrue\n")
+    end
+
+    it "applies a request's env to that call only, native programs included" do
+      result = manager.execute("$env:PWSHLIB_REAL_C; /bin/sh -c 'echo $PWSHLIB_REAL_C'", nil, nil, ['PWSHLIB_REAL_C=a=b c'])
+      expect(result[:stdout]).to eq("a=b c\na=b c\n")
+      expect(manager.execute('Test-Path env:PWSHLIB_REAL_C')[:stdout]).to eq("False\n")
+    end
+
+    it 'puts back a variable that a call changed' do
+      home = manager.execute('$env:HOME')[:stdout]
+      manager.execute("$env:HOME = '/nowhere'")
+      expect(manager.execute('$env:HOME')[:stdout]).to eq(home)
+    end
+
+    # Item 2: pwshlib 2.x set each in turn.
+    it 'uses the last value of a name given more than once' do
+      result = manager.execute('$env:foo', nil, nil, %w[foo=one foo=two foo=three])
+      expect(result).to include(exitcode: 0, stdout: "three\n")
+    end
+  end
+
+  describe 'working directory' do
+    it "runs in the given directory (PowerShell's and the process's), brackets and all, for that call only" do
+      Dir.mktmpdir('pwshlib-wd') do |parent|
+        dir = File.join(File.realpath(parent), 'a[1] b')
+        Dir.mkdir(dir)
+        result = manager.execute('(Get-Location).Path; [Environment]::CurrentDirectory; /bin/pwd', nil, dir)
+        expect(result[:stdout]).to eq("#{dir}\n#{dir}\n#{dir}\n")
+        expect(manager.execute('(Get-Location).Path')[:stdout]).to eq("#{Dir.pwd}\n")
+      end
+    end
+
+    it 'refuses a directory that does not exist, and goes on' do
+      result = manager.execute("'ran'", nil, '/nonexistent/pwshlib')
+      expect(result).to include(exitcode: 1, stdout: nil, errormessage: "Working directory '/nonexistent/pwshlib' does not exist")
+      expect(manager.execute("'next'")[:stdout]).to eq("next\n")
+    end
+  end
+end
