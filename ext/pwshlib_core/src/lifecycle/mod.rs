@@ -281,6 +281,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
 }
 
 #[cfg(test)]
+mod rotation_tests;
+#[cfg(test)]
 mod secret_tests;
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,7 @@ fn secret_provider() -> FakeProvider {
 /// Secrets of every shape: quotes of each kind (U+2018–U+201B too),
 /// regular expression metacharacters, newlines, one or two characters,
 /// non-ASCII, and the redaction marker itself.
-fn any_secret() -> impl Strategy<Value = String> {
+pub(super) fn any_secret() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
         "'",
         "\"",
