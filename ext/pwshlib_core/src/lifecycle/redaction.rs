@@ -116,3 +116,27 @@ pub(super) fn add_known_state<P: ProviderCallbacks>(
     }
 }
 
+/// `text` with every secret this provider knows in the run scrubbed: the
+/// desired states it canonicalized and the system states its Gets found,
+/// each marked by the type and (the system states) by the desired state.
+/// For text the lifecycle did not make, such as the error that a pwshlib
+/// 2.x override's `retry_invoke_dsc_resource` reports: it may be about any
+/// resource of the type. Made only when there is such text to scrub.
+pub fn scrub_with_known_secrets<P: ProviderCallbacks>(
+    provider: &P,
+    text: &str,
+) -> Result<String, P::Error> {
+    let typedef = provider.typedef()?;
+    let known: Vec<Map> = provider.with_state(|s| {
+        s.canonicalized
+            .values()
+            .chain(s.query_results.values())
+            .map(PackedMap::unpack)
+            .collect()
+    });
+    let mut redactor = Redactor::new();
+    for map in known.iter().filter(|map| may_hold_secrets(&typedef, map)) {
+        redactor.add_value(&Value::Hash(mark_attributes(&typedef, map)));
+    }
+    Ok(redactor.scrub(text))
+}

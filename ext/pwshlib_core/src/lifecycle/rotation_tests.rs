@@ -303,3 +303,22 @@ fn rotated_secrets_of_the_shapes_that_leaked_show_in_no_form() {
     }
 }
 
+/// The error of a pwshlib 2.x override's `retry_invoke_dsc_resource` is
+/// text the lifecycle did not make: it is scrubbed of every secret the
+/// provider knows in the run, desired (B) and found on the system (A).
+#[test]
+fn text_from_outside_the_lifecycle_is_scrubbed_of_the_runs_known_secrets() {
+    let (a, b) = ("old-secret-of-the-run", "new-secret-of-the-run");
+    let provider = FakeProvider::with_real_scripts(secret_typedef());
+    provider.answer(&json(&system_state(a, |v| v)));
+    let canonical = canonicalize(&provider, vec![desired(b)]).unwrap();
+    assert_eq!(canonical.len(), 1);
+    let error = format!("busy: '{a}' and \"{b}\" / {:?}", escape_quotes(b));
+    let scrubbed = scrub_with_known_secrets(&provider, &error).unwrap();
+    assert!(!scrubbed.contains(a) && !scrubbed.contains(b), "{scrubbed}");
+    assert!(scrubbed.starts_with("busy: '"), "{scrubbed}");
+    assert!(scrubbed.contains(REDACTED_SENSITIVE), "{scrubbed}");
+    // A provider that knows nothing leaves the text as it is.
+    let fresh = FakeProvider::with_real_scripts(secret_typedef());
+    assert_eq!(scrub_with_known_secrets(&fresh, &error).unwrap(), error);
+}
