@@ -236,7 +236,7 @@ fn check_rotation(a: &str, b: &str) {
 
     // The raw data line is the system's state with the marker wherever the
     // manifest holds a Sensitive value, whatever the system holds there.
-    let expected = format!("raw data received: {}", system_state(a, |v| secret(v)));
+    let expected = format!("raw data received: {}", system_state(a, secret));
     let spelled = [a, b]
         .iter()
         .flat_map(|x| renderings(x))

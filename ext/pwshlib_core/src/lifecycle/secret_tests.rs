@@ -476,7 +476,10 @@ fn a_hand_built_resource_hash_is_marked_by_its_type() {
     let mut other_type = unmarked.clone();
     other_type.friendly_name = "SomethingElse".into();
     other_type.mark_secrets_by_type(&provider.typedef);
-    assert!(build_script(&other_type).unwrap().redacted().contains(value));
+    assert!(build_script(&other_type)
+        .unwrap()
+        .redacted()
+        .contains(value));
 
     let mut marked = unmarked.clone();
     marked.mark_secrets_by_type(&provider.typedef);
@@ -484,15 +487,20 @@ fn a_hand_built_resource_hash_is_marked_by_its_type() {
     assert!(!script.redacted().contains(value), "{}", script.redacted());
     assert_eq!(
         script.text().matches(value).count(),
-        build_script(&unmarked).unwrap().text().matches(value).count(),
+        build_script(&unmarked)
+            .unwrap()
+            .text()
+            .matches(value)
+            .count(),
         "the wire is the same"
     );
 
     let alone = sym_map(vec![("dsc_vaultname", s("v1")), ("dsc_secret", s(value))]);
-    let mut typed = InvocableResource::new(&provider.typedef, &alone, DscMethod::Set, "/opt/vendored")
-        .unwrap()
-        .to_value()
-        .unwrap_sensitive();
+    let mut typed =
+        InvocableResource::new(&provider.typedef, &alone, DscMethod::Set, "/opt/vendored")
+            .unwrap()
+            .to_value()
+            .unwrap_sensitive();
     let untyped = InvocableResource::from_value(&typed).unwrap();
     assert!(build_script(&untyped).unwrap().redacted().contains(value));
     let entry = typed
