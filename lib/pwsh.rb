@@ -10,7 +10,8 @@ require_relative 'pwshlib'
 module Pwsh
   # The persistent PowerShell host manager. The class itself, `#execute`,
   # `#alive?`, `#exit` and `.spawn` are native (ext/pwshlib/src/manager.rs);
-  # this file adds the instance cache and the PowerShell lookup.
+  # this file adds `new` (over `spawn`), the instance cache and the
+  # PowerShell lookup.
   class Manager
     HOST_SCRIPT = File.expand_path('templates/host.ps1', __dir__).freeze
     DEFAULT_PIPE_TIMEOUT = 180 # seconds, as pwshlib 2.x
@@ -44,9 +45,21 @@ module Pwsh
           return manager if manager&.alive?
 
           manager&.exit
-          @instances[key] = spawn(cmd.to_s, key[1], HOST_SCRIPT, options[:debug] ? true : false,
-                                  Float(options[:pipe_timeout] || DEFAULT_PIPE_TIMEOUT))
+          @instances[key] = new(cmd, key[1], options)
         end
+      end
+
+      # pwshlib 2.x's public constructor: a manager with a host of its own,
+      # which `instance` neither caches nor hands out (the caller owns it,
+      # and `exit` ends it; at Ruby exit every host is ended anyway). The
+      # same options as `instance`. `instance` makes its managers here, so
+      # a stub of `new` reaches them too, as in 2.x.
+      def new(cmd, args = [], options = {})
+        raise PowerShellNotFound, not_found_message if cmd.nil? || cmd.to_s.empty?
+
+        options = options.to_h
+        spawn(cmd.to_s, Array(args).map(&:to_s), HOST_SCRIPT, options[:debug] ? true : false,
+              Float(options[:pipe_timeout] || DEFAULT_PIPE_TIMEOUT))
       end
 
       def host_script_path

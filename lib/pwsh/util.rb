@@ -16,29 +16,39 @@ module Pwsh
       !File::ALT_SEPARATOR.nil?
     end
 
-    # True if any entry of a PATH-style list is neither empty nor an existing directory.
+    # True if any entry of a PATH-style list exists and is not a directory
+    # (a file). A missing entry is fine, as in pwshlib 2.x since 1.2.1:
+    # PowerShell skips it, and a PSModulePath often names folders that only
+    # some machines have. `exist?` is asked first, so a missing entry is
+    # never asked `directory?` (2.x's own specs stub both in that order).
     def invalid_directories?(path_collection)
       return false if path_collection.nil? || path_collection.empty?
 
       separator = on_windows? ? ';' : ':'
-      path_collection.split(separator).any? { |path| !path.empty? && !File.directory?(path) }
+      path_collection.split(separator).any? { |path| !path.empty? && File.exist?(path) && !File.directory?(path) }
     end
 
-    # 'FooBar' / :FooBar → 'foo_bar' / :foo_bar
+    # 'FooBar' / 'fooBar' / 'foo-bar' / 'foo bar' / :FooBar → 'foo_bar' /
+    # :foo_bar. As pwshlib 2.x: hyphens and whitespace become underscores,
+    # runs of underscores one, and `::` is left as it is.
     def snake_case(object)
       symbol = string_or_symbol!(object, 'snake_case')
-      text = object.to_s.gsub('::', '/')
+      text = object.to_s
                    .gsub(/([A-Z]+)([A-Z][a-z])/, '\1_\2')
                    .gsub(/([a-z\d])([A-Z])/, '\1_\2')
                    .tr('-', '_')
+                   .gsub(/\s/, '_')
+                   .squeeze('_')
                    .downcase
       symbol ? text.to_sym : text
     end
 
-    # 'foo_bar' / :foo_bar → 'FooBar' / :FooBar
+    # 'foo_bar' / 'fooBar' / 'foo-bar' / :foo_bar → 'FooBar' / :FooBar. The
+    # word boundaries are found by snake_case first, as pwshlib 2.x does, so
+    # camelCase and kebab-case give the same as snake_case.
     def pascal_case(object)
       symbol = string_or_symbol!(object, 'pascal_case')
-      text = object.to_s.split('_').map(&:capitalize).join
+      text = snake_case(object.to_s).split('_').map(&:capitalize).join
       symbol ? text.to_sym : text
     end
 

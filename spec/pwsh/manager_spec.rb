@@ -229,6 +229,66 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
+  # pwshlib 2.x's constructor is public: `new` gives a manager of the
+  # caller's own, with the options of `instance`, that `instance` does not
+  # cache (issue 28, item 6; it raised `TypeError: allocator undefined`).
+  describe '.new' do
+    it 'starts a host of its own that instance neither caches nor returns' do
+      cached = new_manager
+      own = described_class.new(PWSHLIB_SIM, described_class.pwsh_args, debug: false, pipe_timeout: 30)
+      expect(own).to be_a(described_class).and be_alive
+      expect(own.pid).not_to eq(cached.pid)
+      expect(own.execute("Write-Output 'own'")[:stdout]).to eq("own\n")
+      expect(described_class.instances.values).not_to include(own)
+      expect(new_manager).to equal(cached)
+      expect(described_class.instance(PWSHLIB_SIM, described_class.pwsh_args, debug: false, pipe_timeout: 30)).not_to equal(own)
+      own.exit
+      expect(own).not_to be_alive
+      expect(process_gone?(own.pid)).to be(true)
+      expect(cached).to be_alive
+    end
+
+    it 'takes the arguments and options as optional, as 2.x does' do
+      bare = described_class.new(PWSHLIB_SIM)
+      expect(bare.execute("Write-Output 'bare'")[:stdout]).to eq("bare\n")
+      bare.exit
+      Dir.mktmpdir('pwshlib never listens') do |dir|
+        sleeper = File.join(dir, 'sleepy.sh')
+        File.write(sleeper, "#!/bin/sh\nexec sleep 30\n")
+        File.chmod(0o755, sleeper)
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        expect { described_class.new(sleeper, [], pipe_timeout: 1) }
+          .to raise_error(Pwsh::Error, /within the pipe_timeout of 1\.0 s/)
+        expect(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started).to be < 5
+      end
+    end
+
+    it 'refuses a missing command as instance does' do
+      expect { described_class.new(nil, []) }.to raise_error(Pwsh::PowerShellNotFound, /PWSHLIB_POWERSHELL/)
+      expect { described_class.new('', []) }.to raise_error(Pwsh::PowerShellNotFound)
+    end
+
+    it 'gives an instance of the subclass it is called on' do
+      subclass = Class.new(described_class)
+      own = subclass.new(PWSHLIB_SIM, [])
+      expect(own).to be_a(subclass)
+      expect(own.execute("Write-Output 'sub'")[:stdout]).to eq("sub\n")
+      own.exit
+    end
+
+    it 'is what instance makes its managers with, so a stub of new reaches them' do
+      made = []
+      allow(described_class).to receive(:new).and_wrap_original do |original, *args|
+        made << args
+        original.call(*args)
+      end
+      manager = described_class.instance(PWSHLIB_SIM, ['-Stubbed'], pipe_timeout: 20)
+      expect(made).to eq([[PWSHLIB_SIM, ['-Stubbed'], { pipe_timeout: 20 }]])
+      expect(described_class.instances.values).to include(manager)
+      manager.exit
+    end
+  end
+
   describe 'the global VM lock' do
     it 'is released while waiting on the host' do
       ticks = ticks_while_executing('Start-Sleep -Milliseconds 500')

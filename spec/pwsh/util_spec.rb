@@ -16,8 +16,35 @@ RSpec.describe Pwsh::Util do
       expect(described_class.invalid_directories?("#{Dir.tmpdir}::/")).to be(false)
     end
 
-    it 'is true when any entry is missing' do
-      expect(described_class.invalid_directories?("#{Dir.tmpdir}:/no/such/pwshlib/dir")).to be(true)
+    # pwshlib 2.x since 1.2.1: a missing entry is no reason to refuse a path.
+    it 'is false when an entry does not exist' do
+      expect(described_class.invalid_directories?('/etc:/nonexistent')).to be(false)
+      expect(described_class.invalid_directories?("#{Dir.tmpdir}:/no/such/pwshlib/dir")).to be(false)
+      expect(described_class.invalid_directories?('/no/such/pwshlib/dir')).to be(false)
+    end
+
+    it 'is true when any entry exists and is not a directory' do
+      Dir.mktmpdir do |dir|
+        file = File.join(dir, 'file.txt')
+        File.write(file, 'x')
+        expect(described_class.invalid_directories?(file)).to be(true)
+        expect(described_class.invalid_directories?("#{dir}:#{file}")).to be(true)
+        expect(described_class.invalid_directories?("/no/such/pwshlib/dir:#{file}:#{dir}")).to be(true)
+      end
+    end
+
+    it 'splits on ; on Windows and asks whether an entry exists before whether it is a directory' do
+      allow(described_class).to receive(:on_windows?).and_return(true)
+      allow(File).to receive(:exist?).and_call_original
+      allow(File).to receive(:exist?).with('C:/some/folder').and_return(true)
+      allow(File).to receive(:exist?).with('C:/missing').and_return(false)
+      allow(File).to receive(:exist?).with('C:/some/file.txt').and_return(true)
+      allow(File).to receive(:directory?).and_call_original
+      allow(File).to receive(:directory?).with('C:/some/folder').and_return(true)
+      allow(File).to receive(:directory?).with('C:/some/file.txt').and_return(false)
+      expect(described_class.invalid_directories?('C:/some/folder;;C:/missing')).to be(false)
+      expect(File).not_to have_received(:directory?).with('C:/missing')
+      expect(described_class.invalid_directories?('C:/some/folder;C:/some/file.txt')).to be(true)
     end
   end
 
@@ -33,6 +60,18 @@ RSpec.describe Pwsh::Util do
     it 'PascalCases strings and symbols' do
       expect(described_class.pascal_case('power_shell_version')).to eq('PowerShellVersion')
       expect(described_class.pascal_case(:dsc_resource)).to eq(:DscResource)
+    end
+
+    # pwshlib 2.x: the word boundaries are broken by snake_case first, so
+    # every casing of the same words gives the same result.
+    it 'snake_cases and PascalCases camelCase, kebab-case, PascalCase and snake_case alike' do
+      %w[thisIsAString this-is-a-string ThisIsAString this_is_a_string].each do |text|
+        expect(described_class.snake_case(text)).to eq('this_is_a_string')
+        expect(described_class.pascal_case(text)).to eq('ThisIsAString')
+      end
+      expect(described_class.pascal_case(:thisIsAString)).to eq(:ThisIsAString)
+      expect(described_class.snake_case('this  is-a__string')).to eq('this_is_a_string')
+      expect(described_class.pascal_case('this  is-a__string')).to eq('ThisIsAString')
     end
 
     it 'refuses other types' do
@@ -52,6 +91,16 @@ RSpec.describe Pwsh::Util do
     it 'PascalCases keys at every depth' do
       expect(described_class.pascal_case_hash_keys('some_key' => { 'inner_key' => ['a_b'] }))
         .to eq('SomeKey' => { 'InnerKey' => ['a_b'] })
+    end
+
+    it 'PascalCases camelCase and kebab-case keys, in hashes inside arrays too' do
+      camel = [{ 'setOne' => { 'keyA' => 'valueA', 'keyB' => [{ 'innerKey' => 'x-y' }] } }, { 'setTwo' => 1 }]
+      kebab = [{ 'set-one' => { 'key-a' => 'valueA', 'key-b' => [{ 'inner-key' => 'x-y' }] } }, { 'set-two' => 1 }]
+      pascal = [{ 'SetOne' => { 'KeyA' => 'valueA', 'KeyB' => [{ 'InnerKey' => 'x-y' }] } }, { 'SetTwo' => 1 }]
+      expect(described_class.pascal_case_hash_keys(camel)).to eq(pascal)
+      expect(described_class.pascal_case_hash_keys(kebab)).to eq(pascal)
+      expect(described_class.snake_case_hash_keys(pascal))
+        .to eq([{ 'set_one' => { 'key_a' => 'valueA', 'key_b' => [{ 'inner_key' => 'x-y' }] } }, { 'set_two' => 1 }])
     end
 
     it 'symbolizes keys at every depth' do

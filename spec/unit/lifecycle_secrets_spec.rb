@@ -178,5 +178,49 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
       expect(sent.size).to eq(200)
       expect(sent.last).to include("secret = '#{secrets.last.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
     end
+
+    # The pwshlib 2.x script helpers that an override of invoke_dsc_resource
+    # calls: invocable_resource marks the Sensitive-typed values it is given
+    # in the clear by their type, so that ps_script_content's marked text
+    # redacts them (redact_secrets) and still sends them (remove_secret_identifiers).
+    it 'hides unwrapped values of Sensitive-typed attributes in the 2.x script helpers' do
+      secrets = Array.new(200) { |i| password(i) }
+      leaked = secrets.each_with_index.flat_map do |secret, i|
+        should = { name: "vault#{i}", dsc_vaultname: "vault#{i}", dsc_secret: secret,
+                   dsc_settings: { 'label' => 'label', 'token' => secret },
+                   dsc_endpoints: [{ 'address' => 'addr', 'apikey' => secret }],
+                   dsc_credential: { 'user' => 'u', 'password' => secret } }
+        script = provider.ps_script_content(provider.invocable_resource(should, context, 'set'))
+        sent = provider.remove_secret_identifiers(script)
+        expect(sent).to include("secret = '#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+        shown = provider.redact_secrets(script)
+        expect(shown).not_to eq(sent)
+        forms(secret).select { |form| shown.include?(form) }
+      end
+      expect(leaked).to be_empty
+    end
+
+    # A 2.x override may build or edit the resource hash itself, putting a
+    # Sensitive-typed value in the clear: ps_script_content marks it by its
+    # attribute's type all the same, once the provider knows its type (any
+    # lifecycle call of the run tells it).
+    it 'hides unwrapped values of Sensitive-typed attributes in a resource hash edited by hand' do
+      provider.canonicalize(context, [])
+      secrets = Array.new(200) { |i| password(i) }
+      leaked = secrets.each_with_index.flat_map do |secret, i|
+        should = { name: "vault#{i}", dsc_vaultname: "vault#{i}", dsc_secret: 'placeholder' }
+        resource = provider.invocable_resource(should, context, 'set')
+        resource[:parameters][:dsc_secret][:value] = secret
+        resource[:parameters][:dsc_settings] = { value: { 'label' => 'l', 'token' => secret }, mof_type: 'Hashtable',
+                                                 mof_is_embedded: false }
+        script = provider.ps_script_content(resource)
+        sent = provider.remove_secret_identifiers(script)
+        expect(sent).to include("secret = '#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+        shown = provider.redact_secrets(script)
+        expect(shown).not_to eq(sent)
+        forms(secret).select { |form| shown.include?(form) }
+      end
+      expect(leaked).to be_empty
+    end
   end
 end

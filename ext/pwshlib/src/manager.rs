@@ -17,8 +17,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use magnus::{
-    function, method, prelude::*, scan_args::scan_args, value::ReprValue, Error, RArray, RHash,
-    RString, Ruby, Value,
+    function, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::ReprValue, Error,
+    RArray, RClass, RHash, RString, Ruby, Value,
 };
 use parking_lot::{Mutex, MutexGuard};
 use pwshlib_core::host::{
@@ -165,14 +165,18 @@ impl Request<'_> {
 
 impl Manager {
     /// `Pwsh::Manager.spawn(cmd, args, host_script, debug, pipe_timeout)`:
-    /// the native constructor behind `Pwsh::Manager.instance`.
+    /// the native constructor behind `Pwsh::Manager.new` (and so
+    /// `instance`). The manager is made an instance of the class it was
+    /// called on, so that `new` on a subclass gives that subclass.
     fn spawn(
+        ruby: &Ruby,
+        class: RClass,
         cmd: String,
         args: RArray,
         host_script: String,
         debug: bool,
         pipe_timeout: f64,
-    ) -> BindingResult<Manager> {
+    ) -> BindingResult<Obj<Manager>> {
         let args: Vec<String> = args.to_vec()?;
         let pipe_timeout = if pipe_timeout.is_finite() && pipe_timeout > 0.0 {
             Duration::from_secs_f64(pipe_timeout.min(86_400.0))
@@ -224,7 +228,8 @@ impl Manager {
         let mut registry = REGISTRY.lock();
         registry.retain(|weak| weak.strong_count() > 0);
         registry.push(Arc::downgrade(&shared));
-        Ok(Manager { shared })
+        drop(registry);
+        Ok(ruby.obj_wrap_as(Manager { shared }, class))
     }
 
     /// `execute(code, timeout_ms = nil, working_dir = nil, env_vars = [])`:
@@ -506,8 +511,10 @@ fn stderr_lines(text: &str) -> impl Iterator<Item = &str> {
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let pwsh = ruby.define_module("Pwsh")?;
     let class = pwsh.define_class("Manager", ruby.class_object())?;
+    // No allocator: a manager is only ever made whole, by `spawn` (which
+    // lib/pwsh.rb's `new` calls), never allocated empty and filled in.
     class.undef_default_alloc_func();
-    class.define_singleton_method("spawn", function!(Manager::spawn, 5))?;
+    class.define_singleton_method("spawn", method!(Manager::spawn, 5))?;
     class.define_singleton_method("shutdown_all", function!(Manager::shutdown_all, 0))?;
     class.define_method("execute", method!(Manager::execute, -1))?;
     class.define_method(

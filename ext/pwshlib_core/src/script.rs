@@ -506,6 +506,27 @@ impl InvocableResource {
         InvocableResource::new(typedef, should, method, &path)
     }
 
+    /// Marks each parameter's value by its attribute's Puppet type, as
+    /// [`InvocableResource::new`] does, when the resource is of `typedef`'s
+    /// type: a resource hash built or edited by hand (a pwshlib 2.x
+    /// override of `invoke_dsc_resource`) may hold a Sensitive-typed value
+    /// as a plain String, and the script must still treat it as a secret
+    /// span (redacted in the `--debug` dump). The wire is the same.
+    pub fn mark_secrets_by_type(&mut self, typedef: &TypeDef) {
+        let same_type = typedef
+            .friendly_name
+            .eq_ignore_ascii_case(&self.friendly_name)
+            && self.name.as_deref().is_none_or(|name| name == typedef.name);
+        if !same_type {
+            return;
+        }
+        for parameter in &mut self.parameters {
+            if let Some(attribute) = typedef.attribute(&parameter.attribute) {
+                parameter.value = secret_by_type(&parameter.value, attribute);
+            }
+        }
+    }
+
     pub fn is_class_based(&self) -> bool {
         self.implementation
             .as_deref()
@@ -583,9 +604,19 @@ impl InvocableResource {
                 let entry = entry
                     .as_map()
                     .ok_or_else(|| invalid(format!("parameter {attribute} is not a hash")))?;
+                // The 2.x hash has no Puppet type; one given under `type`
+                // shapes the value and says where its secrets are.
+                let declared_type = entry.get_named("type").and_then(Value::key_name);
+                let value = entry.get_named("value").cloned().unwrap_or(Value::Nil);
+                let value = match declared_type {
+                    Some(puppet_type) => {
+                        crate::redact::mark(&value, &crate::redact::secrecy_of_type(puppet_type))
+                    }
+                    None => value,
+                };
                 parameters.push(InvokeParameter {
                     attribute: attribute.to_owned(),
-                    value: entry.get_named("value").cloned().unwrap_or(Value::Nil),
+                    value,
                     mof_type: entry
                         .get_named("mof_type")
                         .and_then(Value::key_name)
@@ -594,13 +625,7 @@ impl InvocableResource {
                         entry.get_named("mof_is_embedded"),
                         Some(Value::Bool(true))
                     ),
-                    // The 2.x hash has no Puppet type; one given under
-                    // `type` is used.
-                    shape: entry
-                        .get_named("type")
-                        .and_then(Value::key_name)
-                        .map(TypeShape::parse)
-                        .unwrap_or_default(),
+                    shape: declared_type.map(TypeShape::parse).unwrap_or_default(),
                 });
             }
         }

@@ -3,7 +3,7 @@
 //! retry wait. Thin entries over `pwshlib_core`.
 
 use magnus::{
-    function, method, prelude::*, typed_data::Obj, Error, RArray, RClass, RHash, Ruby,
+    function, method, prelude::*, typed_data::Obj, Error, RArray, RClass, RHash, RString, Ruby,
     Value as RValue,
 };
 use pwshlib_core::{canonical, lifecycle, munge, Map, Value};
@@ -11,7 +11,7 @@ use pwshlib_core::{canonical, lifecycle, munge, Map, Value};
 use super::ruby_provider::RubyProvider;
 use super::run::logon_memo;
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, maps_to_ruby, to_ruby};
+use crate::convert::{from_ruby, hash_arg, lossy_string, maps_to_ruby, to_ruby};
 use crate::error::BindingResult;
 
 /// Defines the 2.x helpers (names and arities as in pwshlib 2.x).
@@ -34,6 +34,7 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
         function!(rb_forget_logon_failures, 0),
     )?;
     class.define_method("specify_dsc_timeout", method!(rb_specify_dsc_timeout, 1))?;
+    class.define_private_method("_scrub_known_secrets", method!(rb_scrub_known_secrets, 2))?;
     class.define_method(
         "collision_retry_seconds",
         method!(rb_collision_retry_seconds, 0),
@@ -212,6 +213,21 @@ fn rb_specify_dsc_timeout(
 ) -> BindingResult<Option<u64>> {
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
     Ok(lifecycle::specify_dsc_timeout(&name_hash))
+}
+
+/// `_scrub_known_secrets(context, text)` (private): `text` with every
+/// secret the provider knows in this run scrubbed, for the error that the
+/// Ruby `retry_invoke_dsc_resource` reports (it comes from PowerShell, and
+/// may quote a secret of any resource of the type).
+fn rb_scrub_known_secrets(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    text: RString,
+) -> BindingResult<RString> {
+    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let text = lossy_string(text);
+    Ok(ruby.str_new(&lifecycle::scrub_with_known_secrets(&provider, &text)?))
 }
 
 fn rb_collision_retry_seconds(rb_self: Obj<DscBaseProvider>) -> f64 {

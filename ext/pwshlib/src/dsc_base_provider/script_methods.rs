@@ -7,13 +7,16 @@
 //! and `redact_secrets` into the log text, as in pwshlib 2.x. The provider's
 //! own lifecycle uses `Script::text()`/`Script::redacted()` directly.
 
-use magnus::{method, prelude::*, Error, RArray, RClass, RString, Ruby, Value as RValue};
+use magnus::{
+    method, prelude::*, typed_data::Obj, Error, RArray, RClass, RString, Ruby, Value as RValue,
+};
 use pwshlib_core::literal::{escape_quotes as core_escape_quotes, format_value, TrackedText};
 use pwshlib_core::script::{
     self as core_script, DscMethod, InvocableResource, Script, ScriptParts,
 };
 use pwshlib_core::{vendored, TypeDef, Value};
 
+use super::DscBaseProvider;
 use crate::convert::{from_ruby, to_ruby, type_definition_from_context};
 use crate::error::BindingResult;
 
@@ -31,13 +34,28 @@ fn text_argument(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<String
     }
 }
 
-fn invocable_from_ruby(ruby: &Ruby, resource: RValue) -> BindingResult<InvocableResource> {
+/// An invocable resource hash from Ruby, its values marked by their
+/// attributes' types when the provider knows its type (from a lifecycle
+/// call of this run): a hash built or edited by hand may hold a
+/// Sensitive-typed value in the clear.
+fn invocable_from_ruby(
+    ruby: &Ruby,
+    rb_self: RValue,
+    resource: RValue,
+) -> BindingResult<InvocableResource> {
     let value = from_ruby(ruby, resource, "resource")?;
-    Ok(InvocableResource::from_value(&value)?)
+    let mut resource = InvocableResource::from_value(&value)?;
+    let typedef = Obj::<DscBaseProvider>::try_convert(rb_self)
+        .ok()
+        .and_then(|provider| provider.state.borrow().typedef.clone());
+    if let Some(typedef) = typedef {
+        resource.mark_secrets_by_type(&typedef);
+    }
+    Ok(resource)
 }
 
-fn parts_from_ruby(ruby: &Ruby, resource: RValue) -> BindingResult<ScriptParts> {
-    let resource = invocable_from_ruby(ruby, resource)?;
+fn parts_from_ruby(ruby: &Ruby, rb_self: RValue, resource: RValue) -> BindingResult<ScriptParts> {
+    let resource = invocable_from_ruby(ruby, rb_self, resource)?;
     Ok(ScriptParts::build(
         &resource,
         &mut core_script::random_variable_name,
@@ -89,8 +107,8 @@ fn invocable_resource(
 
 /// `ps_script_content(resource)`: the whole script for an invocable
 /// resource hash, in the marked text form.
-fn ps_script_content(ruby: &Ruby, _rb_self: RValue, resource: RValue) -> BindingResult<RString> {
-    let resource = invocable_from_ruby(ruby, resource)?;
+fn ps_script_content(ruby: &Ruby, rb_self: RValue, resource: RValue) -> BindingResult<RString> {
+    let resource = invocable_from_ruby(ruby, rb_self, resource)?;
     marked(ruby, &core_script::build_script(&resource)?)
 }
 
@@ -172,8 +190,8 @@ fn random_variable_name(ruby: &Ruby, _rb_self: RValue) -> RString {
 /// `munge_psmodulepath(resource)`: the PSModulePath block of a
 /// Class-based resource's script (empty for others). Thin entry: the
 /// script builder emits it.
-fn munge_psmodulepath(ruby: &Ruby, _rb_self: RValue, resource: RValue) -> BindingResult<RString> {
-    Ok(ruby.str_new(&parts_from_ruby(ruby, resource)?.module_path))
+fn munge_psmodulepath(ruby: &Ruby, rb_self: RValue, resource: RValue) -> BindingResult<RString> {
+    Ok(ruby.str_new(&parts_from_ruby(ruby, rb_self, resource)?.module_path))
 }
 
 type ScriptSection = (&'static str, fn(ScriptParts) -> TrackedText);
@@ -192,11 +210,11 @@ const SCRIPT_SECTIONS: [ScriptSection; 3] = [
 
 fn script_section<const INDEX: usize>(
     ruby: &Ruby,
-    _rb_self: RValue,
+    rb_self: RValue,
     resource: RValue,
 ) -> BindingResult<RString> {
     let (_, section) = SCRIPT_SECTIONS[INDEX];
-    let parts = parts_from_ruby(ruby, resource)?;
+    let parts = parts_from_ruby(ruby, rb_self, resource)?;
     marked(ruby, &Script::from_tracked(section(parts)))
 }
 

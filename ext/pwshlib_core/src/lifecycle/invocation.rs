@@ -4,13 +4,13 @@
 
 use std::time::Instant;
 
-use super::redaction::redactor_for;
+use super::redaction::{add_known_state, redactor_for};
 use super::{
     debug_lazy, title_of_map, ExecuteOutput, ProviderCallbacks, COLLISION_MAX_RETRIES,
     COLLISION_MESSAGE,
 };
 use crate::munge::parse_json;
-use crate::redact::{mark_value, shown_resource, Redactor};
+use crate::redact::{mark_result, shown_resource, Redactor};
 use crate::script::{DscMethod, Script};
 use crate::value::{Map, Value};
 
@@ -124,6 +124,7 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         )
     })?;
     debug_lazy(provider, || format!("Script:\n{}", script.redacted()))?;
+    let desired = [name_hash, props];
     let invocation = Invocation {
         title,
         credential: credential.as_ref(),
@@ -131,6 +132,7 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         method,
         timeout_ms,
         redactor: &redactor,
+        desired: &desired,
     };
     match invocation.run_once(provider)? {
         Outcome::Data(data) => Ok(Some(data)),
@@ -149,9 +151,22 @@ struct Invocation<'a> {
     timeout_ms: Option<u64>,
     /// Scrubs every message of the invocation's secrets.
     redactor: &'a Redactor,
+    /// The call's name_hash and props: where they hold Sensitive values,
+    /// what the system reports is secret too.
+    desired: &'a [&'a Map],
 }
 
 impl Invocation<'_> {
+    /// The invocation's redactor, knowing the resource's system state as
+    /// well: an error may quote what the system holds (a rotated secret's
+    /// old value), which the desired state does not. Made only when there
+    /// is an error to scrub.
+    fn error_redactor<P: ProviderCallbacks>(self, provider: &P) -> Redactor {
+        let mut redactor = self.redactor.clone();
+        add_known_state(&mut redactor, provider, self.desired);
+        redactor
+    }
+
     /// Sends the script once and judges what came back.
     fn run_once<P: ProviderCallbacks>(self, provider: &P) -> Result<Outcome, P::Error> {
         let Some(output) = self.send(provider)? else {
@@ -178,7 +193,9 @@ impl Invocation<'_> {
         match output {
             Ok(output) => Ok(Some(output)),
             Err(e) => {
-                let message = self.redactor.scrub(&provider.describe_error(&e));
+                let message = self
+                    .error_redactor(provider)
+                    .scrub(&provider.describe_error(&e));
                 let message = format!("Invoke-DscResource {method} failed: {message}");
                 provider.err(self.title, &message)?;
                 Ok(None)
@@ -206,7 +223,7 @@ impl Invocation<'_> {
                     message.push_str(" The PowerShell host reported a timeout:");
                 }
                 message.push(' ');
-                message.push_str(&self.redactor.scrub(report));
+                message.push_str(&self.error_redactor(provider).scrub(report));
             }
             provider.err(self.title, &message)?;
             return Ok(None);
@@ -214,7 +231,7 @@ impl Invocation<'_> {
         match parse_json(stdout) {
             Ok(data) => Ok(Some(data)),
             Err(e) => {
-                let start = self.redactor.scrub(&excerpt(stdout));
+                let start = self.error_redactor(provider).scrub(&excerpt(stdout));
                 let what = format!("Invoke-DscResource {method} returned invalid JSON ({e})");
                 let message = format!("{what}; the output starts with: {start}");
                 provider.err(self.title, &message)?;
@@ -236,11 +253,16 @@ impl Invocation<'_> {
         if !reported_error && !provider.debug_enabled() {
             return Ok(Outcome::Data(data));
         }
-        // What the system reports for a Sensitive-typed attribute is as
-        // secret as what the manifest says: marked before it is shown, and
-        // scrubbed from the error messages that follow.
-        let marked = mark_value(provider.typedef()?.as_ref(), &data);
-        let mut redactor = self.redactor.clone();
+        // What the system reports for a Sensitive-typed attribute, or where
+        // the desired state holds a Sensitive value (a rotated secret's old
+        // value), is as secret as what the manifest says: marked before it
+        // is shown, and scrubbed from the error messages that follow.
+        let marked = mark_result(provider.typedef()?.as_ref(), &data, self.desired);
+        let mut redactor = if reported_error {
+            self.error_redactor(provider)
+        } else {
+            self.redactor.clone()
+        };
         redactor.add_value(&marked);
         debug_lazy(provider, || {
             format!("raw data received: {}", redactor.scrub(&marked.to_string()))

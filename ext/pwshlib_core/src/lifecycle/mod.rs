@@ -30,7 +30,7 @@ mod redaction;
 mod resource_api;
 
 pub use invocation::{invoke_dsc_resource, logon_key, specify_dsc_timeout};
-pub use redaction::mirror_sensitivity;
+pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
     canonicalize, delete_should, get, get_failed, get_failed_message, get_for_canonicalize, insync,
     invoke_get_method, invoke_set_method, invoke_test_method, set_action, SetAction,
@@ -280,6 +280,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
     hash
 }
 
+#[cfg(test)]
+mod rotation_tests;
 #[cfg(test)]
 mod secret_tests;
 #[cfg(test)]

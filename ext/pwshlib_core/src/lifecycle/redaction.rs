@@ -2,71 +2,29 @@
 //! the secrecy of the desired state, change messages show secrets as the
 //! marker, and an invocation's errors are scrubbed of its own values.
 
-use crate::redact::{attribute_secrecy, key_secrecy, mark, mark_attributes, Redactor, Secrecy};
+use super::ProviderCallbacks;
+use crate::cache::PackedMap;
+use crate::redact::{
+    attribute_secrecy, desired_value, key_secrecy, mark, mark_attributes, secrecy_of_value,
+    Redactor, Secrecy,
+};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value, REDACTED_SENSITIVE};
 
 /// Wraps the parts of a system value that are secret in the desired value
-/// (or sit under a `password` key) in Sensitive, so they are never shown.
+/// (or sit under a `password` key) in Sensitive, so they are never shown:
+/// whatever the system holds where the manifest has a Sensitive value (a
+/// rotated secret's old text too), by the positions
+/// [`secrecy_of_value`] finds, hash members and array items at any depth.
 pub fn mirror_sensitivity(is: &Value, should: &Value) -> Value {
-    match (is, should) {
-        (Value::Nil, _) | (Value::Sensitive(_), _) => is.clone(),
-        (_, Value::Sensitive(_)) => Value::Sensitive(Box::new(is.clone())),
-        (Value::Hash(is_map), _) => {
-            let should_map = should.as_map();
-            Value::Hash(
-                is_map
-                    .iter()
-                    .map(|(k, v)| {
-                        let name = k.key_name().unwrap_or_default();
-                        let counterpart = should_map
-                            .and_then(|m| {
-                                m.iter()
-                                    .find(|(sk, _)| {
-                                        sk.key_name().is_some_and(|s| s.eq_ignore_ascii_case(name))
-                                    })
-                                    .map(|(_, sv)| sv)
-                            })
-                            .unwrap_or(&Value::Nil);
-                        let v = mirror_sensitivity(v, counterpart);
-                        let v = if name.eq_ignore_ascii_case("password")
-                            && !v.is_nil()
-                            && !matches!(v, Value::Sensitive(_))
-                        {
-                            Value::Sensitive(Box::new(v))
-                        } else {
-                            v
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect(),
-            )
-        }
-        (Value::Array(items), _) => {
-            let secret_items = should
-                .as_array()
-                .is_some_and(|a| a.iter().any(Value::contains_sensitive));
-            Value::Array(
-                items
-                    .iter()
-                    .map(|i| {
-                        if secret_items && !i.is_nil() {
-                            Value::Sensitive(Box::new(i.clone()))
-                        } else {
-                            mirror_sensitivity(i, &Value::Nil)
-                        }
-                    })
-                    .collect(),
-            )
-        }
-        _ => is.clone(),
-    }
+    mark(is, &secrecy_of_value(should))
 }
 
 /// [`mirror_sensitivity`] of a value held in place: a scalar whose desired
-/// value is not Sensitive (most values) stays as it is, with no copy made.
+/// value holds nothing Sensitive (most values) stays as it is, with no copy
+/// made.
 pub fn mirror_sensitivity_in_place(is: &mut Value, should: &Value) {
-    if !is.is_collection() && !matches!(should, Value::Sensitive(_)) {
+    if !is.is_collection() && !should.contains_sensitive() {
         return;
     }
     *is = mirror_sensitivity(is, should);
@@ -128,4 +86,57 @@ pub(super) fn may_hold_secrets(typedef: &TypeDef, map: &Map) -> bool {
         }
         *key_secrecy(typedef, key) != Secrecy::default()
     })
+}
+
+/// Whether the desired state holds a Sensitive value for any property that
+/// `result` (a DSC result) reports: what the system holds there is secret
+/// too ([`crate::redact::mark_result`]).
+pub(super) fn mirrors_secrets(typedef: &TypeDef, result: &Map, desired: &Map) -> bool {
+    result.iter().any(|(key, _)| {
+        desired_value(typedef, key, &[desired]).is_some_and(Value::contains_sensitive)
+    })
+}
+
+/// Adds to `redactor` the secrets of the resource's system state as this
+/// run's Get found it (cached already marked, by the type and by the
+/// desired state): an error of a later call may quote what the system
+/// holds, a rotated secret's old value too. `desired` are the call's
+/// name_hash and props; the first names the resource.
+pub(super) fn add_known_state<P: ProviderCallbacks>(
+    redactor: &mut Redactor,
+    provider: &P,
+    desired: &[&Map],
+) {
+    let Some(name_hash) = desired.first() else {
+        return;
+    };
+    let known = provider.with_state(|s| s.query_results.get(name_hash).map(PackedMap::unpack));
+    if let Some(known) = known {
+        redactor.add_value(&Value::Hash(known));
+    }
+}
+
+/// `text` with every secret this provider knows in the run scrubbed: the
+/// desired states it canonicalized and the system states its Gets found,
+/// each marked by the type and (the system states) by the desired state.
+/// For text the lifecycle did not make, such as the error that a pwshlib
+/// 2.x override's `retry_invoke_dsc_resource` reports: it may be about any
+/// resource of the type. Made only when there is such text to scrub.
+pub fn scrub_with_known_secrets<P: ProviderCallbacks>(
+    provider: &P,
+    text: &str,
+) -> Result<String, P::Error> {
+    let typedef = provider.typedef()?;
+    let known: Vec<Map> = provider.with_state(|s| {
+        s.canonicalized
+            .values()
+            .chain(s.query_results.values())
+            .map(PackedMap::unpack)
+            .collect()
+    });
+    let mut redactor = Redactor::new();
+    for map in known.iter().filter(|map| may_hold_secrets(&typedef, map)) {
+        redactor.add_value(&Value::Hash(mark_attributes(&typedef, map)));
+    }
+    Ok(redactor.scrub(text))
 }

@@ -4,7 +4,8 @@
 //! provider.
 
 use super::redaction::{
-    change_message, may_hold_secrets, mirror_sensitivity_in_place, redactor_for, shown,
+    change_message, may_hold_secrets, mirror_sensitivity_in_place, mirrors_secrets, redactor_for,
+    shown,
 };
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
@@ -186,14 +187,17 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
         return Ok(None);
     };
     // The result's values are moved into the Puppet hash. An error message
-    // quotes values the system reported, its secrets too: a result that may
+    // quotes values the system reported, its secrets too (by the type, or
+    // where the desired state holds a Sensitive value): a result that may
     // hold any is kept for scrubbing them (most hold none).
-    let kept_for_redaction = may_hold_secrets(&typedef, &data).then(|| data.clone());
+    let kept_for_redaction = (may_hold_secrets(&typedef, &data)
+        || mirrors_secrets(&typedef, &data, name_hash))
+    .then(|| Value::Hash(data.clone()));
     let (mut munged, errors) = munge_get_result_owned(&typedef, name_hash, data);
     if !errors.is_empty() {
         let mut redactor = redactor_for(&typedef, &[name_hash]);
         if let Some(data) = &kept_for_redaction {
-            redactor.add_value(&Value::Hash(mark_attributes(&typedef, data)));
+            redactor.add_value(&redact::mark_result(&typedef, data, &[name_hash]));
         }
         for message in errors {
             provider.err(title.as_ref(), &redactor.scrub(&message))?;

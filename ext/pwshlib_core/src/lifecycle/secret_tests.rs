@@ -20,7 +20,7 @@ fn secret_provider() -> FakeProvider {
 /// Secrets of every shape: quotes of each kind (U+2018–U+201B too),
 /// regular expression metacharacters, newlines, one or two characters,
 /// non-ASCII, and the redaction marker itself.
-fn any_secret() -> impl Strategy<Value = String> {
+pub(super) fn any_secret() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
         "'",
         "\"",
@@ -450,4 +450,67 @@ fn an_unwrapped_secret_that_spells_the_marker_is_hidden_in_the_debug_script() {
     let (shown, _) = set_with_unwrapped_secrets(REDACTED_SENSITIVE);
     let marker_literal = format!("'{}'", escape_quotes(REDACTED_SENSITIVE));
     assert!(!shown.contains(&marker_literal), "{shown}");
+}
+
+/// A resource hash that a pwshlib 2.x override builds or edits by hand
+/// holds Sensitive-typed values in the clear: `mark_secrets_by_type` marks
+/// them by the type it is of (and only that type), as
+/// `InvocableResource::new` does, so that the script's dump redacts them;
+/// a parameter that names its Puppet type is marked by it without one.
+#[test]
+fn a_hand_built_resource_hash_is_marked_by_its_type() {
+    use crate::script::{build_script, InvocableResource};
+    let provider = secret_provider();
+    let value = "hand-built-secret-value";
+    let built = InvocableResource::new(
+        &provider.typedef,
+        &every_secret_place(value, false),
+        DscMethod::Set,
+        "/opt/vendored",
+    )
+    .unwrap();
+    let by_hand = built.to_value().unwrap_sensitive();
+    let unmarked = InvocableResource::from_value(&by_hand).unwrap();
+    assert!(build_script(&unmarked).unwrap().redacted().contains(value));
+
+    let mut other_type = unmarked.clone();
+    other_type.friendly_name = "SomethingElse".into();
+    other_type.mark_secrets_by_type(&provider.typedef);
+    assert!(build_script(&other_type)
+        .unwrap()
+        .redacted()
+        .contains(value));
+
+    let mut marked = unmarked.clone();
+    marked.mark_secrets_by_type(&provider.typedef);
+    let script = build_script(&marked).unwrap();
+    assert!(!script.redacted().contains(value), "{}", script.redacted());
+    assert_eq!(
+        script.text().matches(value).count(),
+        build_script(&unmarked)
+            .unwrap()
+            .text()
+            .matches(value)
+            .count(),
+        "the wire is the same"
+    );
+
+    let alone = sym_map(vec![("dsc_vaultname", s("v1")), ("dsc_secret", s(value))]);
+    let mut typed =
+        InvocableResource::new(&provider.typedef, &alone, DscMethod::Set, "/opt/vendored")
+            .unwrap()
+            .to_value()
+            .unwrap_sensitive();
+    let untyped = InvocableResource::from_value(&typed).unwrap();
+    assert!(build_script(&untyped).unwrap().redacted().contains(value));
+    let entry = typed
+        .as_map_mut()
+        .and_then(|map| map.get_named_mut("parameters"))
+        .and_then(Value::as_map_mut)
+        .and_then(|parameters| parameters.get_named_mut("dsc_secret"))
+        .and_then(Value::as_map_mut)
+        .unwrap();
+    entry.insert_symbol("type", s("Optional[Sensitive[String]]"));
+    let typed = InvocableResource::from_value(&typed).unwrap();
+    assert!(!build_script(&typed).unwrap().redacted().contains(value));
 }

@@ -4,10 +4,23 @@
 //! DSC result by the type schema: every value whose attribute (at any depth:
 //! top level, Struct member, CIM instance member, credential password) is
 //! `Sensitive`-typed is wrapped in [`Value::Sensitive`], so that rendering
-//! it shows the redaction marker. That covers what the machine reports,
-//! which the manifest never held. [`Redactor`] is the last line of defence
-//! for text that came back from PowerShell (error messages that quote the
-//! script): it replaces every form in which a secret can appear there.
+//! it shows the redaction marker. [`mark_result`] marks a DSC result by the
+//! desired state too: whatever the system holds where the manifest put a
+//! Sensitive value (a member of a free-form hash, of a CIM instance, an
+//! array item) is as secret, though it is not (or no longer) the text the
+//! manifest holds: a rotated secret's old value. That covers what the
+//! machine reports, which the manifest never held. [`Redactor`] is the last
+//! line of defence for text that came back from PowerShell (error messages
+//! that quote the script): it replaces every form in which a secret can
+//! appear there.
+//!
+//! Marking is structural and so complete for secrets of any length: a
+//! secret `\` at a marked position shows as the marker. The text scrub
+//! cannot be: a one- to three-character secret also occurs as ordinary text
+//! (`\` in every Windows path), and blanking every occurrence out would
+//! wreck each message and, by the gaps it leaves, spell out the secret. It
+//! replaces a short secret only where it stands as a whole quoted value
+//! (see [`Redactor::add_secret`]).
 
 mod redactor;
 mod type_string;
@@ -68,12 +81,25 @@ impl Secrecy {
         self
     }
 
+    /// A member by name, without case: the type's names are ASCII, but a
+    /// desired hash's keys (see [`secrecy_of_value`]) may be any text, and
+    /// PowerShell compares hashtable keys ignoring case beyond ASCII too.
     fn member(&self, name: &str) -> Option<&Secrecy> {
         self.members
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .find(|(n, _)| same_name(n, name))
             .map(|(_, s)| s)
     }
+}
+
+/// Two names equal without case, Unicode's lowercase mapping beyond ASCII.
+fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
 }
 
 /// The secrecy of one attribute: its type's, and for a credential the
@@ -99,13 +125,52 @@ pub(crate) fn secrecy_of_attribute(attribute: &crate::typedef::Attribute) -> Sec
     secrecy
 }
 
+/// Where a desired value holds its Sensitive parts: a Sensitive value is
+/// secret whole, a hash's members by their (case-insensitive) names, and an
+/// array's items by what any of its items holds, since the system may
+/// report the items in another order than the manifest gives them.
+pub fn secrecy_of_value(value: &Value) -> Secrecy {
+    match value {
+        Value::Sensitive(_) => Secrecy::whole(),
+        Value::Hash(map) => Secrecy {
+            members: map
+                .iter()
+                .filter_map(|(key, item)| {
+                    let secrecy = secrecy_of_value(item);
+                    let name = key.key_name()?;
+                    (!secrecy.is_public()).then(|| (name.to_owned(), secrecy))
+                })
+                .collect(),
+            ..Secrecy::default()
+        },
+        Value::Array(items) => {
+            let each = items
+                .iter()
+                .map(secrecy_of_value)
+                .filter(|secrecy| !secrecy.is_public())
+                .reduce(Secrecy::merge);
+            Secrecy {
+                items: each.map(Box::new),
+                ..Secrecy::default()
+            }
+        }
+        _ => Secrecy::default(),
+    }
+}
+
 /// `value` with every part that `secrecy` calls secret wrapped in
 /// Sensitive. A hash member named `password` is secret at any depth: a
 /// credential nested in a CIM instance has no type of its own to say so.
+/// A scalar where `secrecy` expects secrets inside a hash or an array (the
+/// system reports another shape than the type or the manifest has there)
+/// is secret whole: where inside it the secret sits cannot be told.
 pub fn mark(value: &Value, secrecy: &Secrecy) -> Value {
     match value {
         Value::Nil | Value::Sensitive(_) => value.clone(),
         _ if secrecy.whole => Value::Sensitive(Box::new(value.clone())),
+        _ if !value.is_collection() && !secrecy.is_public() => {
+            Value::Sensitive(Box::new(value.clone()))
+        }
         Value::Hash(map) => Value::Hash(
             map.iter()
                 .map(|(key, item)| {
@@ -148,7 +213,7 @@ pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
         .into_iter()
         .map(|(key, value)| {
             let secrecy = key_secrecy(typedef, &key);
-            if !value.is_collection() && !secrecy.whole {
+            if !value.is_collection() && secrecy.is_public() {
                 (key, value)
             } else {
                 let marked = mark(&value, secrecy);
@@ -189,6 +254,42 @@ pub fn mark_value(typedef: &TypeDef, value: &Value) -> Value {
         Value::Hash(map) => Value::Hash(mark_attributes(typedef, map)),
         other => mark(other, &Secrecy::default()),
     }
+}
+
+/// A DSC result (`X` keys, DSC property names) marked by the type schema
+/// ([`mark_value`]) and by where the desired state holds Sensitive values
+/// ([`secrecy_of_value`]): `desired` are resource hashes (`dsc_x` keys),
+/// the first that has an attribute's value gives its secrecy.
+pub fn mark_result(typedef: &TypeDef, result: &Value, desired: &[&Map]) -> Value {
+    let Value::Hash(map) = result else {
+        return mark_value(typedef, result);
+    };
+    let marked = map
+        .iter()
+        .map(|(key, value)| {
+            let value = mark(value, key_secrecy(typedef, key));
+            let value = match desired_value(typedef, key, desired) {
+                Some(should) if should.contains_sensitive() => {
+                    mark(&value, &secrecy_of_value(should))
+                }
+                _ => value,
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Value::Hash(marked)
+}
+
+/// The desired value of the attribute that a result's `key` (a DSC
+/// property name, or a `dsc_x` attribute name) reports.
+pub fn desired_value<'d>(typedef: &TypeDef, key: &Value, desired: &[&'d Map]) -> Option<&'d Value> {
+    let name = key.key_name()?;
+    let attribute = typedef
+        .attribute(name)
+        .or_else(|| typedef.dsc_property_attribute(name))?;
+    desired
+        .iter()
+        .find_map(|map| map.get_named(&attribute.name))
 }
 
 /// A resource hash as a log shows it: secrets as the redaction marker.

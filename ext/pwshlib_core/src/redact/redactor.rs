@@ -58,11 +58,18 @@ impl Redactor {
         }
         let escaped = escape_quotes(secret);
         if secret.chars().count() < GUARDED_SECRET_CHARS {
-            // One to three characters occur in any text: blanking them out
-            // everywhere would wreck every message and hide nothing. Their
-            // quoted forms are replaced, the way a value is quoted in a
-            // script, a JSON text or a log.
-            for form in [format!("'{escaped}'"), format!("\"{secret}\"")] {
+            // One to three characters occur in any text (`\` in every
+            // Windows path): blanking them out everywhere would wreck every
+            // message and, by the gaps, spell out the secret. Where the
+            // secret stands as a whole quoted value it is replaced, however
+            // it is quoted: a PowerShell literal (quotes doubled), a plain
+            // double-quoted text, and a JSON string or a value in a log line
+            // (escaped: `\` shows as "\\"). The positions that hold a
+            // secret are marked before they are shown (redact::mark_result),
+            // which hides them whatever their length.
+            let json = serde_json::to_string(secret).unwrap_or_default();
+            let debug = format!("{secret:?}");
+            for form in [format!("'{escaped}'"), format!("\"{secret}\""), json, debug] {
                 self.add_form(&form);
             }
         }

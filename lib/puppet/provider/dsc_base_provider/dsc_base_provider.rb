@@ -46,8 +46,9 @@ module Puppet
       # pwshlib 2.x `retry_invoke_dsc_resource(context, max_retry_count,
       # retry_wait_interval_secs, error_matcher) { json }`: notices, waits and
       # yields for a fresh JSON result until it has no error, the error no
-      # longer matches, or the retries run out (then the error is reported
-      # and nil returned).
+      # longer matches, or the retries run out (then the error is reported,
+      # scrubbed of every secret the provider knows in this run, as the
+      # lifecycle's errors are, and nil returned).
       def retry_invoke_dsc_resource(context, max_retry_count, retry_wait_interval_secs, error_matcher)
         (1..max_retry_count).each do |attempt|
           context.notice("Sleeping for #{retry_wait_interval_secs} seconds.")
@@ -59,7 +60,7 @@ module Puppet
 
           context.notice("Attempt #{attempt} of #{max_retry_count} failed.")
           if !error_matcher.match?(error) || attempt == max_retry_count
-            context.err(error)
+            context.err(_scrub_known_secrets(context, error))
             return nil
           end
         end
