@@ -181,7 +181,10 @@ module Acceptance
   class Machine
     attr_reader :dir, :state_path, :runs
 
-    def initialize(name)
+    # module_path: where `puppet apply` finds the Puppet modules (the
+    # real-PowerShell tier brings its own, spec/real_pwsh/dsc/modules).
+    def initialize(name, module_path: MODULE_PATH)
+      @module_path = module_path
       @dir = Dir.mktmpdir("pwshlib-acceptance-#{name}-")
       @state_path = File.join(@dir, 'sim-state.json')
       @runs = []
@@ -205,7 +208,7 @@ module Acceptance
       command = [
         'timeout', '--kill-after=10', RUN_DEADLINE_SECONDS.to_s,
         *puppet.command, 'apply', puppet.path(manifest_path),
-        '--modulepath', puppet.path(MODULE_PATH),
+        '--modulepath', puppet.path(@module_path),
         '--debug', '--detailed-exitcodes', '--color', 'false',
         '--confdir', puppet.path(File.join(run_dir, 'confdir')),
         '--codedir', puppet.path(File.join(run_dir, 'codedir')),
