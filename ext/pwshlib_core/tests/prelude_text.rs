@@ -156,6 +156,61 @@ fn canonical_values_read_an_msft_credential_as_its_user_alone() {
     .unwrap();
 }
 
+/// Issue 31, item 14: a PowerShell class instance (a class-based
+/// resource's nested object on PowerShell 7) reads like a CIM instance,
+/// after the CIM branches and before the collection branches (a script
+/// class is neither), its class name as cim_instance_type.
+#[test]
+fn canonical_values_read_a_script_class_instance_like_a_cim_instance() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let convert = function(code, tree.root_node(), "ConvertTo-PwshlibCanonicalValue");
+        let ifs = top_level_ifs(code, convert);
+        let class = position(
+            &ifs,
+            "$Value.GetType().Assembly.IsDynamic -and $Value -isnot [System.Collections.IEnumerable]",
+        );
+        assert!(position(&ifs, "$Value -is [Microsoft.Management.Infrastructure.CimInstance]") < class);
+        assert!(class < position(&ifs, "$Value -is [System.Collections.IDictionary]"));
+        let statements = block_statements(code, ifs[class].1);
+        assert_eq!(
+            statements[statements.len() - 2..],
+            [
+                "$Instance['cim_instance_type'] = $Value.GetType().Name",
+                "return $Instance"
+            ]
+        );
+    })
+    .unwrap();
+}
+
+/// Issue 31, item 14: the embedded-instance helpers choose by
+/// `$PSVersionTable.PSEdition` (Desktop on Windows PowerShell 5.1, absent
+/// before it; Core on 6 and 7): New-CimInstance and `CimInstance[]` unless
+/// Core.
+#[test]
+fn embedded_instances_are_cim_instances_unless_on_powershell_core() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let root = tree.root_node();
+        let single = function(code, root, "New-PwshlibEmbeddedInstance");
+        let ifs = top_level_ifs(code, single);
+        assert_eq!(ifs[0].0, "$PSVersionTable.PSEdition -ne 'Core'");
+        assert_eq!(
+            block_statements(code, ifs[0].1),
+            ["return New-CimInstance -ClientOnly -ClassName $ClassName -Property $Property"]
+        );
+        let array = function(code, root, "New-PwshlibEmbeddedInstanceArray");
+        let ifs = top_level_ifs(code, array);
+        assert_eq!(ifs[0].0, "$PSVersionTable.PSEdition -ne 'Core'");
+        assert_eq!(
+            block_statements(code, ifs[0].1),
+            ["return , [Microsoft.Management.Infrastructure.CimInstance[]] $Instances"]
+        );
+    })
+    .unwrap();
+}
+
 /// Item 12: on PowerShell 7 (PSVersion.Major above 5) a call that carries
 /// PsDscRunAsCredential throws, naming the resource and the reason, as
 /// the first statement of the try block: before Invoke-DscResource runs,

@@ -80,6 +80,17 @@ module RealPwshDsc
       'dsc_password' => Acceptance.credential('jörg', ACCOUNT_SECRET),
       'dsc_fullname' => 'Jörg Müller',
     }],
+    # Embedded instances of a class-based resource (issue 31 item 14): an
+    # enum inside nested class objects.
+    'pool' => ['dsc_realpool', {
+      'dsc_name' => 'Pool-ü',
+      'dsc_ensure' => 'Present',
+      'dsc_options' => [
+        { 'key' => 'a', 'mode' => 'slow' },
+        { 'key' => 'b', 'mode' => 'Fast' },
+      ],
+      'dsc_primary' => { 'key' => 'p', 'mode' => 'Slow' },
+    }],
   }.freeze
 
   def self.manifest
@@ -106,12 +117,15 @@ module RealPwshDsc
       %w[Get Set Test].to_h { |method| [method, counts[method]] }
     end
 
-    it 'run 1 creates both resources' do
+    it 'run 1 creates every resource' do
       expect(run(1).exitcode).to eq(2), run(1).to_s
-      expect(run(1).changed?('Dsc_realsetting[setting]')).to be(true)
-      expect(run(1).changed?('Dsc_realaccount[account]')).to be(true)
-      expect(counts(run(1), 'RealSetting')).to eq('Get' => 1, 'Set' => 1, 'Test' => 0)
-      expect(counts(run(1), 'RealAccount')).to eq('Get' => 1, 'Set' => 1, 'Test' => 0)
+      %w[Dsc_realsetting[setting] Dsc_realaccount[account] Dsc_realpool[pool]].each do |ref|
+        expect(run(1).changed?(ref)).to be(true), ref
+        expect(run(1).failed?(ref)).to be(false), ref
+      end
+      %w[RealSetting RealAccount RealPool].each do |resource|
+        expect(counts(run(1), resource)).to eq('Get' => 1, 'Set' => 1, 'Test' => 0), resource
+      end
     end
 
     it 'the class-based resource received every value intact' do
@@ -134,12 +148,29 @@ module RealPwshDsc
       )
     end
 
+    it 'the class-based resource received its embedded instances as the nested class (item 14)' do
+      # On PowerShell 7 the script passes them as hashtables, which
+      # PowerShell converts to RealOption when the stand-in assigns them.
+      expect(@machine.stored('RealPool', 'Pool-ü')).to eq(
+        'Name' => 'Pool-ü',
+        'Options' => [
+          { 'Key' => 'a', 'Mode' => 'Slow' },
+          { 'Key' => 'b', 'Mode' => 'Fast' },
+        ],
+        'Primary' => { 'Key' => 'p', 'Mode' => 'Slow' }
+      )
+    end
+
     it 'run 2 changes nothing, with one Get per resource' do
       expect(run(2).exitcode).to eq(0), run(2).to_s
-      expect(run(2).changed?('Dsc_realsetting[setting]')).to be(false)
-      expect(run(2).changed?('Dsc_realaccount[account]')).to be(false)
-      expect(counts(run(2), 'RealSetting')).to eq('Get' => 1, 'Set' => 0, 'Test' => 0)
-      expect(counts(run(2), 'RealAccount')).to eq('Get' => 1, 'Set' => 0, 'Test' => 0)
+      # The pool among them: the enum inside its nested objects reads as a
+      # name, not a number (item 14's flapping).
+      %w[Dsc_realsetting[setting] Dsc_realaccount[account] Dsc_realpool[pool]].each do |ref|
+        expect(run(2).changed?(ref)).to be(false), ref
+      end
+      %w[RealSetting RealAccount RealPool].each do |resource|
+        expect(counts(run(2), resource)).to eq('Get' => 1, 'Set' => 0, 'Test' => 0), resource
+      end
     end
 
     it 'ran on the real pwsh with --debug' do
@@ -159,7 +190,7 @@ module RealPwshDsc
       # 2's Gets found them stored): Puppet logged the Get results at --debug.
       expect(run(2).output).to include('raw data received')
       gets = run(2).calls.select { |call| call['method'] == 'Get' }
-      expect(gets.size).to eq(2)
+      expect(gets.size).to eq(3)
       expect_no_secret_shown([run(2)], SECRETS)
     end
   end

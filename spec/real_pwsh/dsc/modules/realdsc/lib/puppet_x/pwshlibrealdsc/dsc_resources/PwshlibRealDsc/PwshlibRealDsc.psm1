@@ -12,6 +12,13 @@ enum RealEnsure {
     Present
 }
 
+# Slow is 1: ConvertTo-Json writes an enum as its number, the flapping that
+# issue 31 item 14 describes ({"Key" => "a", "Mode" => 1}).
+enum RealMode {
+    Fast
+    Slow
+}
+
 function Get-RealStatePath {
     param([string] $Resource)
     if ([string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
@@ -162,5 +169,89 @@ class RealSetting {
             $State[$this.Name] = $Plain
         }
         Write-RealState 'RealSetting' $State
+    }
+}
+
+# A nested class: what a class-based resource's embedded instance is. On
+# PowerShell 7, PSDesiredStateConfiguration 2.x assigns the -Property value
+# to the resource's property, so a hashtable becomes this class (PowerShell's
+# own conversion); a CIM instance would not convert.
+class RealOption {
+    [DscProperty(Key)]
+    [string] $Key
+
+    [DscProperty()]
+    [RealMode] $Mode
+}
+
+function New-RealOption {
+    param($Stored)
+    $Option = [RealOption]::new()
+    $Option.Key = $Stored.Key
+    $Option.Mode = $Stored.Mode
+    $Option
+}
+
+# Embedded instances: an array of a nested class (with an enum inside) and a
+# single one.
+[DscResource()]
+class RealPool {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
+    [DscProperty()]
+    [RealOption[]] $Options
+
+    [DscProperty()]
+    [RealOption] $Primary
+
+    [hashtable] Properties() {
+        return [ordered]@{ Name = $this.Name; Ensure = $this.Ensure; Options = $this.Options; Primary = $this.Primary }
+    }
+
+    [RealPool] Get() {
+        Write-RealCall 'RealPool' 'Get' $this.Properties()
+        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        $Result = [RealPool]::new()
+        $Result.Name = $this.Name
+        if ($null -eq $Stored) {
+            $Result.Ensure = [RealEnsure]::Absent
+            return $Result
+        }
+        $Result.Ensure = [RealEnsure]::Present
+        if ($null -ne $Stored.Options) {
+            $Result.Options = @(foreach ($Option in $Stored.Options) { New-RealOption $Option })
+        }
+        if ($null -ne $Stored.Primary) {
+            $Result.Primary = New-RealOption $Stored.Primary
+        }
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealPool' 'Test' $this.Properties()
+        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
+        if ($null -eq $Stored) { return $false }
+        $Wanted = ConvertTo-RealPlain $this.Properties()
+        $Wanted.Remove('Ensure')
+        return (ConvertTo-Json -InputObject $Wanted -Depth 10 -Compress) -eq (ConvertTo-Json -InputObject $Stored -Depth 10 -Compress)
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealPool' 'Set' $this.Properties()
+        $State = Read-RealState 'RealPool'
+        if ($this.Ensure -eq [RealEnsure]::Absent) {
+            $State.Remove($this.Name)
+        }
+        else {
+            $Plain = ConvertTo-RealPlain $this.Properties()
+            $Plain.Remove('Ensure')
+            $State[$this.Name] = $Plain
+        }
+        Write-RealState 'RealPool' $State
     }
 }
