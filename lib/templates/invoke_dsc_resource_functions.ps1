@@ -226,8 +226,14 @@ function ConvertTo-PwshlibCanonicalValue {
     if ($Value -is [System.Management.Automation.PSCredential]) {
         return @{ user = $Value.UserName; password = $null }
     }
+    # The class name of a CIM instance is read from CimSystemProperties, never
+    # CimClass: a ClientOnly instance (New-CimInstance -ClientOnly, and what
+    # a resource builds for its result on PowerShell 7) has no CimClass, so
+    # CimClass.CimClassName would be $null there (N6 of the review): nested
+    # cim_instance_type would read null, and an MSFT_Credential would not be
+    # recognised, so its Password would be written into the JSON below.
     if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -and
-        $Value.CimClass.CimClassName -eq 'MSFT_Credential') {
+        $Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
         # Windows PowerShell 5.1's Invoke-DscResource returns a credential
         # as an MSFT_Credential CIM instance with UserName and Password (the
         # password may be there in the clear). It reads as the PSCredential
@@ -247,7 +253,7 @@ function ConvertTo-PwshlibCanonicalValue {
                 $Instance[$Property.Name] = ConvertTo-PwshlibCanonicalValue -Value $Property.Value -Depth ($Depth + 1)
             }
         }
-        $Instance['cim_instance_type'] = $Value.CimClass.CimClassName
+        $Instance['cim_instance_type'] = $Value.CimSystemProperties.ClassName
         return $Instance
     }
     if ($Value.GetType().Assembly.IsDynamic -and $Value -isnot [System.Collections.IEnumerable]) {
