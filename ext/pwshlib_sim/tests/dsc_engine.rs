@@ -941,13 +941,17 @@ fn a_class_based_resources_embedded_instances_on_each_edition() {
         "{refused}"
     );
     sim.set_env("PWSHLIB_SIM_PSVERSION", "7.6.9");
-    reply_json(pool(&sim, "Set").unwrap());
-    let stored = &sim.state()["resources"]["RealPool"][0]["options"];
+    // A Get first: the simulator learns the key properties from it.
+    sim.json(&script("", "RealPool", "Get", "name = 'p'"));
+    let set = reply_json(pool(&sim, "Set").unwrap());
+    assert_eq!(set["errormessage"], "", "{set}");
+    let state = sim.state();
     assert_eq!(
-        stored,
-        &json!([
+        state["resources"]["RealPool"][0]["options"],
+        json!([
             {"Key": "a", "Mode": "Slow", "Login": {"user": "svc", "password": "p'w"}, "cim_instance_type": "RealOption"},
             {"Key": "b", "Mode": null, "cim_instance_type": "RealOption"}
-        ])
+        ]),
+        "{state}"
     );
 }
