@@ -44,8 +44,8 @@ function New-PwshlibEmbeddedInstance {
     # PowerShell 6 and 7 (PSEdition Core): PSDesiredStateConfiguration 2.x
     # has no LCM. It creates the class of the resource in this process and
     # assigns each -Property value to the instance ($resource.$Name =
-    # $Value), so PowerShell converts the value to the type of the property. It
-    # converts a hashtable to a class (a type with a default constructor,
+    # $Value), so PowerShell converts the value to the type of the
+    # property. It converts a hashtable to a class (a type with a default constructor,
     # each key set as a property, nested hashtables likewise), but not a
     # CIM instance to a class; and pwsh on Linux has no New-CimInstance.
     # So the instance is the hashtable itself, and a credential inside one a
@@ -266,10 +266,10 @@ function ConvertTo-PwshlibCanonicalValue {
         # AssemblyBuilder.DefineDynamicAssembly); the other values of a Get
         # result (strings, numbers, PSCustomObject, hashtables, arrays) are
         # not from one, and enums were handled above. It reads like a CIM
-        # instance: its class name
-        # as cim_instance_type and its properties converted, so an enum inside
-        # reads as its name, not the number ConvertTo-Json would write
-        # (issue 31, item 14), and a credential as the user only.
+        # instance: its class name as cim_instance_type and its properties
+        # converted, so an enum inside reads as its name, not the number
+        # ConvertTo-Json would write (issue 31, item 14), and a credential
+        # as the user only.
         $Instance = [ordered]@{}
         foreach ($Property in $Value.PSObject.Properties) {
             $Instance[$Property.Name] = ConvertTo-PwshlibCanonicalValue -Value $Property.Value -Depth ($Depth + 1)
