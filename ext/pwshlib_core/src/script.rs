@@ -790,7 +790,7 @@ struct Builder<'n> {
 /// Makes a CIM instance: what a MOF resource's embedded instances are, on
 /// Windows PowerShell 5.1 and PowerShell 7 alike (its parameters are typed
 /// `CimInstance`).
-const NEW_CIM_INSTANCE: &str = "New-CimInstance -ClientOnly -ClassName ";
+const NEW_CIM_INSTANCE: &str = " = New-CimInstance -ClientOnly -ClassName ";
 /// Makes a class-based resource's embedded instance: the prelude's function
 /// decides at run time between a CIM instance (Windows PowerShell 5.1, whose
 /// LCM needs one) and a hashtable (PowerShell 7, where
@@ -798,7 +798,7 @@ const NEW_CIM_INSTANCE: &str = "New-CimInstance -ClientOnly -ClassName ";
 /// property and PowerShell converts a hashtable to the property's class;
 /// it cannot convert a CIM instance, and pwsh on Linux has no
 /// New-CimInstance at all). Issue 31, item 14.
-const NEW_EMBEDDED_INSTANCE: &str = "New-PwshlibEmbeddedInstance -ClassName ";
+const NEW_EMBEDDED_INSTANCE: &str = " = New-PwshlibEmbeddedInstance -ClassName ";
 
 impl Builder<'_> {
     fn invoke_params(&mut self, resource: &InvocableResource) -> Result<TrackedText> {
@@ -1029,7 +1029,6 @@ impl Builder<'_> {
         let mut line = TrackedText::new();
         line.push("$");
         line.push(&variable);
-        line.push(" = ");
         line.push(self.instance_command());
         line.maybe_secret(class_secret, |w| w.string(&class_name, attribute))?;
         line.push(" -Property ");
@@ -1039,8 +1038,8 @@ impl Builder<'_> {
         Ok(variable)
     }
 
-    /// The command (with its `-ClassName ` switch) that makes one embedded
-    /// instance of this resource.
+    /// ` = ` and the command (with its `-ClassName ` switch) that makes one
+    /// embedded instance of this resource: what follows the variable.
     fn instance_command(&self) -> &'static str {
         if self.class_based {
             NEW_EMBEDDED_INSTANCE
@@ -1098,7 +1097,6 @@ impl Builder<'_> {
         let mut line = TrackedText::new();
         line.push("$");
         line.push(&variable);
-        line.push(" = ");
         line.push(self.instance_command());
         line.push("'MSFT_Credential' -Property @{UserName = ");
         line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
