@@ -31,6 +31,60 @@ function New-PsCredential {
     New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $User, $SecurePassword
 }
 
+function New-PwshlibEmbeddedInstance {
+    # One embedded instance (a nested class) of a class-based resource; the
+    # generated script calls this where the script of a MOF resource calls
+    # New-CimInstance. Which form it takes depends on the PowerShell that
+    # runs the resource, so it is decided here, at run time:
+    #
+    # Windows PowerShell 5.1 (PSEdition Desktop; older versions have no
+    # PSEdition): Invoke-DscResource hands the call to the LCM, which takes
+    # embedded instances as CIM instances only. Made as before.
+    #
+    # PowerShell 6 and 7 (PSEdition Core): PSDesiredStateConfiguration 2.x
+    # has no LCM. It creates the class of the resource in this process and
+    # assigns each -Property value to the instance ($resource.$Name =
+    # $Value), so PowerShell converts the value to the type of the
+    # property. It converts a hashtable to a class (a type with a default constructor,
+    # each key set as a property, nested hashtables likewise), but not a
+    # CIM instance to a class; and pwsh on Linux has no New-CimInstance.
+    # So the instance is the hashtable itself, and a credential inside one a
+    # PSCredential (which a hashtable cannot become: it has no default
+    # constructor). Issue 31, item 14.
+    param(
+        [Parameter(Mandatory = $true)]
+        [string] $ClassName,
+
+        [Parameter(Mandatory = $true)]
+        [AllowEmptyCollection()]
+        [hashtable] $Property
+    )
+    if ($PSVersionTable.PSEdition -ne 'Core') {
+        return New-CimInstance -ClientOnly -ClassName $ClassName -Property $Property
+    }
+    if ($ClassName -eq 'MSFT_Credential') {
+        return New-PsCredential -User $Property.UserName -Password $Property.Password
+    }
+    $Property
+}
+
+function New-PwshlibEmbeddedInstanceArray {
+    # An array of the embedded instances of a class-based resource (made by
+    # New-PwshlibEmbeddedInstance): typed CimInstance[] for the LCM of
+    # Windows PowerShell 5.1, as the script of a MOF resource writes it; on
+    # PowerShell 6 and 7 a plain array, which PowerShell converts item by
+    # item to the class array of the property (a cast to CimInstance[] would
+    # fail there: a hashtable does not convert to a CIM instance).
+    param(
+        [AllowEmptyCollection()]
+        [object[]] $Instances = @()
+    )
+    if ($PSVersionTable.PSEdition -ne 'Core') {
+        return , [Microsoft.Management.Infrastructure.CimInstance[]] $Instances
+    }
+    , $Instances
+}
+
 function Add-PwshlibVendoredModulePath {
     # Puts a module's vendored dsc_resources folder on PSModulePath, for every
     # resource: a vendored module may import a vendored sibling by name
@@ -137,8 +191,9 @@ function Restore-PwshlibVendoredModulePath {
 function ConvertTo-PwshlibCanonicalValue {
     # One value of a DSC Get result, made ready for JSON: empty strings and
     # empty collections become $null, DateTime becomes ISO-8601 text, CIM
-    # instances become hashtables that name their class in cim_instance_type,
-    # and collections are converted item by item.
+    # instances and instances of PowerShell classes (the nested objects of a
+    # class-based resource on PowerShell 7) become hashtables that name their
+    # class in cim_instance_type, and collections are converted item by item.
     param(
         $Value,
         [int] $Depth = 0
@@ -171,8 +226,14 @@ function ConvertTo-PwshlibCanonicalValue {
     if ($Value -is [System.Management.Automation.PSCredential]) {
         return @{ user = $Value.UserName; password = $null }
     }
+    # The class name of a CIM instance is read from CimSystemProperties, never
+    # CimClass: a ClientOnly instance (New-CimInstance -ClientOnly, and what
+    # a resource builds for its result on PowerShell 7) has no CimClass, so
+    # CimClass.CimClassName would be $null there (N6 of the review): nested
+    # cim_instance_type would read null, and an MSFT_Credential would not be
+    # recognised, so its Password would be written into the JSON below.
     if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -and
-        $Value.CimClass.CimClassName -eq 'MSFT_Credential') {
+        $Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
         # Windows PowerShell 5.1's Invoke-DscResource returns a credential
         # as an MSFT_Credential CIM instance with UserName and Password (the
         # password may be there in the clear). It reads as the PSCredential
@@ -192,7 +253,28 @@ function ConvertTo-PwshlibCanonicalValue {
                 $Instance[$Property.Name] = ConvertTo-PwshlibCanonicalValue -Value $Property.Value -Depth ($Depth + 1)
             }
         }
-        $Instance['cim_instance_type'] = $Value.CimClass.CimClassName
+        $Instance['cim_instance_type'] = $Value.CimSystemProperties.ClassName
+        return $Instance
+    }
+    if ($Value.GetType().Assembly.IsDynamic -and $Value -isnot [System.Collections.IEnumerable]) {
+        # An instance of a PowerShell class: what the Get of a class-based
+        # resource returns for a nested-class property on PowerShell 7, where
+        # PSDesiredStateConfiguration 2.x hands back the object of the
+        # resource itself. PowerShell defines script classes and enums in a
+        # dynamic assembly (TypeDefiner.DefineTypes in the PowerShell source
+        # src/System.Management.Automation/engine/parser/PSType.cs calls
+        # AssemblyBuilder.DefineDynamicAssembly); the other values of a Get
+        # result (strings, numbers, PSCustomObject, hashtables, arrays) are
+        # not from one, and enums were handled above. It reads like a CIM
+        # instance: its class name as cim_instance_type and its properties
+        # converted, so an enum inside reads as its name, not the number
+        # ConvertTo-Json would write (issue 31, item 14), and a credential
+        # as the user only.
+        $Instance = [ordered]@{}
+        foreach ($Property in $Value.PSObject.Properties) {
+            $Instance[$Property.Name] = ConvertTo-PwshlibCanonicalValue -Value $Property.Value -Depth ($Depth + 1)
+        }
+        $Instance['cim_instance_type'] = $Value.GetType().Name
         return $Instance
     }
     if ($Value -is [System.Collections.IDictionary]) {

@@ -181,7 +181,10 @@ module Acceptance
   class Machine
     attr_reader :dir, :state_path, :runs
 
-    def initialize(name)
+    # module_path: where `puppet apply` finds the Puppet modules (the
+    # real-PowerShell tier brings its own, spec/real_pwsh/dsc/modules).
+    def initialize(name, module_path: MODULE_PATH)
+      @module_path = module_path
       @dir = Dir.mktmpdir("pwshlib-acceptance-#{name}-")
       @state_path = File.join(@dir, 'sim-state.json')
       @runs = []
@@ -210,7 +213,7 @@ module Acceptance
       command = [
         'timeout', '--kill-after=10', RUN_DEADLINE_SECONDS.to_s,
         *puppet.command, 'apply', puppet.path(manifest_path),
-        *Acceptance.module_arguments(environmentpath),
+        *Acceptance.module_arguments(@module_path, environmentpath),
         '--debug', '--detailed-exitcodes', '--color', 'false',
         '--confdir', puppet.path(File.join(run_dir, 'confdir')),
         '--codedir', puppet.path(File.join(run_dir, 'codedir')),
@@ -268,11 +271,11 @@ module Acceptance
     @all_runs ||= []
   end
 
-  # Where a run finds its modules: the fixture module path, or the
-  # `production` environment of an environment directory.
-  def module_arguments(environmentpath)
+  # Where a run finds its modules: a module path, or the `production`
+  # environment of an environment directory.
+  def module_arguments(module_path, environmentpath)
     puppet = Acceptance.puppet
-    return ['--modulepath', puppet.path(MODULE_PATH)] unless environmentpath
+    return ['--modulepath', puppet.path(module_path)] unless environmentpath
 
     ['--environmentpath', puppet.path(environmentpath), '--environment', 'production']
   end

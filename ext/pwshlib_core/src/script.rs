@@ -684,6 +684,7 @@ impl ScriptParts {
             names,
             credentials: TrackedText::new(),
             cim_instances: TrackedText::new(),
+            class_based: resource.is_class_based(),
         };
         let invoke_params = builder.invoke_params(resource)?;
         let module_path = if resource.is_class_based() || !resource.vendored_modules_path.is_empty()
@@ -806,7 +807,23 @@ struct Builder<'n> {
     names: &'n mut dyn FnMut(&str) -> String,
     credentials: TrackedText,
     cim_instances: TrackedText,
+    /// A class-based resource: its embedded instances are made by the
+    /// prelude's `New-PwshlibEmbeddedInstance` (see [`Builder::instance_command`]).
+    class_based: bool,
 }
+
+/// Makes a CIM instance: what a MOF resource's embedded instances are, on
+/// Windows PowerShell 5.1 and PowerShell 7 alike (its parameters are typed
+/// `CimInstance`).
+const NEW_CIM_INSTANCE: &str = " = New-CimInstance -ClientOnly -ClassName ";
+/// Makes a class-based resource's embedded instance: the prelude's function
+/// decides at run time between a CIM instance (Windows PowerShell 5.1, whose
+/// LCM needs one) and a hashtable (PowerShell 7, where
+/// PSDesiredStateConfiguration 2.x assigns the value to the class instance's
+/// property and PowerShell converts a hashtable to the property's class;
+/// it cannot convert a CIM instance, and pwsh on Linux has no
+/// New-CimInstance at all). Issue 31, item 14.
+const NEW_EMBEDDED_INSTANCE: &str = " = New-PwshlibEmbeddedInstance -ClassName ";
 
 impl Builder<'_> {
     fn invoke_params(&mut self, resource: &InvocableResource) -> Result<TrackedText> {
@@ -868,26 +885,18 @@ impl Builder<'_> {
                     Ok(())
                 }
                 Value::Array(items) => {
-                    out.push("[CimInstance[]]@(");
-                    for (i, item) in items.iter().enumerate() {
-                        if i > 0 {
-                            out.push(", ");
-                        }
-                        let variable =
-                            self.cim_instance(Some(&class), item, secret, attribute, shape)?;
-                        out.push("$");
-                        out.push(&variable);
-                    }
-                    out.push(")");
+                    let variables = items
+                        .iter()
+                        .map(|item| self.cim_instance(Some(&class), item, secret, attribute, shape))
+                        .collect::<Result<Vec<_>>>()?;
+                    self.instance_array(out, &variables);
                     Ok(())
                 }
                 Value::Hash(_) => {
                     let variable =
                         self.cim_instance(Some(&class), value, secret, attribute, shape)?;
                     if parameter.is_array() {
-                        out.push("[CimInstance[]]@($");
-                        out.push(&variable);
-                        out.push(")");
+                        self.instance_array(out, &[variable]);
                     } else {
                         out.push("$");
                         out.push(&variable);
@@ -1045,13 +1054,57 @@ impl Builder<'_> {
         let mut line = TrackedText::new();
         line.push("$");
         line.push(&variable);
-        line.push(" = New-CimInstance -ClientOnly -ClassName ");
+        line.push(self.instance_command());
         line.maybe_secret(class_secret, |w| w.string(&class_name, attribute))?;
         line.push(" -Property ");
         line.append(properties);
         line.push("\n");
         self.cim_instances.append(line);
         Ok(variable)
+    }
+
+    /// ` = ` and the command (with its `-ClassName ` switch) that makes one
+    /// embedded instance of this resource: what follows the variable.
+    fn instance_command(&self) -> &'static str {
+        if self.class_based {
+            NEW_EMBEDDED_INSTANCE
+        } else {
+            NEW_CIM_INSTANCE
+        }
+    }
+
+    /// An array of embedded instances (the variables that hold them). A MOF
+    /// resource's is `[CimInstance[]]@($a, $b)`. A class-based resource's
+    /// is a variable set by the prelude's
+    /// `New-PwshlibEmbeddedInstanceArray`, which makes that same
+    /// `CimInstance[]` on Windows PowerShell 5.1 and a plain array of the
+    /// hashtables on PowerShell 7 (a cast to `[CimInstance[]]` would fail
+    /// there: a hashtable does not convert to a CIM instance).
+    fn instance_array(&mut self, out: &mut TrackedText, variables: &[String]) {
+        let mut items = String::new();
+        for (i, variable) in variables.iter().enumerate() {
+            if i > 0 {
+                items.push_str(", ");
+            }
+            items.push('$');
+            items.push_str(variable);
+        }
+        if !self.class_based {
+            out.push("[CimInstance[]]@(");
+            out.push(&items);
+            out.push(")");
+            return;
+        }
+        let variable = (self.names)("cim_");
+        let mut line = TrackedText::new();
+        line.push("$");
+        line.push(&variable);
+        line.push(" = New-PwshlibEmbeddedInstanceArray -Instances @(");
+        line.push(&items);
+        line.push(")\n");
+        self.cim_instances.append(line);
+        out.push("$");
+        out.push(&variable);
     }
 
     /// A credential inside a CIM instance, as DSC's MOF schemas declare it:
@@ -1069,9 +1122,8 @@ impl Builder<'_> {
         let mut line = TrackedText::new();
         line.push("$");
         line.push(&variable);
-        line.push(
-            " = New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = ",
-        );
+        line.push(self.instance_command());
+        line.push("'MSFT_Credential' -Property @{UserName = ");
         line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
         line.push("; Password = ");
         line.secret_string(password, attribute)?;
@@ -1131,13 +1183,10 @@ impl Builder<'_> {
             .iter()
             .all(|item| is_cim_hash(item) || is_credential_hash(item));
         if instances {
-            out.push("[CimInstance[]]@(");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(", ");
-                }
+            let mut variables = Vec::with_capacity(items.len());
+            for item in items {
                 let (item, item_secret) = peel(item);
-                let variable = if is_cim_hash(item) {
+                variables.push(if is_cim_hash(item) {
                     self.cim_instance(
                         None,
                         item,
@@ -1147,11 +1196,9 @@ impl Builder<'_> {
                     )?
                 } else {
                     self.credential_instance(item, secret || item_secret, attribute)?
-                };
-                out.push("$");
-                out.push(&variable);
+                });
             }
-            out.push(")");
+            self.instance_array(out, &variables);
             return Ok(());
         }
         for item in items {

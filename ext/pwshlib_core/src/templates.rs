@@ -69,6 +69,8 @@ mod tests {
             prelude_function_names(),
             [
                 "New-PsCredential",
+                "New-PwshlibEmbeddedInstance",
+                "New-PwshlibEmbeddedInstanceArray",
                 "Add-PwshlibVendoredModulePath",
                 "Restore-PwshlibVendoredModulePath",
                 "ConvertTo-PwshlibCanonicalValue",

@@ -128,7 +128,7 @@ fn canonical_values_read_an_msft_credential_as_its_user_alone() {
         let ifs = top_level_ifs(code, convert);
         let credential = position(
             &ifs,
-            "$Value -is [Microsoft.Management.Infrastructure.CimInstance] -and $Value.CimClass.CimClassName -eq 'MSFT_Credential'",
+            "$Value -is [Microsoft.Management.Infrastructure.CimInstance] -and $Value.CimSystemProperties.ClassName -eq 'MSFT_Credential'",
         );
         let generic = position(
             &ifs,
@@ -151,6 +151,95 @@ fn canonical_values_read_an_msft_credential_as_its_user_alone() {
         assert_eq!(
             block_statements(code, ifs[pscredential].1),
             ["return @{ user = $Value.UserName; password = $null }"]
+        );
+    })
+    .unwrap();
+}
+
+/// The review's N6: a CIM instance's class is read from
+/// `CimSystemProperties.ClassName`, never `CimClass`. New-CimInstance
+/// -ClientOnly (PowerShell's
+/// src/Microsoft.Management.Infrastructure.CimCmdlets/CimNewCimInstance.cs,
+/// `CreateCimInstance(string className, …)`) makes the instance with
+/// `new CimInstance(className, cimNamespace)` and writes it out without
+/// asking a server for the class, so it has no CimClass (null); its
+/// CimSystemProperties.ClassName is the className given. With CimClass a
+/// nested instance's cim_instance_type read null and an MSFT_Credential was
+/// not recognised, so its Password went into the JSON that --debug logs.
+/// pwsh on Linux has no CIM (no libmi), so this is checked here, on the
+/// text, and the reasoning rests on that source.
+#[test]
+fn cim_class_names_come_from_cim_system_properties() {
+    let code = templates::PRELUDE;
+    assert!(!code.contains(".CimClass."), "the prelude reads CimClass");
+    with_tree(code, |tree| {
+        let convert = function(code, tree.root_node(), "ConvertTo-PwshlibCanonicalValue");
+        let ifs = top_level_ifs(code, convert);
+        let generic = position(
+            &ifs,
+            "$Value -is [Microsoft.Management.Infrastructure.CimInstance]",
+        );
+        let statements = block_statements(code, ifs[generic].1);
+        assert!(
+            statements.contains(
+                &"$Instance['cim_instance_type'] = $Value.CimSystemProperties.ClassName".to_owned()
+            ),
+            "{statements:?}"
+        );
+    })
+    .unwrap();
+}
+
+/// Issue 31, item 14: a PowerShell class instance (a class-based
+/// resource's nested object on PowerShell 7) reads like a CIM instance,
+/// after the CIM branches and before the collection branches (a script
+/// class is neither), its class name as cim_instance_type.
+#[test]
+fn canonical_values_read_a_script_class_instance_like_a_cim_instance() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let convert = function(code, tree.root_node(), "ConvertTo-PwshlibCanonicalValue");
+        let ifs = top_level_ifs(code, convert);
+        let class = position(
+            &ifs,
+            "$Value.GetType().Assembly.IsDynamic -and $Value -isnot [System.Collections.IEnumerable]",
+        );
+        assert!(position(&ifs, "$Value -is [Microsoft.Management.Infrastructure.CimInstance]") < class);
+        assert!(class < position(&ifs, "$Value -is [System.Collections.IDictionary]"));
+        let statements = block_statements(code, ifs[class].1);
+        assert_eq!(
+            statements[statements.len() - 2..],
+            [
+                "$Instance['cim_instance_type'] = $Value.GetType().Name",
+                "return $Instance"
+            ]
+        );
+    })
+    .unwrap();
+}
+
+/// Issue 31, item 14: the embedded-instance helpers choose by
+/// `$PSVersionTable.PSEdition` (Desktop on Windows PowerShell 5.1, absent
+/// before it; Core on 6 and 7): New-CimInstance and `CimInstance[]` unless
+/// Core.
+#[test]
+fn embedded_instances_are_cim_instances_unless_on_powershell_core() {
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let root = tree.root_node();
+        let single = function(code, root, "New-PwshlibEmbeddedInstance");
+        let ifs = top_level_ifs(code, single);
+        assert_eq!(ifs[0].0, "$PSVersionTable.PSEdition -ne 'Core'");
+        assert_eq!(
+            block_statements(code, ifs[0].1),
+            ["return New-CimInstance -ClientOnly -ClassName $ClassName -Property $Property"]
+        );
+        let array = function(code, root, "New-PwshlibEmbeddedInstanceArray");
+        let ifs = top_level_ifs(code, array);
+        assert_eq!(ifs[0].0, "$PSVersionTable.PSEdition -ne 'Core'");
+        assert_eq!(
+            block_statements(code, ifs[0].1),
+            ["return , [Microsoft.Management.Infrastructure.CimInstance[]] $Instances"]
         );
     })
     .unwrap();

@@ -314,6 +314,67 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
 }
 
 #[test]
+fn a_class_based_resources_embedded_instances_are_made_by_the_prelude() {
+    // Issue 31, item 14: on PowerShell 7 a class-based resource's embedded
+    // instances must be hashtables (PowerShell converts them to the nested
+    // class), on 5.1 CIM instances; New-PwshlibEmbeddedInstance and
+    // New-PwshlibEmbeddedInstanceArray decide at run time. A MOF resource's
+    // script stays as it was (nested_cim_instance_arrays_are_built_nested_first).
+    let def = kitchen_sink(Some("Class"), Some("1.0"));
+    let should = resource(vec![
+        ("dsc_name", s("pool")),
+        ("dsc_bindings", website_bindings()),
+        (
+            "dsc_single",
+            hash(vec![
+                ("value", s("one")),
+                (
+                    "login",
+                    hash(vec![
+                        ("user", s("svc")),
+                        ("password", secret(s("pw-secret"))),
+                    ]),
+                ),
+            ]),
+        ),
+    ]);
+    let script = build(&def, &should, DscMethod::Set);
+    let lines = &generated_lines(script.text())[1..];
+    assert_eq!(
+        lines[..9],
+        [
+            "$cim_1 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}",
+            "$cim_2 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Binding' -Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $cim_1}",
+            "$cim_3 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Inner' -Property @{key = 'a'}",
+            "$cim_4 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Inner' -Property @{key = 'b-secret'}",
+            "$cim_5 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_3, $cim_4)",
+            "$cim_6 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Binding' -Property @{protocol = 'http'; port = 80; inner = $cim_5}",
+            "$cim_7 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_2, $cim_6)",
+            "$cim_8 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 'pw-secret'}",
+            "$cim_9 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Single' -Property @{value = 'one'; login = $cim_8}",
+        ]
+    );
+    assert!(
+        lines[9].contains("Property = @{name = 'pool'; bindings = $cim_7; single = $cim_9}"),
+        "{}",
+        lines[9]
+    );
+    let redacted = script.redacted();
+    assert!(!redacted.contains("b-secret") && !redacted.contains("pw-secret"));
+    assert!(
+        !script.body().contains("New-CimInstance"),
+        "{}",
+        script.body()
+    );
+    assert!(
+        !script.body().contains("[CimInstance[]]"),
+        "{}",
+        script.body()
+    );
+    assert_parses(&script);
+}
+
+#[test]
 fn a_single_hash_for_an_array_cim_property_is_still_an_array() {
     let def = kitchen_sink(Some("MOF"), Some("1.2.0"));
     let should = resource(vec![

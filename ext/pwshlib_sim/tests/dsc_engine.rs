@@ -913,3 +913,45 @@ fn powershell_7_refuses_a_run_as_credential_naming_the_resource() {
     let on_5_1 = get(&sim, "username = 'bob'; psdscrunascredential = $cred_1");
     assert_eq!(on_5_1["username"], "bob");
 }
+
+/// Issue 31, item 14: a class-based resource's embedded instances come from
+/// the prelude's New-PwshlibEmbeddedInstance(Array). Playing PowerShell 7
+/// they are hashtables that PowerShell converts to the nested class (so a
+/// `$null` member is fine, and a credential is a PSCredential); playing 5.1
+/// they are CIM instances, which New-CimInstance's rules apply to.
+#[test]
+fn a_class_based_resources_embedded_instances_on_each_edition() {
+    let mut sim = Sim::new();
+    let variables = "$cim_1 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 'p''w'}\n\
+         $cim_2 = New-PwshlibEmbeddedInstance -ClassName 'RealOption' -Property @{Key = 'a'; Mode = 'Slow'; Login = $cim_1}\n\
+         $cim_3 = New-PwshlibEmbeddedInstance -ClassName 'RealOption' -Property @{Key = 'b'; Mode = $null}\n\
+         $cim_4 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_2, $cim_3)";
+    let pool = |sim: &Sim, method: &str| {
+        sim.outcome(&script(
+            variables,
+            "RealPool",
+            method,
+            "name = 'p'; options = $cim_4",
+        ))
+    };
+    // 5.1: New-CimInstance cannot type the $null member.
+    let refused = script_error(pool(&sim, "Set"));
+    assert!(
+        refused.contains("property 'Mode' of RealOption"),
+        "{refused}"
+    );
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.6.9");
+    // A Get first: the simulator learns the key properties from it.
+    sim.json(&script("", "RealPool", "Get", "name = 'p'"));
+    let set = reply_json(pool(&sim, "Set").unwrap());
+    assert_eq!(set["errormessage"], "", "{set}");
+    let state = sim.state();
+    assert_eq!(
+        state["resources"]["RealPool"][0]["options"],
+        json!([
+            {"Key": "a", "Mode": "Slow", "Login": {"user": "svc", "password": "p'w"}, "cim_instance_type": "RealOption"},
+            {"Key": "b", "Mode": null, "cim_instance_type": "RealOption"}
+        ]),
+        "{state}"
+    );
+}

@@ -13,7 +13,7 @@ mod reading;
 mod running;
 
 pub use comparing::values_equal;
-pub use reading::{read_invocation, read_invocation_in};
+pub use reading::{read_invocation, read_invocation_in, Edition};
 pub use running::run;
 
 use pwshlib_core::pslint;
@@ -72,7 +72,7 @@ fn handle_parsed(
     if !contains_ignore_ascii_case(code, INVOKE_PARAMS) {
         return None;
     }
-    let invocation = match read_invocation_in(code, tree) {
+    let invocation = match read_invocation_in(code, tree, running::edition(env)) {
         Ok(None) => return None,
         Ok(Some(invocation)) => invocation,
         // Real PowerShell would stop the script before Invoke-DscResource:

@@ -14,20 +14,39 @@ const METHOD_REFUSAL: &str = "Cannot validate argument on parameter 'Method'. Th
 
 /// Finds the DSC invocation in a script. `Ok(None)`: the script is not a
 /// DSC invocation (it never assigns `$InvokeParams`).
+/// The script runs as on Windows PowerShell 5.1.
 pub fn read_invocation(code: &str) -> Result<Option<Invocation>, String> {
     let tree = pslint::parse_tree(code).ok_or(NO_PARSER)?;
-    read_invocation_in(code, &tree)
+    read_invocation_in(code, &tree, Edition::Desktop)
 }
 
-/// [`read_invocation`] over `tree`, the parse of `code`. A script that
-/// assigns `$InvokeParams` but does not parse is refused as the main loop
-/// refuses it (`syntax.rs`).
-pub fn read_invocation_in(code: &str, tree: &Tree) -> Result<Option<Invocation>, String> {
+/// Which PowerShell runs the script: the prelude's
+/// `New-PwshlibEmbeddedInstance` gives a class-based resource's embedded
+/// instances another form on each (`$PSVersionTable.PSEdition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edition {
+    /// Windows PowerShell 5.1: CIM instances, for the LCM.
+    Desktop,
+    /// PowerShell 6 and 7: hashtables, which PowerShell converts to the
+    /// resource's nested class when PSDesiredStateConfiguration 2.x assigns
+    /// them.
+    Core,
+}
+
+/// [`read_invocation`] over `tree`, the parse of `code`, on `edition`. A
+/// script that assigns `$InvokeParams` but does not parse is refused as the
+/// main loop refuses it (`syntax.rs`).
+pub fn read_invocation_in(
+    code: &str,
+    tree: &Tree,
+    edition: Edition,
+) -> Result<Option<Invocation>, String> {
     let root = tree.root_node();
     let mut reader = ScriptReader {
         evaluator: Evaluator::new(code),
         invoke_params: None,
         constructor_error: None,
+        edition,
     };
     reader.visit(root, 0);
     let Some(params) = reader.invoke_params else {
@@ -49,6 +68,7 @@ struct ScriptReader<'src> {
     invoke_params: Option<Result<PsValue, String>>,
     /// Why the first credential or CIM variable could not be built.
     constructor_error: Option<String>,
+    edition: Edition,
 }
 
 const MAX_STATEMENT_DEPTH: usize = 100;
@@ -111,8 +131,9 @@ impl ScriptReader<'_> {
         }
     }
 
-    /// Evaluates `New-PsCredential` and `New-CimInstance`; other commands
-    /// are not modelled.
+    /// Evaluates `New-PsCredential`, `New-CimInstance` and the prelude's
+    /// `New-PwshlibEmbeddedInstance` and `New-PwshlibEmbeddedInstanceArray`;
+    /// other commands are not modelled.
     fn command(&self, command: Node) -> Result<PsValue, String> {
         let name = self.evaluator.text(command_name(command));
         let arguments = self.arguments(command)?;
@@ -133,13 +154,38 @@ impl ScriptReader<'_> {
                 user: text_argument("User")?,
                 password: text_argument("Password")?,
             })
-        } else if eq_ignore_case(name, "New-CimInstance") {
+        } else if eq_ignore_case(name, "New-CimInstance")
+            || eq_ignore_case(name, "New-PwshlibEmbeddedInstance")
+        {
             let class = text_argument("ClassName")?;
             let properties = match argument("Property") {
                 Some(PsValue::Hash(entries)) => entries.clone(),
                 None | Some(PsValue::Null) => Vec::new(),
                 Some(_) => return Err(format!("{name}: -Property must be a hashtable")),
             };
+            let cim = eq_ignore_case(name, "New-CimInstance") || self.edition == Edition::Desktop;
+            if !cim {
+                // PowerShell 7: the hashtable itself, which PowerShell
+                // converts to the nested class on assignment (a $null or a
+                // plain hashtable member is fine there); played as an
+                // instance of that class, which the prelude reads back with
+                // its class name as a CIM instance's. A credential is a
+                // PSCredential.
+                if eq_ignore_case(&class, "MSFT_Credential") {
+                    let member = |wanted: &str| match properties
+                        .iter()
+                        .find(|(key, _)| eq_ignore_case(key, wanted))
+                    {
+                        Some((_, PsValue::Str(text))) => Ok(text.clone()),
+                        _ => Err(format!("{name}: MSFT_Credential needs a string {wanted}")),
+                    };
+                    return Ok(PsValue::Credential {
+                        user: member("UserName")?,
+                        password: member("Password")?,
+                    });
+                }
+                return Ok(PsValue::Cim { class, properties });
+            }
             for (property, value) in &properties {
                 if let Some(what) = crate::psvalue::cim_property_refusal(value) {
                     // What MMI's CimProperty.Create throws, naming the
@@ -150,6 +196,20 @@ impl ScriptReader<'_> {
                 }
             }
             Ok(PsValue::Cim { class, properties })
+        } else if eq_ignore_case(name, "New-PwshlibEmbeddedInstanceArray") {
+            let items = match argument("Instances") {
+                Some(PsValue::Array(items) | PsValue::TypedArray { items, .. }) => items.clone(),
+                None | Some(PsValue::Null) => Vec::new(),
+                Some(_) => return Err(format!("{name}: -Instances must be an array")),
+            };
+            Ok(match self.edition {
+                // [CimInstance[]], as a MOF resource's script casts it.
+                Edition::Desktop => PsValue::TypedArray {
+                    element: "ciminstance".to_owned(),
+                    items,
+                },
+                Edition::Core => PsValue::Array(items),
+            })
         } else {
             Err(format!("pwshlib-sim does not run the command {name}"))
         }
@@ -194,7 +254,14 @@ impl ScriptReader<'_> {
 }
 
 fn is_constructor(name: &str) -> bool {
-    eq_ignore_case(name, "New-PsCredential") || eq_ignore_case(name, "New-CimInstance")
+    [
+        "New-PsCredential",
+        "New-CimInstance",
+        "New-PwshlibEmbeddedInstance",
+        "New-PwshlibEmbeddedInstanceArray",
+    ]
+    .iter()
+    .any(|constructor| eq_ignore_case(name, constructor))
 }
 
 fn command_name(command: Node) -> Node {

@@ -253,6 +253,15 @@ impl Armed<'_> {
     }
 }
 
+/// The PowerShell the simulated host plays: PowerShell 7 (Core) when
+/// PWSHLIB_SIM_PSVERSION names a major version above 5.
+pub(super) fn edition(env: &dyn Fn(&str) -> Option<String>) -> super::Edition {
+    match env(PSVERSION_VARIABLE) {
+        Some(version) if major_version(&version) > 5 => super::Edition::Core,
+        _ => super::Edition::Desktop,
+    }
+}
+
 /// The major version of `7.4.6`; 5 (Windows PowerShell 5.1) when unreadable.
 fn major_version(version: &str) -> u32 {
     version

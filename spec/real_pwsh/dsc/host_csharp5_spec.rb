@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+require 'digest'
+require 'fileutils'
+require 'json'
+require 'open3'
+require 'tmpdir'
+require_relative '../spec_helper_real_pwsh'
+
+# Issue 31, deliverable 4: host.ps1's C# compiles as Windows PowerShell 5.1's
+# Add-Type would compile it (C# 5, warnings as errors, against the 5.1
+# reference assemblies), checked with the Roslyn inside the real pwsh by
+# compile_csharp5.ps1, which reads the C# out of host.ps1 as host.ps1 hands
+# it to Add-Type.
+module HostCSharp5
+  ROOT = File.expand_path('../../..', __dir__)
+  COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
+  HOST_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host.ps1')
+  TOOLS = ENV['PWSHLIB_SHARED_TOOLS'] || File.expand_path('../shared/tools', ROOT)
+  ARCHIVE = File.join(TOOLS, 'windows-powershell-5.1-refs.tar.xz')
+
+  module_function
+
+  # The archive unpacked once into <cache>/ps51-refs-<its SHA-256>, as
+  # script/find-pwsh unpacks pwsh: a new archive gets a new cache, and a
+  # cache appears whole or not at all.
+  def reference_directory
+    raise "the 5.1 reference assemblies are missing: #{ARCHIVE}" unless File.file?(ARCHIVE)
+
+    digest = Digest::SHA256.file(ARCHIVE).hexdigest
+    cache = File.join(ENV.fetch('PWSHLIB_CACHE', '/var/cache/pwshlib'), "ps51-refs-#{digest}")
+    unless File.directory?(cache)
+      FileUtils.mkdir_p(File.dirname(cache))
+      partial = Dir.mktmpdir('ps51-refs-unpacking.', File.dirname(cache))
+      _, err, status = Open3.capture3('tar', '-xJf', ARCHIVE, '-C', partial)
+      raise "unpacking #{ARCHIVE} failed: #{err}" unless status.success?
+
+      FileUtils.rm_rf(cache)
+      File.rename(partial, cache)
+    end
+    File.join(cache, 'windows-powershell-5.1-refs')
+  end
+
+  # {'success' => bool, 'diagnostics' => [...]} for host.ps1's C# with
+  # `append` after it.
+  def compile(append = '')
+    out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File', COMPILER,
+                                      '-HostScript', HOST_SCRIPT, '-ReferenceDirectory', reference_directory,
+                                      '-Append', append)
+    raise "compile_csharp5.ps1 failed (#{status.exitstatus}): #{err}#{out}" unless status.success?
+
+    JSON.parse(out.lines.last)
+  end
+
+  # A class added to the host's namespace, with one member `body`.
+  def probe(body)
+    "namespace PwshlibHost { internal static class Csharp5Probe { #{body} } }"
+  end
+
+  RSpec.describe "host.ps1's C# as Windows PowerShell 5.1's Add-Type compiles it" do
+    it 'compiles as C# 5 against the 5.1 reference assemblies with warnings as errors' do
+      result = HostCSharp5.compile
+      expect(result['diagnostics']).to eq([])
+      expect(result['success']).to be(true)
+      # The C# read out of host.ps1 is the host's whole source, not a stub.
+      expect(result['bytes']).to be > 5000
+    end
+
+    it 'fails a C# 6 construct: the null-propagating operator' do
+      result = HostCSharp5.compile(HostCSharp5.probe('internal static string F(object o) { return o?.ToString(); }'))
+      expect(result['success']).to be(false)
+      expect(result['diagnostics'].join("\n")).to include('CS8026')
+    end
+
+    it 'fails a C# 6 construct: string interpolation' do
+      result = HostCSharp5.compile(HostCSharp5.probe('internal static string F(int n) { return $"n={n}"; }'))
+      expect(result['success']).to be(false)
+      expect(result['diagnostics'].join("\n")).to include('CS8026')
+    end
+
+    it 'fails on a warning, as 5.1 Add-Type does without -IgnoreWarnings' do
+      result = HostCSharp5.compile(HostCSharp5.probe('internal static void F() { int unused; }'))
+      expect(result['success']).to be(false)
+      expect(result['diagnostics'].join("\n")).to include('error CS0168')
+    end
+
+    it 'fails an API that .NET Framework 4.7.2 lacks: the references are the 5.1 ones' do
+      # System.HashCode is .NET Core 2.1 and later.
+      result = HostCSharp5.compile(HostCSharp5.probe('internal static int F() { return System.HashCode.Combine(1, 2); }'))
+      expect(result['success']).to be(false)
+      expect(result['diagnostics'].join("\n")).to match(/CS0234|CS0103/)
+    end
+  end
+end

@@ -1,0 +1,257 @@
+# Class-based DSC resources for the real-PowerShell tier. They run for real
+# in pwsh 7 through the stand-in Invoke-DscResource
+# (spec/real_pwsh/dsc/standin), and keep "the machine" in JSON files under
+# $env:PWSHLIB_REAL_DSC_STATE, one per resource type, keyed by the key
+# property. Every call appends a line to calls.jsonl there, with the
+# properties as the resource received them, passwords in the clear: the log
+# is a test artefact, and it is how a test proves a secret arrived intact
+# while Puppet never showed it.
+
+enum RealEnsure {
+    Absent
+    Present
+}
+
+# Slow is 1: ConvertTo-Json writes an enum as its number, the flapping that
+# issue 31 item 14 describes ({"Key" => "a", "Mode" => 1}).
+enum RealMode {
+    Fast
+    Slow
+}
+
+function Get-RealStatePath {
+    param([string] $Resource)
+    if ([string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
+        throw 'PWSHLIB_REAL_DSC_STATE is not set: the fixture resources keep their state there'
+    }
+    Join-Path $env:PWSHLIB_REAL_DSC_STATE "$Resource.json"
+}
+
+function Read-RealState {
+    param([string] $Resource)
+    $Path = Get-RealStatePath $Resource
+    $State = @{}
+    if (Test-Path -LiteralPath $Path) {
+        $Json = Get-Content -LiteralPath $Path -Raw -Encoding utf8 | ConvertFrom-Json
+        foreach ($Property in $Json.PSObject.Properties) {
+            $State[$Property.Name] = $Property.Value
+        }
+    }
+    $State
+}
+
+function Write-RealState {
+    param([string] $Resource, [hashtable] $State)
+    $Json = ConvertTo-Json -InputObject $State -Depth 10
+    [System.IO.File]::WriteAllText((Get-RealStatePath $Resource), $Json, [System.Text.UTF8Encoding]::new($false))
+}
+
+function ConvertTo-RealPlain {
+    # A property value as the state file and the call log keep it: a
+    # credential as user and password (in the clear), an enum by name, a
+    # DateTime as round-trip UTC text, a class instance as a table of its
+    # properties.
+    param($Value)
+    if ($null -eq $Value) { return $null }
+    if ($Value -is [System.Management.Automation.PSCredential]) {
+        return [ordered]@{ user = $Value.UserName; password = $Value.GetNetworkCredential().Password }
+    }
+    if ($Value -is [enum]) { return $Value.ToString() }
+    if ($Value -is [datetime]) { return $Value.ToUniversalTime().ToString('o', [cultureinfo]::InvariantCulture) }
+    if ($Value -is [string] -or $Value.GetType().IsPrimitive) { return $Value }
+    if ($Value -is [System.Collections.IDictionary]) {
+        $Table = [ordered]@{}
+        foreach ($Key in $Value.Keys) { $Table[[string] $Key] = ConvertTo-RealPlain $Value[$Key] }
+        return $Table
+    }
+    if ($Value -is [System.Collections.IEnumerable]) {
+        return , @(foreach ($Item in $Value) { ConvertTo-RealPlain $Item })
+    }
+    $Table = [ordered]@{}
+    foreach ($Property in $Value.PSObject.Properties) { $Table[$Property.Name] = ConvertTo-RealPlain $Property.Value }
+    $Table
+}
+
+function Write-RealCall {
+    param([string] $Resource, [string] $Method, [System.Collections.IDictionary] $Properties)
+    $Plain = [ordered]@{}
+    foreach ($Key in $Properties.Keys) { $Plain[$Key] = ConvertTo-RealPlain $Properties[$Key] }
+    $Line = ConvertTo-Json -InputObject ([ordered]@{ resource = $Resource; method = $Method; properties = $Plain; pid = $PID }) -Depth 10 -Compress
+    $Path = Join-Path $env:PWSHLIB_REAL_DSC_STATE 'calls.jsonl'
+    [System.IO.File]::AppendAllText($Path, $Line + "`n", [System.Text.UTF8Encoding]::new($false))
+}
+
+function New-RealCredential {
+    param($Stored)
+    if ($null -eq $Stored) { return $null }
+    $Secure = [System.Security.SecureString]::new()
+    foreach ($Char in ([string] $Stored.password).ToCharArray()) { $Secure.AppendChar($Char) }
+    [System.Management.Automation.PSCredential]::new($Stored.user, $Secure)
+}
+
+# Credential, enum, string array, integer, boolean, DateTime and non-ASCII
+# text at the top level; Get returns the credential with its password, as a
+# resource that reads one back may.
+[DscResource()]
+class RealSetting {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
+    [DscProperty()]
+    [PSCredential] $Credential
+
+    [DscProperty()]
+    [string[]] $Tags
+
+    [DscProperty()]
+    [uint32] $Count
+
+    [DscProperty()]
+    [bool] $Enabled
+
+    [DscProperty()]
+    [datetime] $Expires
+
+    [DscProperty()]
+    [string] $Description
+
+    [hashtable] Properties() {
+        return [ordered]@{
+            Name = $this.Name; Ensure = $this.Ensure; Credential = $this.Credential; Tags = $this.Tags
+            Count = $this.Count; Enabled = $this.Enabled; Expires = $this.Expires; Description = $this.Description
+        }
+    }
+
+    [RealSetting] Get() {
+        Write-RealCall 'RealSetting' 'Get' $this.Properties()
+        $Stored = (Read-RealState 'RealSetting')[$this.Name]
+        $Result = [RealSetting]::new()
+        $Result.Name = $this.Name
+        if ($null -eq $Stored) {
+            $Result.Ensure = [RealEnsure]::Absent
+            return $Result
+        }
+        $Result.Ensure = [RealEnsure]::Present
+        $Result.Credential = New-RealCredential $Stored.Credential
+        $Result.Tags = $Stored.Tags
+        $Result.Count = $Stored.Count
+        $Result.Enabled = $Stored.Enabled
+        if ($null -ne $Stored.Expires) {
+            $Result.Expires = [datetime]::Parse($Stored.Expires, [cultureinfo]::InvariantCulture, [System.Globalization.DateTimeStyles]::RoundtripKind)
+        }
+        $Result.Description = $Stored.Description
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealSetting' 'Test' $this.Properties()
+        $Stored = (Read-RealState 'RealSetting')[$this.Name]
+        if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
+        if ($null -eq $Stored) { return $false }
+        $Wanted = ConvertTo-RealPlain $this.Properties()
+        $Wanted.Remove('Ensure')
+        $Have = ConvertTo-Json -InputObject $Stored -Depth 10 -Compress
+        return (ConvertTo-Json -InputObject $Wanted -Depth 10 -Compress) -eq $Have
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealSetting' 'Set' $this.Properties()
+        $State = Read-RealState 'RealSetting'
+        if ($this.Ensure -eq [RealEnsure]::Absent) {
+            $State.Remove($this.Name)
+        }
+        else {
+            $Plain = ConvertTo-RealPlain $this.Properties()
+            $Plain.Remove('Ensure')
+            $State[$this.Name] = $Plain
+        }
+        Write-RealState 'RealSetting' $State
+    }
+}
+
+# A nested class: what a class-based resource's embedded instance is. On
+# PowerShell 7, PSDesiredStateConfiguration 2.x assigns the -Property value
+# to the resource's property, so a hashtable becomes this class (PowerShell's
+# own conversion); a CIM instance would not convert.
+class RealOption {
+    [DscProperty(Key)]
+    [string] $Key
+
+    [DscProperty()]
+    [RealMode] $Mode
+}
+
+function New-RealOption {
+    param($Stored)
+    $Option = [RealOption]::new()
+    $Option.Key = $Stored.Key
+    $Option.Mode = $Stored.Mode
+    $Option
+}
+
+# Embedded instances: an array of a nested class (with an enum inside) and a
+# single one.
+[DscResource()]
+class RealPool {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
+    [DscProperty()]
+    [RealOption[]] $Options
+
+    [DscProperty()]
+    [RealOption] $Primary
+
+    [hashtable] Properties() {
+        return [ordered]@{ Name = $this.Name; Ensure = $this.Ensure; Options = $this.Options; Primary = $this.Primary }
+    }
+
+    [RealPool] Get() {
+        Write-RealCall 'RealPool' 'Get' $this.Properties()
+        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        $Result = [RealPool]::new()
+        $Result.Name = $this.Name
+        if ($null -eq $Stored) {
+            $Result.Ensure = [RealEnsure]::Absent
+            return $Result
+        }
+        $Result.Ensure = [RealEnsure]::Present
+        if ($null -ne $Stored.Options) {
+            $Result.Options = @(foreach ($Option in $Stored.Options) { New-RealOption $Option })
+        }
+        if ($null -ne $Stored.Primary) {
+            $Result.Primary = New-RealOption $Stored.Primary
+        }
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealPool' 'Test' $this.Properties()
+        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
+        if ($null -eq $Stored) { return $false }
+        $Wanted = ConvertTo-RealPlain $this.Properties()
+        $Wanted.Remove('Ensure')
+        return (ConvertTo-Json -InputObject $Wanted -Depth 10 -Compress) -eq (ConvertTo-Json -InputObject $Stored -Depth 10 -Compress)
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealPool' 'Set' $this.Properties()
+        $State = Read-RealState 'RealPool'
+        if ($this.Ensure -eq [RealEnsure]::Absent) {
+            $State.Remove($this.Name)
+        }
+        else {
+            $Plain = ConvertTo-RealPlain $this.Properties()
+            $Plain.Remove('Ensure')
+            $State[$this.Name] = $Plain
+        }
+        Write-RealState 'RealPool' $State
+    }
+}
