@@ -42,8 +42,9 @@ RSpec.describe Pwsh::Manager do
     pid = manager.pid
     results = Array.new(20) { |i| manager.execute("Write-Output 'call #{i}'") }
     expect(results.map { |r| r[:stdout] }).to eq(Array.new(20) { |i| "call #{i}\n" })
+    # An error record is shown in stdout too, in order (as pwshlib 2.x).
     expect(manager.execute("Write-Output 'out'\nWrite-Error 'err'\nexit 7"))
-      .to eq(exitcode: 7, stdout: "out\n", stderr: ["err\n"], native_stdout: nil)
+      .to eq(exitcode: 7, stdout: "out\nerr\n", stderr: ["err\n"], native_stdout: nil)
     expect(manager.execute("throw 'boom'")).to include(exitcode: 1, errormessage: 'boom')
     expect(manager.pid).to eq(pid)
     expect(new_manager).to equal(manager)
