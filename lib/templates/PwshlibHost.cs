@@ -744,6 +744,7 @@ namespace PwshlibHost
         private Stream stream;
         private readonly string hostScriptPath;
         private readonly string homeDirectory;
+        private readonly bool homeHasWildcards;
         private readonly int stopWaitMs;
         private readonly StringComparer nameComparer;
         private readonly Dictionary<string, string> environmentSnapshot;
@@ -765,6 +766,7 @@ namespace PwshlibHost
         {
             this.hostScriptPath = hostScriptPath;
             this.homeDirectory = homeDirectory;
+            homeHasWildcards = WildcardPattern.ContainsWildcardCharacters(homeDirectory);
             this.stopWaitMs = stopWaitMs;
             // Environment names compare as the platform compares them.
             nameComparer = onWindows ? StringComparer.OrdinalIgnoreCase : StringComparer.Ordinal;
@@ -954,10 +956,14 @@ namespace PwshlibHost
         // timed-out call's session goes (after a bounded wait for a stop);
         // a successful call's session is reset (ResetRunspaceState: the
         // global variables, preferences and $LASTEXITCODE; the location back
-        // to where every call starts); the environment goes back to the
-        // start snapshot. The next request is read only after this returns.
+        // to where every call starts); the process directory and the
+        // environment go back to what they were at start. The next request is read only after this returns.
         private void AfterReply(Outcome outcome)
         {
+            // The process directory back home, whether the request named a
+            // working directory or the code changed it: a new runspace and
+            // ResetRunspaceState both take their location from it.
+            try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
             if (outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
@@ -979,14 +985,26 @@ namespace PwshlibHost
             RestoreEnvironment();
         }
 
-        // A session's state back to where every call starts. The location
-        // is set explicitly: ResetRunspaceState puts it back to the
-        // process's current directory, which a call may have changed.
+        // A session's state back to where every call starts.
+        // ResetRunspaceState rebuilds the global variable table and resets
+        // the event, transaction and debug managers, and sets the location
+        // to the process's current directory, which AfterReply has put back
+        // to the home directory: InitialSessionState.ResetRunspaceState calls
+        // SetSessionStateDrive(context, setLocation: true), which calls
+        // SetLocation(Directory.GetCurrentDirectory()), in Windows
+        // PowerShell 5.1's System.Management.Automation and in pwsh 7's
+        // alike (a call that changed the location leaves it there no more).
+        // Only a home directory with wildcard characters is set again
+        // explicitly, escaped: where that internal SetLocation would take
+        // '[' as a wildcard and fall back to PowerShell's own directory.
         private void Clean(Session session)
         {
             session.Host.Reset();
             session.Runspace.ResetRunspaceState();
-            session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));
+            if (homeHasWildcards)
+            {
+                session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));
+            }
         }
 
         // After a timed-out call: waits a bounded time for its pipeline to
@@ -1213,7 +1231,6 @@ namespace PwshlibHost
             Outcome outcome = new Outcome();
             PwshlibPSHost psHost = session.Host;
             Runspace runspace = session.Runspace;
-            string savedDirectory = null;
             PowerShell ps = null;
             try
             {
@@ -1234,7 +1251,6 @@ namespace PwshlibHost
                     // '*', '?', '`') are escaped so that a directory named
                     // 'a[1]' is that directory.
                     runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(workingDir));
-                    savedDirectory = Environment.CurrentDirectory;
                     Environment.CurrentDirectory = workingDir;
                 }
                 psHost.Reset();
@@ -1339,10 +1355,6 @@ namespace PwshlibHost
             finally
             {
                 if (ps != null) { ps.Dispose(); }
-                if (savedDirectory != null)
-                {
-                    try { Environment.CurrentDirectory = savedDirectory; } catch (Exception) { }
-                }
             }
         }
 

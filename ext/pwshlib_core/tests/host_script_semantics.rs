@@ -242,6 +242,15 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
         "ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);",
     );
     assert!(!member(&source, "public sealed class Server").contains("SetOut"));
+}
+
+/// Item 3, the DSC side: a request with a prelude answers the pipeline
+/// output alone, as Out-String renders it; what the code wrote to the host
+/// goes to native_stdout.
+#[test]
+fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let dsc = position(&invoke, "string hostText = psHost.TakeOutput();");
     assert_eq!(
         invoke[dsc + 1..dsc + 11],
@@ -400,10 +409,15 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(!source.contains(".Stop()") && !script.contains(".Stop()"));
     let failed = position(&invoke, "ps.EndInvoke(running);");
     assert!(invoke[failed..failed + 8].contains(&"outcome.Rebuild = true;".to_owned()));
+}
 
-    // The session is rebuilt, or reset, after the result is sent (issue 31,
-    // N5; issue 32): the reply comes first, then AfterReply, then the next
-    // request is read; a prelude is named only when its session is kept.
+/// The session is rebuilt, or reset, after the result is sent (issue 31,
+/// N5; issue 32, item 2): the reply comes first, then AfterReply, then the
+/// next request is read; a prelude is named only when its session is kept.
+#[test]
+fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let request = lines(&member(&source, "private Outcome InvokeRequest("));
     position(&request, "if (prelude != null && !outcome.Rebuild)");
     assert!(!request.iter().any(|line| line.contains("ResetSession")));
@@ -428,12 +442,20 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(rebuild < cleaned);
     let clean = lines(&member(&source, "private void Clean(Session session)"));
     assert_eq!(
-        clean[2..5],
+        clean[2..7],
         [
             "session.Host.Reset();",
             "session.Runspace.ResetRunspaceState();",
+            "if (homeHasWildcards)",
+            "{",
             "session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));",
         ]
+    );
+    // ResetRunspaceState takes the location from the process directory,
+    // which goes home first, whatever the call did.
+    assert_eq!(
+        after[2],
+        "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
     // A failed rebuild leaves no dead session: null, built on demand by the
     // next plain request (issue 31, N13).
