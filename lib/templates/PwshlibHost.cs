@@ -23,10 +23,11 @@
 //   - output in order: Write-Host (an information record tagged PSHOST,
 //     which MshCommandRuntime.WriteInformation passes to the host UI's
 //     Write or WriteLine), Write-Warning (the UI's WriteWarningLine),
-//     Write-Verbose and Write-Debug when their preference shows them,
-//     Out-Default (which formats the pipeline output through the UI's
-//     WriteLine) and [Console]::Out (pointed at the same buffer during a
-//     call) all land in one buffer, in the order they happen. Other
+//     Write-Verbose and Write-Debug when their preference shows them, the
+//     pipeline output (rendered by Out-String -Stream, each line passed to
+//     the UI's WriteLine as it comes: PipelineSink) and [Console]::Out
+//     (pointed at the same buffer during a call) all land in one buffer, in
+//     the order they happen. Other
 //     information records reach the UI's WriteInformation even when
 //     $InformationPreference is SilentlyContinue
 //     (InternalHostUserInterface.WriteInformationRecord); they are shown
@@ -211,6 +212,34 @@ namespace PwshlibHost
         }
     }
 
+    // The pipeline output of a plain request, each line (what Out-String
+    // -Stream writes) shown through the host UI the moment it is written:
+    // DataAdded fires on the writing pipeline thread, in order with the
+    // host writes. What Out-Default did at the end of the pipeline, without
+    // its second pass through the formatter for lines that are already text
+    // (Out-Default writes a string as one WriteLine, long lines unwrapped).
+    public sealed class PipelineSink
+    {
+        private readonly PSDataCollection<PSObject> items;
+        private readonly PwshlibPSHost psHost;
+
+        public PipelineSink(PSDataCollection<PSObject> items, PwshlibPSHost psHost)
+        {
+            this.items = items;
+            this.psHost = psHost;
+            items.DataAdded += OnAdded;
+        }
+
+        private void OnAdded(object sender, DataAddedEventArgs e)
+        {
+            PSObject item;
+            try { item = items[e.Index]; } catch (Exception) { return; }
+            if (item == null) { return; }
+            string line = item.BaseObject as string;
+            psHost.WritePipelineLine(line != null ? line : item.ToString());
+        }
+    }
+
     public sealed class PwshlibRawUI : PSHostRawUserInterface
     {
         private ConsoleColor background = ConsoleColor.Black;
@@ -381,6 +410,10 @@ namespace PwshlibHost
         }
 
         public string TakeOutput() { return output.Take(); }
+
+        // A line of the pipeline output, shown as Out-Default would show it:
+        // through the UI's WriteLine.
+        public void WritePipelineLine(string line) { ui.WriteLine(line); }
         public string TakeErrors() { return errors.Take(); }
 
         public override void EnterNestedPrompt() { throw new PSNotSupportedException("The pwshlib host has no nested prompt"); }
@@ -1218,8 +1251,8 @@ namespace PwshlibHost
         // Runs the request's code in the session, which the previous call's
         // AfterReply left clean (variables reset, location at home, the
         // environment the snapshot). Plain requests (forPrelude false): the
-        // pipeline output goes through Out-String -Stream and Out-Default to
-        // the host, so that stdout is everything the code showed, in order
+        // pipeline output goes through Out-String -Stream to the host
+        // (PipelineSink), so that stdout is everything the code showed, in order
         // (pipeline output, native programs' output, Write-Host,
         // Write-Information, "WARNING: " lines, error records,
         // [Console]::Out). Requests with a prelude (the DSC invocation):
@@ -1261,23 +1294,23 @@ namespace PwshlibHost
                 if (!forPrelude)
                 {
                     // Module-qualified, so that a user's own function
-                    // Out-Default or Out-String (which ResetRunspaceState
-                    // keeps) is not called. Out-String -Stream in front of
-                    // Out-Default: a native program whose output goes
-                    // straight to Out-Default inherits the host process's
-                    // stdout (the null device) instead of being read
-                    // (NativeCommandProcessor does not redirect the last
-                    // command of a pipeline ending in Out-Default), and
-                    // Out-String renders $PSStyle's ANSI escapes out of
-                    // tables and lists (pwsh 7.2+, OutputRendering 'Host':
-                    // no escapes outside a host).
+                    // Out-String (which ResetRunspaceState keeps) is not
+                    // called. The code's output is piped into Out-String,
+                    // never left last in the pipeline: a native program
+                    // there would inherit the host process's stdout (the
+                    // null device) instead of being read (what
+                    // NativeCommandProcessor does for the last command of a
+                    // pipeline that ends in Out-Default). Out-String renders
+                    // $PSStyle's ANSI escapes out of tables and lists (pwsh
+                    // 7.2+, OutputRendering 'Host': no escapes outside a
+                    // host). Its lines reach the host through PipelineSink.
                     ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
-                    ps.AddCommand("Microsoft.PowerShell.Core\\Out-Default");
                 }
                 ErrorSink errorSink = new ErrorSink(ps.Streams.Error, forPrelude ? new SharedText() : psHost.Output);
                 PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
                 noInput.Complete();
                 PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();
+                if (!forPrelude) { new PipelineSink(output, psHost); }
                 IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);
 
                 if (!running.AsyncWaitHandle.WaitOne(timeoutMs))

@@ -221,15 +221,37 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let plain = position(&invoke, "if (!forPrelude)");
-    // Module-qualified (a user's Out-Default is not called), and through
-    // Out-String -Stream (a native program's output is read, not left to
-    // the host's null stdout): issue 31, items 5 and 6.
+    // Module-qualified (a user's Out-String is not called), and the code's
+    // output piped into Out-String -Stream (a native program's output is
+    // read, not left to the host's null stdout): issue 31, items 5 and 6.
+    // Its lines reach the host UI as they are written (issue 32: no
+    // Out-Default formatting them a second time).
     assert_eq!(
         invoke[plain + 2..plain + 4],
         [
             "ps.AddCommand(\"Microsoft.PowerShell.Utility\\\\Out-String\").AddParameter(\"Stream\");",
-            "ps.AddCommand(\"Microsoft.PowerShell.Core\\\\Out-Default\");",
+            "}",
         ]
+    );
+    let output = position(
+        &invoke,
+        "PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();",
+    );
+    assert_eq!(
+        invoke[output + 1],
+        "if (!forPrelude) { new PipelineSink(output, psHost); }"
+    );
+    let sink = lines(&member(&source, "public sealed class PipelineSink"));
+    holds_each(
+        &sink,
+        &[
+            "items.DataAdded += OnAdded;",
+            "psHost.WritePipelineLine(line != null ? line : item.ToString());",
+        ],
+    );
+    position(
+        &lines(&source),
+        "public void WritePipelineLine(string line) { ui.WriteLine(line); }",
     );
     // [Console]::Out is routed once, for the life of the host, to the
     // buffer of the runspace that writes (issue 31, N16).
