@@ -15,7 +15,7 @@ Gem::Specification.new do |spec|
 
   # Only sources: no target/, no built libraries; the extension builds at install time.
   spec.files = Dir.chdir(__dir__) do
-    Dir['lib/**/*.rb', 'lib/templates/*.ps1', 'ext/**/*.{rs,rb,toml}', 'Cargo.toml', 'Cargo.lock',
+    Dir['lib/**/*.rb', 'lib/templates/*.ps1', 'lib/templates/*.cs', 'ext/**/*.{rs,rb,toml}', 'Cargo.toml', 'Cargo.lock',
         'README.md', 'CHANGELOG.md', 'metadata.json', 'docs/*.md'].reject { |f| f.start_with?('target/') || f.include?('/target/') }
   end
   spec.require_paths = ['lib']

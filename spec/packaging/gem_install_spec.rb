@@ -19,7 +19,9 @@ RSpec.describe 'the pwshlib gem' do
       contents, status = Open3.capture2e('tar', '-xOf', gem_file, 'data.tar.gz', %i[out err] => :out)
       expect(status).to be_success
       listing, = Open3.capture2('tar', '-tz', stdin_data: contents)
-      expect(listing.lines.map(&:strip)).to include('Cargo.lock', 'ext/pwshlib/extconf.rb', 'lib/pwshlib.rb')
+      # The host script and the C# it compiles from beside itself.
+      expect(listing.lines.map(&:strip)).to include('Cargo.lock', 'ext/pwshlib/extconf.rb', 'lib/pwshlib.rb',
+                                                    'lib/templates/host.ps1', 'lib/templates/PwshlibHost.cs')
       expect(listing).not_to match(%r{(\A|/)target/})
       expect(listing).not_to match(/\.so$/)
 

@@ -1,9 +1,11 @@
-//! What lib/templates/host.ps1 does for Windows PowerShell 5.1 and pwsh 7
-//! (issue 10, items 1 to 7). There is no PowerShell here, so these tests
-//! read the script through tree-sitter-powershell: each finds the function
-//! (or top-level statement) that must carry a fix and checks its exact
-//! statements, in order where order matters. The simulated host's side of
-//! the same behaviour is tested in ext/pwshlib_sim and spec/pwsh.
+//! What lib/templates/host.ps1 and the C# host it compiles
+//! (lib/templates/PwshlibHost.cs) do for Windows PowerShell 5.1 and pwsh 7
+//! (issue 10, items 1 to 7; issue 32, item 2). There is no PowerShell here,
+//! so these tests read the script through tree-sitter-powershell and the C#
+//! as text: each finds the function or method that must carry a fix and
+//! checks its exact statements, in order where order matters. The simulated
+//! host's side of the same behaviour is tested in ext/pwshlib_sim and
+//! spec/pwsh; the real pwsh runs both in spec/real_pwsh.
 
 use std::path::PathBuf;
 
@@ -12,6 +14,42 @@ use tree_sitter::Node;
 fn host_script() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates/host.ps1");
     std::fs::read_to_string(path).expect("lib/templates/host.ps1")
+}
+
+/// The C# of the host, which host.ps1 hands whole to Add-Type.
+fn host_source() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates/PwshlibHost.cs");
+    std::fs::read_to_string(path).expect("lib/templates/PwshlibHost.cs")
+}
+
+/// The C# member whose declaration line starts with `signature` (after
+/// indentation), from that line to its closing brace.
+fn member(source: &str, signature: &str) -> String {
+    let starts: Vec<usize> = source
+        .match_indices('\n')
+        .map(|(at, _)| at + 1)
+        .filter(|&at| source[at..].trim_start_matches(' ').starts_with(signature))
+        .collect();
+    assert_eq!(starts.len(), 1, "one declaration {signature:?}");
+    let text = &source[starts[0]..];
+    let mut depth = 0usize;
+    let mut opened = false;
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => {
+                depth += 1;
+                opened = true;
+            }
+            '}' => {
+                depth -= 1;
+                if opened && depth == 0 {
+                    return text[..=at].to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("{signature:?} has no closing brace");
 }
 
 /// The body of `function <name> { … }`, found in the syntax tree.
@@ -42,11 +80,12 @@ fn collect_functions(node: Node<'_>, script: &str, name: &str, out: &mut Vec<Str
     }
 }
 
-/// Every statement line (trimmed, comments and blank lines left out).
+/// Every statement line (trimmed, comments and blank lines left out; `#`
+/// comments in PowerShell, `//` in C#).
 fn lines(text: &str) -> Vec<String> {
     text.lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with("//"))
         .map(str::to_owned)
         .collect()
 }
@@ -70,46 +109,32 @@ fn holds_each(lines: &[String], wanted: &[&str]) {
     }
 }
 
-/// The C# source of the custom host (the here-string Add-Type compiles).
-fn host_source(script: &str) -> String {
-    let start = script
-        .find("$script:HostSource = @'\n")
-        .expect("the host source here-string")
-        + "$script:HostSource = @'\n".len();
-    let end = start + script[start..].find("\n'@").expect("its end");
-    script[start..end].to_owned()
-}
-
 /// Item 1: on 5.1, CreateRunspace() without a session state leaves
 /// InitialSessionState null and ResetRunspaceState throws; every runspace
 /// the host runs requests in comes from CreateDefault2.
 #[test]
 fn runspaces_are_built_from_create_default2_with_the_custom_host() {
-    let script = host_script();
-    let new_session = lines(&function_body(&script, "New-Session"));
+    let source = host_source();
+    let session = lines(&member(&source, "public Session()"));
+    let host = position(&session, "psHost = new PwshlibPSHost();");
     let state = position(
-        &new_session,
-        "$state = [System.Management.Automation.Runspaces.InitialSessionState]::CreateDefault2()",
+        &session,
+        "InitialSessionState state = InitialSessionState.CreateDefault2();",
     );
     let create = position(
-        &new_session,
-        "$runspace = [System.Management.Automation.Runspaces.RunspaceFactory]::CreateRunspace($pshost, $state)",
-    );
-    let host = position(
-        &new_session,
-        "$pshost = New-Object PwshlibHost.PwshlibPSHost",
+        &session,
+        "runspace = RunspaceFactory.CreateRunspace(psHost, state);",
     );
     assert!(host < create && state < create);
-    // No other runspace is created anywhere (the parent watcher runs in
-    // [PowerShell]::Create()'s own and never resets it).
-    let statements = lines(&script).join("\n");
-    assert_eq!(statements.matches("CreateRunspace(").count(), 1);
-    for user in ["Invoke-InSession", "New-PreludeSession"] {
-        let body = function_body(&script, user);
-        assert!(!body.contains("CreateRunspace"), "{user}");
-    }
-    let prelude = lines(&function_body(&script, "New-PreludeSession"));
-    position(&prelude, "$session = New-Session");
+    // No other runspace is created anywhere (host.ps1's parent watcher runs
+    // in [PowerShell]::Create()'s own and never resets it).
+    assert_eq!(
+        lines(&source).join("\n").matches("CreateRunspace(").count(),
+        1
+    );
+    assert!(!lines(&host_script()).join("\n").contains("CreateRunspace"));
+    let prelude = lines(&member(&source, "private Session NewPreludeSession("));
+    position(&prelude, "Session session = new Session();");
 }
 
 /// Item 2: `exit N` at the top level reaches the host as SetShouldExit(N);
@@ -117,27 +142,37 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
 #[test]
 fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     let script = host_script();
-    let source = host_source(&script);
-    let set_should_exit = source
-        .find("public override void SetShouldExit(int exitCode)")
-        .expect("the host overrides SetShouldExit");
-    let body = &source[set_should_exit..];
-    let body = &body[..body.find("}\n").unwrap()];
-    assert!(body.contains("this.exitCode = exitCode;"), "{body}");
-    assert!(body.contains("this.shouldExit = true;"), "{body}");
-    let reset = &source[source.find("public void Reset()").unwrap()..];
-    assert!(reset[..reset.find("}\n").unwrap()].contains("shouldExit = false;"));
+    let source = host_source();
+    let body = lines(&member(
+        &source,
+        "public override void SetShouldExit(int exitCode)",
+    ));
+    holds_each(
+        &body,
+        &["this.exitCode = exitCode;", "this.shouldExit = true;"],
+    );
+    holds_each(
+        &lines(&member(&source, "public void Reset()")),
+        &["shouldExit = false;"],
+    );
     // Compiled once, at start (C# 5 for the .NET Framework's csc).
-    assert!(lines(&script)
-        .contains(&"Add-Type -TypeDefinition $script:HostSource -Language CSharp".to_owned()));
-    assert!(!source.contains("=>") && !source.contains("?.") && !source.contains("$\""));
+    position(
+        &lines(&script),
+        "Add-Type -TypeDefinition $script:HostSource -Language CSharp",
+    );
+    // (Its statements: the comments name what is left out.)
+    let code = lines(&source).join("\n");
+    assert!(!code.contains("=>") && !code.contains("?.") && !code.contains("$\""));
 
-    let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    let reset_call = position(&invoke, "$pshost.Reset()");
-    let begin = position(&invoke, "$pending = $ps.BeginInvoke($noInput, $output)");
-    let asked = position(&invoke, "if ($pshost.ShouldExit) {");
-    let taken = position(&invoke, "$exitCode = $pshost.ExitCode");
-    assert!(reset_call < begin && begin < asked && asked + 1 == taken);
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let reset_call = position(&invoke, "psHost.Reset();");
+    let begin = position(
+        &invoke,
+        "IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
+    );
+    let asked = position(&invoke, "if (psHost.ShouldExit)");
+    let taken = position(&invoke, "exitCode = psHost.ExitCode;");
+    assert!(reset_call < begin && begin < asked && asked + 2 == taken);
 }
 
 /// Item 3: Write-Host, Write-Information, Write-Warning and [Console]::Out
@@ -147,13 +182,11 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
 #[test]
 fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     let script = host_script();
-    let source = host_source(&script);
-    let ui = &source[source
-        .find("public sealed class PwshlibUI : PSHostUserInterface")
-        .expect("the host UI class")..];
-    let ui = &ui[..ui
-        .find("public sealed class PwshlibPSHost")
-        .expect("the host class")];
+    let source = host_source();
+    let ui = member(
+        &source,
+        "public sealed class PwshlibUI : PSHostUserInterface",
+    );
     for (method, shown) in [
         (
             "public override void WriteWarningLine(string message)",
@@ -179,120 +212,179 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
             .unwrap_or_else(|| panic!("{method}"));
         assert!(line.contains(shown), "{line}");
     }
-    let information = &source[source
-        .find("public override void WriteInformation(InformationRecord record)")
-        .unwrap()..];
-    let information = &information[..information.find("\n        }\n").unwrap()];
+    let information = member(
+        &source,
+        "public override void WriteInformation(InformationRecord record)",
+    );
     assert!(information.contains("record.Tags.Contains(\"PSHOST\")"));
     assert!(information.contains("Out(text + \"\\n\");"));
 
-    let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    let plain = position(&invoke, "if (-not $ForDsc) {");
-    // Module-qualified (a user's Out-Default is not called), and through
-    // Out-String -Stream (a native program's output is read, not left to
-    // the host's null stdout): issue 31, items 5 and 6.
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let plain = position(&invoke, "if (!forPrelude)");
+    // Module-qualified (a user's Out-String is not called), and the code's
+    // output piped into Out-String -Stream (a native program's output is
+    // read, not left to the host's null stdout): issue 31, items 5 and 6.
+    // Its lines reach the host UI as they are written (issue 32: no
+    // Out-Default formatting them a second time).
     assert_eq!(
-        invoke[plain + 1..plain + 3],
+        invoke[plain + 2..plain + 4],
         [
-            "$ps.AddCommand('Microsoft.PowerShell.Utility\\Out-String').AddParameter('Stream') | Out-Null",
-            "$ps.AddCommand('Microsoft.PowerShell.Core\\Out-Default') | Out-Null",
+            "ps.AddCommand(\"Microsoft.PowerShell.Utility\\\\Out-String\").AddParameter(\"Stream\");",
+            "}",
         ]
+    );
+    let output = position(
+        &invoke,
+        "PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();",
+    );
+    assert_eq!(
+        invoke[output + 1],
+        "if (!forPrelude) { new PipelineSink(output, psHost); }"
+    );
+    let sink = lines(&member(&source, "public sealed class PipelineSink"));
+    holds_each(
+        &sink,
+        &[
+            "items.DataAdded += OnAdded;",
+            "psHost.WritePipelineLine(line != null ? line : item.ToString());",
+        ],
+    );
+    position(
+        &lines(&source),
+        "public void WritePipelineLine(string line) { ui.WriteLine(line); }",
     );
     // [Console]::Out is routed once, for the life of the host, to the
     // buffer of the runspace that writes (issue 31, N16).
-    let top = lines(&script);
     position(
-        &top,
+        &lines(&script),
         "[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))",
     );
-    let new_session = lines(&function_body(&script, "New-Session"));
     position(
-        &new_session,
-        "[PwshlibHost.ConsoleRouter]::Register($runspace.InstanceId, $pshost.Output, $pshost.Errors)",
+        &lines(&member(&source, "public Session()")),
+        "ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);",
     );
-    assert!(!invoke.iter().any(|line| line.contains("SetOut")));
-    let dsc = position(&invoke, "$hostText = $pshost.TakeOutput()") + 1;
-    assert_eq!(invoke[dsc], "if ($ForDsc) {");
+    assert!(!member(&source, "public sealed class Server").contains("SetOut"));
+}
+
+/// Item 3, the DSC side: a request with a prelude answers the pipeline
+/// output alone, as Out-String renders it; what the code wrote to the host
+/// goes to native_stdout.
+#[test]
+fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let dsc = position(&invoke, "string hostText = psHost.TakeOutput();");
     assert_eq!(
-        invoke[dsc + 1..dsc + 9],
+        invoke[dsc + 1..dsc + 11],
         [
-            "$stdout = $null",
-            "if ($output.Count -gt 0) {",
-            "$stdout = ($output | Out-String)",
+            "string stdout;",
+            "string native = null;",
+            "if (forPrelude)",
+            "{",
+            "stdout = output.Count > 0 ? OutString(runspace, output) : null;",
+            "native = hostText;",
             "}",
-            "$native = $hostText",
-            "} else {",
-            "$stdout = $hostText",
-            "$native = $null",
+            "else",
+            "{",
+            "stdout = hostText;",
         ]
     );
-    let request = lines(&function_body(&script, "Invoke-Request"));
+    // The pipeline output as Out-String renders it: a string as itself and
+    // the platform's line end, anything else through Out-String itself.
+    let out_string = lines(&member(&source, "private static string OutString("));
+    holds_each(
+        &out_string,
+        &[
+            "text.Append(line).Append(Environment.NewLine);",
+            "formatter.AddCommand(\"Microsoft.PowerShell.Utility\\\\Out-String\");",
+        ],
+    );
     position(
-        &request,
-        "$outcome = Invoke-InSession -Request $Request -Session $session -ForDsc ($null -ne $preludeId)",
+        &lines(&member(&source, "private Outcome InvokeRequest(")),
+        "Outcome outcome = InvokeInSession(request, session, prelude != null);",
     );
 }
 
-/// Item 4: a snapshot at start, restored before every call (SystemRoot
+/// Item 4: a snapshot at start, restored after every call's reply (SystemRoot
 /// never removed); the request's env applied inside the try, a bad entry
 /// failing the call only.
 #[test]
-fn the_environment_is_restored_from_the_start_snapshot_before_each_call() {
+fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
     let script = host_script();
-    let top = lines(&script);
+    let source = host_source();
+    let server = lines(&member(&source, "public Server(string hostScriptPath"));
     let snapshot = position(
-        &top,
-        "$script:EnvironmentSnapshot = New-Object System.Collections.Hashtable -ArgumentList $script:NameComparer",
+        &server,
+        "environmentSnapshot = new Dictionary<string, string>(nameComparer);",
     );
     assert_eq!(
-        top[snapshot + 1..snapshot + 3],
+        server[snapshot + 1..snapshot + 4],
         [
-            "foreach ($entry in [Environment]::GetEnvironmentVariables().GetEnumerator()) {",
-            "$script:EnvironmentSnapshot[[string]$entry.Key] = [string]$entry.Value",
+            "foreach (System.Collections.DictionaryEntry entry in Environment.GetEnvironmentVariables())",
+            "{",
+            "environmentSnapshot[(string)entry.Key] = (string)entry.Value;",
         ]
     );
-    // Taken before any request is served.
-    assert!(snapshot < position(&top, "$outcome = Invoke-Request -Request $message"));
+    // Taken before the host listens, so before any request.
+    let top = lines(&script);
+    assert!(
+        position(&top, "$script:HostLoop = New-Object PwshlibHost.Server -ArgumentList $script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows")
+            < position(&top, "$server.Listen(1)")
+    );
 
-    let restore = lines(&function_body(&script, "Restore-Environment"));
+    let restore = lines(&member(&source, "private void RestoreEnvironment()"));
     holds_each(
         &restore,
         &[
-            "if ($name -eq 'SystemRoot' -or $script:EnvironmentSnapshot.ContainsKey($name)) {",
-            "[Environment]::SetEnvironmentVariable($name, [NullString]::Value)",
-            "[Environment]::SetEnvironmentVariable($entry.Key, $entry.Value)",
+            "if (nameComparer.Equals(name, \"SystemRoot\") || environmentSnapshot.ContainsKey(name)) { continue; }",
+            "try { Environment.SetEnvironmentVariable(name, null); } catch (Exception) { }",
+            "try { Environment.SetEnvironmentVariable(entry.Key, entry.Value); } catch (Exception) { }",
         ],
     );
+    // Restored after every reply, whatever the call did.
+    let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
+    assert_eq!(after[after.len() - 2..], ["RestoreEnvironment();", "}"]);
 
-    let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    let try_at = invoke.iter().position(|line| line == "try {").unwrap();
-    let restored = position(&invoke, "Restore-Environment");
-    let applied = position(&invoke, "Set-RequestEnvironment -Pairs $Request.env");
-    let run = position(&invoke, "$pending = $ps.BeginInvoke($noInput, $output)");
-    assert!(try_at < restored && restored < applied && applied < run);
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let try_at = invoke.iter().position(|line| line == "try").unwrap();
+    let applied = position(&invoke, "SetRequestEnvironment(Get(request, \"env\"));");
+    let run = position(
+        &invoke,
+        "IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
+    );
+    assert!(try_at < applied && applied < run);
     // The try's catch turns a refused entry into an error result.
-    let catch = invoke.iter().rposition(|line| line == "} catch {").unwrap();
+    let catch = invoke
+        .iter()
+        .rposition(|line| line == "catch (Exception problem)")
+        .unwrap();
     assert!(catch > run);
     assert_eq!(
-        invoke[catch + 1],
-        "$outcome.Result = New-Result -ExitCode 1 -ErrorMessage $_.Exception.Message"
+        invoke[catch + 2],
+        "outcome.Result = NewResult(1, null, null, null, problem.Message);"
     );
 
     // Set in order: a name given twice takes its last value (issue 31,
     // item 2).
-    let set = lines(&function_body(&script, "Set-RequestEnvironment"));
+    let set = lines(&member(
+        &source,
+        "private static void SetRequestEnvironment(",
+    ));
     holds_each(
         &set,
-        &["[Environment]::SetEnvironmentVariable($name, [string]$pair[1])"],
+        &["Environment.SetEnvironmentVariable(name, Text(pair[1]));"],
     );
     assert!(!set.iter().any(|line| line.contains("more than once")));
 }
 
 /// Item 5: a failed or timed-out call's session is replaced; Stop() is
 /// waited for a bounded time, and the timeout is reported either way.
+/// Issue 32: a successful call's reset (ResetRunspaceState, the location)
+/// also comes after its reply, and before the next request is read.
 #[test]
 fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     let script = host_script();
+    let source = host_source();
     let top = lines(&script);
     let stop_wait: u64 = top
         .iter()
@@ -303,76 +395,99 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     // The result must reach the manager within its grace after the timeout.
     assert!(stop_wait < pwshlib_core::host::READ_GRACE_MS);
 
-    let invoke = lines(&function_body(&script, "Invoke-InSession"));
-    let waited = position(
-        &invoke,
-        "if (-not $pending.AsyncWaitHandle.WaitOne($timeoutMs)) {",
-    );
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let waited = position(&invoke, "if (!running.AsyncWaitHandle.WaitOne(timeoutMs))");
     // Stop is asked for at once and waited for after the reply is sent
-    // (Complete-Stop), so the reply never waits for it.
+    // (CompleteStop), so the reply never waits for it.
     assert_eq!(
-        invoke[waited + 1..waited + 5],
+        invoke[waited + 2..waited + 6],
         [
-            "$outcome.Stopping = $ps.BeginStop($null, $null)",
-            "$outcome.Pipeline = $ps",
-            "$ps = $null",
-            "$outcome.Rebuild = $true",
+            "outcome.Stopping = ps.BeginStop(null, null);",
+            "outcome.Pipeline = ps;",
+            "ps = null;",
+            "outcome.Rebuild = true;",
         ]
     );
-    let complete = lines(&function_body(&script, "Complete-Stop"));
+    let complete = lines(&member(
+        &source,
+        "private bool CompleteStop(Outcome outcome)",
+    ));
     holds_each(
         &complete,
         &[
-            "if (-not $Outcome.Stopping.AsyncWaitHandle.WaitOne($script:StopWaitMs)) {",
-            "return $true",
-            "$Outcome.Pipeline.Dispose()",
+            "if (!outcome.Stopping.AsyncWaitHandle.WaitOne(stopWaitMs)) { return true; }",
+            "try { outcome.Pipeline.Dispose(); } catch (Exception) { }",
         ],
     );
     // What was written before the timeout goes with it (issue 31, item 7).
-    let timed_out = &invoke[waited + 5..];
+    let timed_out = &invoke[waited + 6..];
     let reply = timed_out
         .iter()
-        .position(|line| {
-            line.contains("Catastrophic failure: PowerShell module timeout ($timeoutMs ms)")
-        })
+        .position(|line| line.contains("\"Catastrophic failure: PowerShell module timeout (\""))
         .expect("the timeout result");
-    assert!(timed_out[..reply].contains(&"$stdout = $pshost.TakeOutput()".to_owned()));
-    assert!(timed_out[reply].contains("-Stdout (Get-NonEmpty $stdout)"));
-    assert_eq!(timed_out[reply + 1], "return $outcome");
-    assert!(!script.contains("$ps.Stop()"));
-    let failed = position(&invoke, "$ps.EndInvoke($pending) | Out-Null");
-    let caught = &invoke[failed..];
-    assert!(caught[..12].contains(&"$outcome.Rebuild = $true".to_owned()));
+    assert_eq!(timed_out[0], "string written = psHost.TakeOutput();");
+    assert!(timed_out[1].contains("forPrelude ? null : NonEmpty(written)"));
+    assert_eq!(timed_out[reply + 1], "return outcome;");
+    assert!(!source.contains(".Stop()") && !script.contains(".Stop()"));
+    let failed = position(&invoke, "ps.EndInvoke(running);");
+    assert!(invoke[failed..failed + 8].contains(&"outcome.Rebuild = true;".to_owned()));
+}
 
-    // The session is rebuilt after the result is sent (issue 31, N5), and
-    // a prelude is named only when its session is kept.
-    let request = lines(&function_body(&script, "Invoke-Request"));
-    position(
-        &request,
-        "if ($null -ne $preludeId -and -not $outcome.Rebuild) {",
-    );
-    assert!(!request.iter().any(|line| line.contains("Reset-Session")));
-    let top = lines(&script);
-    let sent = position(&top, "Write-Frame -Stream $stream -Message $result");
+/// The session is rebuilt, or reset, after the result is sent (issue 31,
+/// N5; issue 32, item 2): the reply comes first, then AfterReply, then the
+/// next request is read; a prelude is named only when its session is kept.
+#[test]
+fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let request = lines(&member(&source, "private Outcome InvokeRequest("));
+    position(&request, "if (prelude != null && !outcome.Rebuild)");
+    assert!(!request.iter().any(|line| line.contains("ResetSession")));
+    assert!(!invoke
+        .iter()
+        .any(|line| line.contains("ResetRunspaceState")));
+    let serve = lines(&member(&source, "public void Serve(Stream connection"));
+    let sent = position(&serve, "WriteFrame(outcome.Result);");
+    assert_eq!(serve[sent + 1], "AfterReply(outcome);");
+    assert_eq!(serve[sent + 2], "}");
+    let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
+    let rebuild = position(&after, "if (outcome.Rebuild)");
     assert_eq!(
-        top[sent + 1..sent + 5],
+        after[rebuild + 2..rebuild + 5],
         [
-            "if ($outcome.Rebuild) {",
-            "$abandon = Complete-Stop -Outcome $outcome",
-            "Reset-Session -Prelude $outcome.Prelude -Abandon $abandon",
-            "}",
+            "bool abandon = CompleteStop(outcome);",
+            "if (abandon) { abandonedPipeline = true; }",
+            "ResetSession(outcome.ForPrelude, abandon);",
         ]
+    );
+    let cleaned = position(&after, "Clean(outcome.Ran);");
+    assert!(rebuild < cleaned);
+    let clean = lines(&member(&source, "private void Clean(Session session)"));
+    assert_eq!(
+        clean[2..7],
+        [
+            "session.Host.Reset();",
+            "session.Runspace.ResetRunspaceState();",
+            "if (homeHasWildcards)",
+            "{",
+            "session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));",
+        ]
+    );
+    // ResetRunspaceState takes the location from the process directory,
+    // which goes home first, whatever the call did.
+    assert_eq!(
+        after[2],
+        "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
     // A failed rebuild leaves no dead session: null, built on demand by the
     // next plain request (issue 31, N13).
-    let reset = lines(&function_body(&script, "Reset-Session"));
-    let built = position(&reset, "$script:Session = New-Session");
-    assert_eq!(
-        reset[built + 1..built + 3],
-        ["} catch {", "$script:Session = $null"]
+    let reset = lines(&member(&source, "private void ResetSession("));
+    position(
+        &reset,
+        "try { plain = new Session(); } catch (Exception) { plain = null; }",
     );
-    let on_demand = position(&request, "if ($null -eq $script:Session) {");
-    assert_eq!(request[on_demand + 2], "$script:Session = New-Session");
+    let on_demand = position(&request, "if (plain == null)");
+    assert_eq!(request[on_demand + 4], "plain = new Session();");
 }
 
 /// Item 6: wildcard characters in the working directory, lone surrogates
@@ -380,12 +495,13 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
 #[test]
 fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     let script = host_script();
-    let invoke = lines(&function_body(&script, "Invoke-InSession"));
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     holds_each(
         &invoke,
         &[
-            "$runspace.SessionStateProxy.Path.SetLocation([System.Management.Automation.WildcardPattern]::Escape($workingDir)) | Out-Null",
-            "[Environment]::CurrentDirectory = $workingDir",
+            "runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(workingDir));",
+            "Environment.CurrentDirectory = workingDir;",
         ],
     );
     // The default is a plain path even in a UNC directory: PathInfo.Path
@@ -397,41 +513,35 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
         "$script:HomeDirectory = (Get-Location).ProviderPath",
     );
 
-    let top = lines(&script);
-    position(
-        &top,
-        "$script:Utf8Out = New-Object System.Text.UTF8Encoding -ArgumentList $false, $false",
+    // Writing replaces, reading stays strict.
+    holds_each(
+        &lines(&source),
+        &[
+            "private static readonly UTF8Encoding StrictUtf8 = new UTF8Encoding(false, true);",
+            "private static readonly UTF8Encoding ReplacingUtf8 = new UTF8Encoding(false, false);",
+        ],
     );
-    let write = lines(&function_body(&script, "Write-Frame"));
+    let write = lines(&member(&source, "private void WriteFrame("));
     position(
         &write,
-        "$bytes = $script:Utf8Out.GetBytes((ConvertTo-Frame -Message $Message))",
+        "ReplacingUtf8.GetBytes(text, 0, text.Length, frame, 4);",
     );
-    // Reading stays strict.
-    position(
-        &top,
-        "$script:Utf8 = New-Object System.Text.UTF8Encoding -ArgumentList $false, $true",
-    );
-    let result = lines(&function_body(&script, "New-Result"));
-    for field in ["stdout", "stderr", "errormessage", "native_stdout"] {
-        assert!(
-            result
-                .iter()
-                .any(|line| line.starts_with(field) && line.contains("= Repair-Text $")),
-            "{field}: {result:?}"
-        );
-    }
+    // Every string written goes through WriteString, which replaces a lone
+    // surrogate with U+FFFD.
+    let string = member(&source, "private static void WriteString(");
+    assert_eq!(string.matches("text.Append('\\uFFFD');").count(), 2);
+    let value = lines(&member(&source, "private static void WriteValue("));
+    position(&value, "if (s != null) { WriteString(text, s); return; }");
 
-    let from = lines(&function_body(&script, "ConvertFrom-Frame"));
-    position(
-        &from,
-        "$document = [System.Text.Json.JsonDocument]::Parse($Text, (New-Object System.Text.Json.JsonDocumentOptions))",
-    );
-    // No ConvertFrom-Json (pwsh 7 parses date-like strings into DateTime).
+    // The JSON reader keeps strings as text: no date conversion anywhere,
+    // no ConvertFrom-Json (pwsh 7 parses date-like strings into DateTime).
+    assert!(!lines(&source).join("\n").contains("DateTime"));
     let cmdlet = regex::Regex::new(r"(?i)ConvertFrom-Json\b").unwrap();
     assert!(!cmdlet.is_match(&lines(&script).join("\n")));
-    let element = lines(&function_body(&script, "ConvertFrom-JsonElement"));
-    position(&element, "'String' { return $Element.GetString() }");
+    position(
+        &lines(&member(&source, "private static object ParseValue(")),
+        "if (c == '\"') { return ParseString(text, ref at); }",
+    );
 }
 
 /// Item 7 (host side): on Windows the pipe's ACL grants the current user

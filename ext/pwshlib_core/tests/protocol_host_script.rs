@@ -1,6 +1,7 @@
 //! Every PowerShell file we ship (lib/templates/*.ps1, including the host
-//! script that serves the protocol) must parse under tree-sitter-powershell:
-//! there is no PowerShell here to run them.
+//! script) must parse under tree-sitter-powershell: there is no PowerShell
+//! here to run them. The host's C# (PwshlibHost.cs), which serves the
+//! protocol, is checked as text against the codec's constants.
 
 use std::path::PathBuf;
 
@@ -44,21 +45,32 @@ fn the_check_catches_broken_scripts() {
     assert!(syntax_problems("Write-Output 'fine'").is_empty());
 }
 
+/// The host's C# (host.ps1 compiles it with Add-Type), which serves the
+/// protocol.
+fn host_source() -> String {
+    std::fs::read_to_string(templates_dir().join("PwshlibHost.cs")).unwrap()
+}
+
 #[test]
 fn the_host_script_serves_protocol_version_one() {
     let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
-    assert!(host.contains(&format!(
-        "$script:ProtocolVersion = {}",
+    let source = host_source();
+    assert!(source.contains(&format!(
+        "private const int ProtocolVersion = {};",
         pwshlib_core::protocol::PROTOCOL_VERSION
     )));
-    assert!(host.contains(&format!(
-        "$script:MaxFrameLength = {}",
+    assert!(source.contains(&format!(
+        "private const int MaxFrameLength = {};",
         pwshlib_core::protocol::MAX_FRAME_LEN
     )));
-    assert!(host.contains(
-        &pwshlib_core::protocol::timeout_message(1).replace("(1 ms)", "($timeoutMs ms)")
-    ));
-    assert!(host.contains("-PipePath") || host.contains("$PipePath"));
+    assert!(
+        source.contains(&pwshlib_core::protocol::timeout_message(1).replace(
+            "(1 ms)",
+            "(\" + timeoutMs.ToString(CultureInfo.InvariantCulture) + \" ms)"
+        ))
+    );
+    assert!(host.contains("$PipePath"));
+    assert!(host.contains("$script:HostLoop.Serve($stream, "));
 }
 
 /// The host offers the prelude mechanism this library speaks, keeps the
@@ -66,19 +78,21 @@ fn the_host_script_serves_protocol_version_one() {
 /// and names the prelude in the results of requests that ran with it.
 #[test]
 fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
-    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
-    assert!(host.contains(&format!(
-        "$script:PreludeVersion = {}",
+    let source = host_source();
+    assert!(source.contains(&format!(
+        "private const int PreludeVersion = {};",
         pwshlib_core::protocol::PRELUDE_VERSION
     )));
-    assert!(host.contains("prelude  = $script:PreludeVersion"));
-    assert!(host.contains("$session = $script:Session"));
-    assert!(host.contains("$session = Get-PreludeSession -Prelude $Request.prelude"));
-    assert!(host.contains("$outcome.Result.prelude = $preludeId"));
-    // Every request resets the runspace it runs in, not always the plain one.
-    assert!(host.contains("$runspace = $Session.Runspace"));
-    assert!(host.contains("$runspace.ResetRunspaceState()"));
-    assert!(!host.contains("$script:Session.Runspace.ResetRunspaceState()"));
+    assert!(source.contains("hello.Add(Field(\"prelude\", PreludeVersion));"));
+    assert!(source.contains("session = plain;"));
+    assert!(source.contains("session = GetPreludeSession(prelude);"));
+    assert!(source.contains("outcome.Result.Add(Field(\"prelude\", Text(Get(prelude, \"id\"))));"));
+    // Every call's session is reset after its reply, the one it ran in, not
+    // always the plain one.
+    assert!(source.contains("outcome.Ran = session;"));
+    assert!(source.contains("Clean(outcome.Ran);"));
+    assert!(source.contains("session.Runspace.ResetRunspaceState();"));
+    assert_eq!(source.matches("ResetRunspaceState();").count(), 1);
 }
 
 #[test]
@@ -99,13 +113,13 @@ fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
 
 #[test]
 fn the_host_script_echoes_each_request_id_in_its_result() {
-    let host = std::fs::read_to_string(templates_dir().join("host.ps1")).unwrap();
+    let source = host_source();
     let answer = regex::Regex::new(
-        r"\$outcome = Invoke-Request -Request \$message\s*\n\s*\$result = \$outcome\.Result\s*\n(?:\s*#.*\n)*\s*\$result\.id = \$message\.id\s*\n\s*Write-Frame -Stream \$stream -Message \$result",
+        r#"Outcome outcome = InvokeRequest\(message\);\s*\n(?:\s*//.*\n)*\s*outcome\.Result\.Add\(Field\("id", Get\(message, "id"\)\)\);\s*\n\s*WriteFrame\(outcome\.Result\);"#,
     )
     .unwrap();
     assert!(
-        answer.is_match(&host),
-        "host.ps1 must copy the request's id into the result it sends"
+        answer.is_match(&source),
+        "the host must copy the request's id into the result it sends"
     );
 }

@@ -6,52 +6,20 @@
 # in -ReferenceDirectory (mscorlib, System, System.Core of .NET Framework
 # 4.7.2 and System.Management.Automation of PowerShell Standard 5.1).
 #
-# The source is host.ps1's own: the here-string that host.ps1 assigns to
-# $script:HostSource and hands to `Add-Type -TypeDefinition`, read through
-# PowerShell's parser, so it is exactly the text Add-Type receives.
-# -Append adds C# after it (the tests' C# 6 probe).
+# The source is the host's C# file (lib/templates/PwshlibHost.cs), whole:
+# host.ps1 reads it and hands its text to `Add-Type -TypeDefinition`, so it
+# is exactly the text Add-Type receives. -Append adds C# after it (the
+# tests' C# 6 probe).
 #
 # Prints one line of JSON: {"success": bool, "diagnostics": [...]}.
 param(
-    [Parameter(Mandatory = $true)] [string] $HostScript,
+    [Parameter(Mandatory = $true)] [string] $Source,
     [Parameter(Mandatory = $true)] [string] $ReferenceDirectory,
     [string] $Append = ''
 )
 $ErrorActionPreference = 'Stop'
 
-$Ast = [System.Management.Automation.Language.Parser]::ParseFile($HostScript, [ref] $null, [ref] $null)
-# host.ps1 must compile its C# the one way this script checks: one
-# `Add-Type -TypeDefinition $script:HostSource`.
-$AddTypes = @($Ast.FindAll({
-            param($Node)
-            $Node -is [System.Management.Automation.Language.CommandAst] -and
-            $Node.GetCommandName() -eq 'Add-Type' -and
-            @($Node.CommandElements | Where-Object { $_ -is [System.Management.Automation.Language.CommandParameterAst] -and $_.ParameterName -eq 'TypeDefinition' }).Count -eq 1
-        }, $true))
-if ($AddTypes.Count -ne 1) {
-    throw "host.ps1 has $($AddTypes.Count) Add-Type -TypeDefinition calls, not one"
-}
-$Elements = @($AddTypes[0].CommandElements)
-$At = [array]::FindIndex($Elements, [Predicate[object]] { param($E) $E -is [System.Management.Automation.Language.CommandParameterAst] -and $E.ParameterName -eq 'TypeDefinition' })
-$Argument = $Elements[$At + 1]
-if ($Argument -isnot [System.Management.Automation.Language.VariableExpressionAst]) {
-    throw "host.ps1's Add-Type -TypeDefinition takes $($Argument.Extent.Text), not a variable"
-}
-$Name = $Argument.VariablePath.UserPath
-$Assignments = @($Ast.FindAll({
-            param($Node)
-            $Node -is [System.Management.Automation.Language.AssignmentStatementAst] -and
-            $Node.Left -is [System.Management.Automation.Language.VariableExpressionAst] -and
-            $Node.Left.VariablePath.UserPath -eq $Name
-        }, $true))
-if ($Assignments.Count -ne 1) {
-    throw "host.ps1 assigns `$$Name $($Assignments.Count) times, not once"
-}
-$Value = $Assignments[0].Right.Expression
-if ($Value -isnot [System.Management.Automation.Language.StringConstantExpressionAst]) {
-    throw "`$$Name is not assigned a constant string (a single-quoted here-string)"
-}
-$Source = $Value.Value + "`n" + $Append
+$Source = [System.IO.File]::ReadAllText($Source) + "`n" + $Append
 
 Add-Type -Path (Join-Path $PSHOME 'Microsoft.CodeAnalysis.dll')
 Add-Type -Path (Join-Path $PSHOME 'Microsoft.CodeAnalysis.CSharp.dll')

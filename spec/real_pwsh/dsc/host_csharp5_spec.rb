@@ -7,15 +7,16 @@ require 'open3'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 31, deliverable 4: host.ps1's C# compiles as Windows PowerShell 5.1's
+# Issue 31, deliverable 4: the host's C# (lib/templates/PwshlibHost.cs, which
+# host.ps1 hands whole to Add-Type) compiles as Windows PowerShell 5.1's
 # Add-Type would compile it (C# 5, warnings as errors, against the 5.1
 # reference assemblies), checked with the Roslyn inside the real pwsh by
-# compile_csharp5.ps1, which reads the C# out of host.ps1 as host.ps1 hands
-# it to Add-Type.
+# compile_csharp5.ps1.
 module HostCSharp5
   ROOT = File.expand_path('../../..', __dir__)
   COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
   HOST_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host.ps1')
+  HOST_SOURCE = File.join(ROOT, 'lib', 'templates', 'PwshlibHost.cs')
   TOOLS = ENV['PWSHLIB_SHARED_TOOLS'] || File.expand_path('../shared/tools', ROOT)
   ARCHIVE = File.join(TOOLS, 'windows-powershell-5.1-refs.tar.xz')
 
@@ -41,11 +42,11 @@ module HostCSharp5
     File.join(cache, 'windows-powershell-5.1-refs')
   end
 
-  # {'success' => bool, 'diagnostics' => [...]} for host.ps1's C# with
+  # {'success' => bool, 'diagnostics' => [...]} for the host's C# with
   # `append` after it.
   def compile(append = '')
     out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File', COMPILER,
-                                      '-HostScript', HOST_SCRIPT, '-ReferenceDirectory', reference_directory,
+                                      '-Source', HOST_SOURCE, '-ReferenceDirectory', reference_directory,
                                       '-Append', append)
     raise "compile_csharp5.ps1 failed (#{status.exitstatus}): #{err}#{out}" unless status.success?
 
@@ -57,13 +58,20 @@ module HostCSharp5
     "namespace PwshlibHost { internal static class Csharp5Probe { #{body} } }"
   end
 
-  RSpec.describe "host.ps1's C# as Windows PowerShell 5.1's Add-Type compiles it" do
+  RSpec.describe "the host's C# as Windows PowerShell 5.1's Add-Type compiles it" do
     it 'compiles as C# 5 against the 5.1 reference assemblies with warnings as errors' do
       result = HostCSharp5.compile
       expect(result['diagnostics']).to eq([])
       expect(result['success']).to be(true)
-      # The C# read out of host.ps1 is the host's whole source, not a stub.
+      # The host's whole source, not a stub.
       expect(result['bytes']).to be > 5000
+    end
+
+    it 'is the file host.ps1 hands whole to its one Add-Type' do
+      script = File.read(HostCSharp5::HOST_SCRIPT)
+      expect(script.scan(/^Add-Type .*$/)).to eq(['Add-Type -TypeDefinition $script:HostSource -Language CSharp'])
+      expect(script).to include("$script:HostSourcePath = Join-Path -Path $PSScriptRoot -ChildPath 'PwshlibHost.cs'")
+      expect(script).to include('$script:HostSource = [System.IO.File]::ReadAllText($script:HostSourcePath)')
     end
 
     it 'fails a C# 6 construct: the null-propagating operator' do

@@ -1,0 +1,42 @@
+# PowerShell's own in-process invoke of some code in a warm runspace: the
+# floor bench/host_bench.rb sets a Pwsh::Manager round trip against. Times
+# [powershell]::Create() on a runspace opened once and reused,
+# AddScript(code).Invoke() and Dispose(), -Iterations times after -Warmup
+# untimed ones, and prints one line of JSON: {"median_ms": m, "runs": n}.
+# The code's output is collected as objects, not formatted: what a caller
+# inside PowerShell pays, with no host of its own.
+#
+# -SessionState Default2 (the default): a runspace built from
+# InitialSessionState.CreateDefault2(), as the host builds its own, the
+# faster floor (modules load on first use). Default:
+# [runspacefactory]::CreateRunspace() with no session state, pwsh 7's
+# CreateDefault(), slower per call (about twice, here).
+param(
+    [Parameter(Mandatory = $true)] [string] $Code,
+    [int] $Iterations = 2000,
+    [int] $Warmup = 3000,
+    [ValidateSet('Default2', 'Default')] [string] $SessionState = 'Default2'
+)
+$ErrorActionPreference = 'Stop'
+$runspace = if ($SessionState -eq 'Default2') {
+    [runspacefactory]::CreateRunspace([System.Management.Automation.Runspaces.InitialSessionState]::CreateDefault2())
+} else {
+    [runspacefactory]::CreateRunspace()
+}
+$runspace.Open()
+$clock = [System.Diagnostics.Stopwatch]::new()
+$times = [double[]]::new($Iterations)
+for ($i = -$Warmup; $i -lt $Iterations; $i++) {
+    $clock.Restart()
+    $ps = [powershell]::Create()
+    $ps.Runspace = $runspace
+    $null = $ps.AddScript($Code).Invoke()
+    $ps.Dispose()
+    $clock.Stop()
+    if ($i -ge 0) {
+        $times[$i] = $clock.Elapsed.TotalMilliseconds
+    }
+}
+[array]::Sort($times)
+$median = if ($Iterations % 2) { $times[($Iterations - 1) / 2] } else { ($times[$Iterations / 2 - 1] + $times[$Iterations / 2]) / 2 }
+ConvertTo-Json -Compress -InputObject ([ordered]@{ median_ms = $median; runs = $Iterations })
