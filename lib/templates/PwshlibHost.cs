@@ -45,6 +45,7 @@ using System.Management.Automation.Runspaces;
 using System.Reflection;
 using System.Security;
 using System.Text;
+using System.Threading;
 
 namespace PwshlibHost
 {
@@ -738,12 +739,31 @@ namespace PwshlibHost
         }
     }
 
+    // A place requests run in (one for plain requests, two used in turn
+    // for requests with a prelude): the session (null until built, or after it went), which
+    // prelude text is defined in it, and whether its reset after the last
+    // call in it is finished (Ready; the loop waits on it before the
+    // session runs anything, is replaced or closed).
+    internal sealed class Slot
+    {
+        public Session Session;
+        // The Server's preludeGeneration whose text is defined in Session;
+        // -1: none.
+        public int PreludeGeneration = -1;
+        public readonly ManualResetEvent Ready = new ManualResetEvent(true);
+        // Set by the worker when the reset failed: the session is not used
+        // again.
+        public volatile bool Broken;
+    }
+
     // What a request left to do once its result is sent.
     internal sealed class Outcome
     {
         public List<KeyValuePair<string, object>> Result;
         // The session the code ran in (null when it did not run).
         public Session Ran;
+        // The slot that holds that session.
+        public Slot Slot;
         public bool ForPrelude;
         // The session must go (the call failed, timed out, or left the
         // runspace in another state than Opened).
@@ -782,11 +802,32 @@ namespace PwshlibHost
         private readonly StringComparer nameComparer;
         private readonly Dictionary<string, string> environmentSnapshot;
 
-        // One session for plain requests; one for the prelude, with the id
-        // of the prelude it holds (see docs/protocol.md, "Preludes").
-        private Session plain;
-        private Session preludeSession;
+        // Two slots for requests with a prelude (the DSC calls of an agent
+        // run, see docs/protocol.md, "Preludes"), used in turn: while a call
+        // runs in one, the other's reset after the call before runs on a
+        // worker thread, off the critical path even when the manager sends
+        // each request the moment the previous reply arrives. Each slot's
+        // session has the prelude defined in it, and whatever a call loads
+        // per runspace (the DSC path's module cache) is loaded in each.
+        // Plain requests keep one slot: a function or module a plain call
+        // defines stays for the next plain call (ResetRunspaceState keeps
+        // the function table; callers of Pwsh::Manager#execute may rely on
+        // it), which a turn in another runspace would break. Their reset
+        // still runs on the worker, overlapping the read of the next request.
+        private readonly Slot[] plainSlots = new Slot[] { new Slot() };
+        private readonly Slot[] preludeSlots = new Slot[] { new Slot(), new Slot() };
+        private int plainNext;
+        private int preludeNext;
+        // The prelude this host session holds: its id and text, defined
+        // lazily in each prelude slot's session (generation: which text a
+        // session holds; a new text gives the slots new sessions).
         private string preludeId;
+        private string preludeCode;
+        private int preludeGeneration;
+        // $HOME as a fresh runspace has it (ResetRunspaceState reads it from
+        // the process environment, which a call in the other slot may have
+        // changed while the reset runs; see Clean).
+        private string homeVariable;
         // A timed-out pipeline was left running: it may still change the
         // environment, which is then restored before the next call too.
         private bool abandonedPipeline;
@@ -808,7 +849,8 @@ namespace PwshlibHost
             {
                 environmentSnapshot[(string)entry.Key] = (string)entry.Value;
             }
-            plain = new Session();
+            plainSlots[0].Session = new Session();
+            homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
         }
 
         // Greets the manager on the connection's stream, then serves until
@@ -858,11 +900,26 @@ namespace PwshlibHost
             }
         }
 
-        // Ends both sessions (the host is leaving).
+        // Ends every session (the host is leaving), each once its reset is
+        // done; one whose reset does not finish within the stop wait is left
+        // to go with the process.
         public void Close()
         {
-            if (plain != null) { plain.Remove(false); plain = null; }
-            if (preludeSession != null) { preludeSession.Remove(false); preludeSession = null; }
+            foreach (Slot slot in new Slot[] { plainSlots[0], preludeSlots[0], preludeSlots[1] })
+            {
+                bool done = slot.Ready.WaitOne(stopWaitMs);
+                Drop(slot, !done);
+            }
+        }
+
+        // The slot's session goes (abandoned: not disposed, see
+        // Session.Remove). Only when its reset is not running.
+        private static void Drop(Slot slot, bool abandon)
+        {
+            if (slot.Session != null) { slot.Session.Remove(abandon); }
+            slot.Session = null;
+            slot.PreludeGeneration = -1;
+            slot.Broken = false;
         }
 
         private static KeyValuePair<string, object> Field(string name, object value)
@@ -985,58 +1042,147 @@ namespace PwshlibHost
             stream.Flush();
         }
 
-        // Once the result is sent: what the next request needs. A failed or
-        // timed-out call's session goes (after a bounded wait for a stop);
-        // a successful call's session is reset (ResetRunspaceState: the
-        // global variables, preferences and $LASTEXITCODE; the location back
-        // to where every call starts); the process directory and the
-        // environment go back to what they were at start. The next request is read only after this returns.
+        // Once the result is sent: what the next request needs. The process
+        // directory and the environment go back to what they were at start
+        // here, on the loop thread, before the next request is read: both
+        // are the process's, shared by every runspace. A failed or timed-out
+        // call's session goes (after a bounded wait for a stop); a
+        // successful call's session is reset on a worker thread
+        // (ResetRunspaceState: the global variables, preferences and
+        // $LASTEXITCODE; the location back to where every call starts) while
+        // the next request runs in the other slot, which waits for that reset
+        // before its own next use (Acquire). The other slot's session is
+        // built here when it has none yet (the first call of its kind).
         private void AfterReply(Outcome outcome)
         {
-            // The process directory back home, whether the request named a
-            // working directory or the code changed it: a new runspace and
-            // ResetRunspaceState both take their location from it.
+            // A new runspace takes its location from the process directory.
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
+            RestoreEnvironment();
+            if (outcome.Slot == null) { return; }
             if (outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
                 if (abandon) { abandonedPipeline = true; }
-                ResetSession(outcome.ForPrelude, abandon);
+                Drop(outcome.Slot, abandon);
+                if (outcome.ForPrelude)
+                {
+                    // The result did not name the prelude: the manager sends
+                    // its text with the next request that names it, which
+                    // defines it in new sessions.
+                    preludeId = null;
+                    preludeCode = null;
+                }
             }
             else if (outcome.Ran != null)
             {
+                ResetInBackground(outcome.Slot);
+            }
+            Slot[] slots = outcome.ForPrelude ? preludeSlots : plainSlots;
+            foreach (Slot other in slots)
+            {
+                if (other.Session == null && other.Ready.WaitOne(0))
+                {
+                    try { other.Session = new Session(); } catch (Exception) { other.Session = null; }
+                }
+            }
+        }
+
+        // The slot's reset, on a thread-pool thread. Thread safety:
+        // LocalRunspace.ResetRunspaceState refuses a runspace that is not
+        // Opened and Available (never the case here: the slot's call has
+        // ended and the loop waits on Ready before it runs anything there
+        // again) and calls InitialSessionState.ResetRunspaceState(context)
+        // with that runspace's own ExecutionContext, under the lock of its
+        // own InitialSessionState (each Session builds its own with
+        // CreateDefault2): it rebuilds that context's global variable table
+        // (SessionStateInternal.InitializeSessionStateInternalSpecialVariables,
+        // InitializeFixedVariables), its location (SetSessionStateDrive) and
+        // its event, transaction and debug managers (ResetManagers), and
+        // touches no other runspace's state, in pwsh 7's
+        // System.Management.Automation (InitialSessionState.cs,
+        // LocalRunspace.cs) and Windows PowerShell 5.1's alike. What it reads
+        // of the process, the other slot's call may be changing meanwhile:
+        // the process directory (SetSessionStateDrive sets the location to
+        // Directory.GetCurrentDirectory()) and the HOME (USERPROFILE, or
+        // HOMEDRIVE and HOMEPATH on 5.1) environment variable
+        // (InitializeFixedVariables sets $HOME from it); Clean sets both
+        // again from the host's own values. The thread's default runspace is
+        // the one reset for the time of the reset, as on a pipeline thread,
+        // so that anything written goes to that runspace's buffers (cleared
+        // before its next call).
+        private void ResetInBackground(Slot slot)
+        {
+            slot.Ready.Reset();
+            ThreadPool.QueueUserWorkItem(delegate(object unused)
+            {
+                Runspace previous = Runspace.DefaultRunspace;
                 try
                 {
-                    Clean(outcome.Ran);
+                    Runspace.DefaultRunspace = slot.Session.Runspace;
+                    Clean(slot.Session);
                 }
                 catch (Exception)
                 {
                     // A runspace that cannot be reset is not used again.
-                    ResetSession(outcome.ForPrelude, false);
+                    slot.Broken = true;
                 }
-            }
-            RestoreEnvironment();
+                finally
+                {
+                    Runspace.DefaultRunspace = previous;
+                    slot.Ready.Set();
+                }
+            });
         }
 
-        // A session's state back to where every call starts.
+        // The slot to run the next request of a kind in: the one not used
+        // last, once its reset is finished; its session built again when it
+        // has none or its reset failed. Throws when a runspace cannot be
+        // built.
+        private Slot Acquire(Slot[] slots, ref int next)
+        {
+            Slot slot = slots[next];
+            next = (next + 1) % slots.Length;
+            slot.Ready.WaitOne();
+            if (slot.Broken) { Drop(slot, false); }
+            if (slot.Session == null) { slot.Session = new Session(); }
+            return slot;
+        }
+
+        // A session's state back to where every call starts:
         // ResetRunspaceState rebuilds the global variable table and resets
-        // the event, transaction and debug managers, and sets the location
-        // to the process's current directory, which AfterReply has put back
-        // to the home directory: InitialSessionState.ResetRunspaceState calls
-        // SetSessionStateDrive(context, setLocation: true), which calls
-        // SetLocation(Directory.GetCurrentDirectory()), in Windows
-        // PowerShell 5.1's System.Management.Automation and in pwsh 7's
-        // alike (a call that changed the location leaves it there no more).
-        // Only a home directory with wildcard characters is set again
-        // explicitly, escaped: where that internal SetLocation would take
-        // '[' as a wildcard and fall back to PowerShell's own directory.
+        // the event, transaction and debug managers (functions and imported
+        // modules stay). It also sets the location to the process's current
+        // directory, which a call running in the other slot may have
+        // changed meanwhile (InitialSessionState.SetSessionStateDrive, in
+        // Windows PowerShell 5.1 and pwsh 7), and $HOME from the process
+        // environment, which that call may have changed too: both are set
+        // again here, the home directory escaped (SetLocation takes a
+        // wildcard path; a directory named 'a[1]' is that directory).
         private void Clean(Session session)
         {
             session.Host.Reset();
             session.Runspace.ResetRunspaceState();
-            if (homeHasWildcards)
+            // SetLocation costs about as much as the reset itself (0.5 ms on
+            // pwsh 7.6): only when the location is not home already.
+            if (homeHasWildcards || !string.Equals(session.Runspace.SessionStateProxy.Path.CurrentFileSystemLocation.ProviderPath, homeDirectory, StringComparison.Ordinal))
             {
                 session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));
+            }
+            string home = Convert.ToString(session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
+            if (!string.Equals(home, homeVariable, StringComparison.Ordinal))
+            {
+                // $HOME is ReadOnly: only -Force sets it.
+                PowerShell setter = PowerShell.Create();
+                try
+                {
+                    setter.Runspace = session.Runspace;
+                    setter.AddCommand("Microsoft.PowerShell.Utility\\Set-Variable").AddParameter("Name", "HOME").AddParameter("Value", homeVariable).AddParameter("Scope", "Global").AddParameter("Force");
+                    setter.Invoke();
+                }
+                finally
+                {
+                    setter.Dispose();
+                }
             }
         }
 
@@ -1050,27 +1196,6 @@ namespace PwshlibHost
             if (!outcome.Stopping.AsyncWaitHandle.WaitOne(stopWaitMs)) { return true; }
             try { outcome.Pipeline.Dispose(); } catch (Exception) { }
             return false;
-        }
-
-        // After a failed or timed-out call (or one that left its runspace
-        // unusable): the session that ran it goes, so that nothing of that
-        // call carries over. The plain session is built again at once; if
-        // that fails it is left null and built by the next plain request. A
-        // prelude's session is dropped with its prelude: the result did not
-        // name the prelude, so the manager sends its text with the next
-        // request that names it, which defines it in a new session.
-        private void ResetSession(bool forPrelude, bool abandon)
-        {
-            if (forPrelude)
-            {
-                if (preludeSession != null) { preludeSession.Remove(abandon); }
-                preludeSession = null;
-                preludeId = null;
-                return;
-            }
-            if (plain != null) { plain.Remove(abandon); }
-            plain = null;
-            try { plain = new Session(); } catch (Exception) { plain = null; }
         }
 
         // The process environment back to the start snapshot: variables
@@ -1144,40 +1269,23 @@ namespace PwshlibHost
                 prelude = preludeValue as Dictionary<string, object>;
                 if (prelude == null) { prelude = new Dictionary<string, object>(); }
             }
-            Session session;
             if (abandonedPipeline)
             {
                 // The abandoned pipeline may have changed the environment
                 // after the restore that followed its reply.
                 RestoreEnvironment();
             }
-            if (prelude != null)
+            Slot slot;
+            try
             {
-                try
-                {
-                    session = GetPreludeSession(prelude);
-                }
-                catch (Exception problem)
-                {
-                    return Failed(problem.Message);
-                }
+                slot = prelude != null ? GetPreludeSlot(prelude) : Acquire(plainSlots, ref plainNext);
             }
-            else
+            catch (Exception problem)
             {
-                if (plain == null)
-                {
-                    try
-                    {
-                        plain = new Session();
-                    }
-                    catch (Exception problem)
-                    {
-                        return Failed("The host could not create a runspace: " + problem.Message);
-                    }
-                }
-                session = plain;
+                return Failed(prelude != null ? problem.Message : "The host could not create a runspace: " + problem.Message);
             }
-            Outcome outcome = InvokeInSession(request, session, prelude != null);
+            Outcome outcome = InvokeInSession(request, slot.Session, prelude != null);
+            outcome.Slot = slot;
             outcome.ForPrelude = prelude != null;
             if (prelude != null && !outcome.Rebuild)
             {
@@ -1193,37 +1301,71 @@ namespace PwshlibHost
             return outcome;
         }
 
-        // The session for a request that names a prelude, after defining the
-        // prelude when the request carries its text.
-        private Session GetPreludeSession(Dictionary<string, object> prelude)
+        // The slot for a request that names a prelude, after taking the
+        // prelude's text when the request carries it, with the prelude
+        // defined in its session: each of the two sessions gets the text
+        // the first time it runs a request with it. A new text gives both
+        // slots new sessions (the functions of an earlier text would survive
+        // any reset).
+        private Slot GetPreludeSlot(Dictionary<string, object> prelude)
         {
             string id = Text(Get(prelude, "id"));
             object code = Get(prelude, "code");
             if (code != null)
             {
-                if (preludeSession != null) { preludeSession.Remove(false); }
-                preludeSession = null;
-                preludeId = null;
-                preludeSession = NewPreludeSession(id, Text(code));
                 preludeId = id;
+                preludeCode = Text(code);
+                preludeGeneration++;
             }
             if (preludeId == null || !string.Equals(preludeId, id, StringComparison.OrdinalIgnoreCase))
             {
                 throw new InvalidOperationException("The prelude '" + id + "' is not defined in this host session; send its code first");
             }
-            return preludeSession;
+            Slot slot = preludeSlots[preludeNext];
+            preludeNext = 1 - preludeNext;
+            slot.Ready.WaitOne();
+            if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != preludeGeneration))
+            {
+                Drop(slot, false);
+            }
+            if (slot.Session == null)
+            {
+                try
+                {
+                    slot.Session = new Session();
+                }
+                catch (Exception problem)
+                {
+                    throw new InvalidOperationException("The host could not create a runspace: " + problem.Message);
+                }
+            }
+            if (slot.PreludeGeneration != preludeGeneration)
+            {
+                try
+                {
+                    DefinePrelude(slot.Session, preludeCode);
+                }
+                catch (Exception problem)
+                {
+                    Drop(slot, false);
+                    preludeId = null;
+                    preludeCode = null;
+                    throw new InvalidOperationException("The host could not define prelude '" + id + "': " + problem.Message);
+                }
+                slot.PreludeGeneration = preludeGeneration;
+            }
+            return slot;
         }
 
-        // A fresh session with the prelude's functions defined: its text is
-        // run once in the runspace's global scope (AddScript without
+        // The prelude's functions defined in a session: its text is run
+        // once in the runspace's global scope (AddScript without
         // useLocalScope runs in the runspace's current scope, the global
         // one); functions defined there survive every ResetRunspaceState.
         // The session is then reset like after any call, so that the first
         // call sees no variable the text set. Throws with the reason when the
         // text fails.
-        private Session NewPreludeSession(string id, string code)
+        private void DefinePrelude(Session session, string code)
         {
-            Session session = new Session();
             PowerShell definer = PowerShell.Create();
             try
             {
@@ -1236,16 +1378,10 @@ namespace PwshlibHost
                 }
                 Clean(session);
             }
-            catch (Exception problem)
-            {
-                session.Remove(false);
-                throw new InvalidOperationException("The host could not define prelude '" + id + "': " + problem.Message);
-            }
             finally
             {
                 definer.Dispose();
             }
-            return session;
         }
 
         // Runs the request's code in the session, which the previous call's

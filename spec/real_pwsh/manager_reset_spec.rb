@@ -50,6 +50,29 @@ RSpec.describe Pwsh::Manager, 'the reset after each reply, on the real pwsh' do
     expect(second[:stdout]).to start_with("[] [#{Dir.pwd}] [True]")
   end
 
+  # Requests with a prelude run in two runspaces in turn (one is reset while
+  # the other runs): calls 1, 2 and 3 go A, B, A, each sent the moment the
+  # reply before it arrived.
+  it 'leaks nothing across the two prelude runspaces, and has the prelude in both' do
+    probe = <<~PS
+      "[$global:pwshlib_alt] [$((Get-Location).Path)] [$HOME] [$([bool](Get-Command New-PsCredential -ErrorAction SilentlyContinue))] [$([runspace]::DefaultRunspace.InstanceId)]"
+    PS
+    first = manager.execute_with_prelude('dsc', <<~PS)
+      $global:pwshlib_alt = 1
+      Set-Location /tmp
+      "[$([runspace]::DefaultRunspace.InstanceId)]"
+    PS
+    # Call 2 changes the process's HOME and directory while the runspace of
+    # call 1 is reset, which reads both: neither may reach call 3.
+    second = manager.execute_with_prelude('dsc', "Start-Sleep -Milliseconds 300\n#{probe}", nil, '/', ['HOME=/nowhere'])
+    third = manager.execute_with_prelude('dsc', probe)
+    a = first[:stdout][/\[(.+)\]/, 1]
+    b = second[:stdout][/\[([0-9a-f-]{36})\]/, 1]
+    expect(second[:stdout]).to start_with("[] [/] [#{Dir.home}] [True] [")
+    expect(third[:stdout]).to start_with("[] [#{Dir.pwd}] [#{Dir.home}] [True] [#{a}]")
+    expect(b).not_to eq(a)
+  end
+
   it 'keeps functions a successful call defined, as ResetRunspaceState does' do
     manager.execute('function Get-PwshlibKept { "kept" }')
     expect(manager.execute('Get-PwshlibKept')[:stdout]).to eq("kept\n")
