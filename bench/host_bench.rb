@@ -13,6 +13,9 @@
 # * "back to back": the calls follow each other at once, so each also waits
 #   for the cleanup the previous one left to do after its reply (the
 #   runspace reset, the environment restore).
+# * "prelude, back to back": the same through execute_with_prelude('dsc'),
+#   the path of every DSC call, whose runspaces the host uses in turn (one
+#   is reset while the other runs the next call).
 # Run with `rake bench` (builds first); prints "not run" without a real pwsh.
 require 'json'
 require 'open3'
@@ -51,15 +54,16 @@ def median(values)
   sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
-def manager_median_ms(manager, code, pause)
-  expected = manager.execute(code)
+def manager_median_ms(manager, code, pause, prelude: false)
+  call = prelude ? -> { manager.execute_with_prelude('dsc', code) } : -> { manager.execute(code) }
+  expected = call.call
   raise "the host failed #{code}: #{expected}" unless expected[:exitcode].zero? && expected[:stdout]
 
-  WARMUP.times { manager.execute(code) }
+  WARMUP.times { call.call }
   times = Array.new(ITERATIONS) do
     sleep(pause) if pause
     started = clock
-    result = manager.execute(code)
+    result = call.call
     elapsed = clock - started
     raise "the host answered #{result} to #{code}" unless result[:stdout] == expected[:stdout]
 
@@ -90,8 +94,10 @@ CODES.each do |name, code|
   inprocess_default = inprocess_median_ms(pwsh, root, code, 'Default')
   idle = manager_median_ms(manager, code, PAUSE_S)
   back_to_back = manager_median_ms(manager, code, nil)
+  prelude = manager_median_ms(manager, code, nil, prelude: true)
   printf('  %-9s in-process invoke %.3f ms (CreateRunspace(): %.3f ms) | manager, idle host %.3f ms (%.1fx) | ' \
-         "manager, back to back %.3f ms (%.1fx)\n",
-         name, inprocess, inprocess_default, idle, idle / inprocess, back_to_back, back_to_back / inprocess)
+         "manager, back to back %.3f ms (%.1fx) | prelude, back to back %.3f ms (%.1fx)\n",
+         name, inprocess, inprocess_default, idle, idle / inprocess, back_to_back, back_to_back / inprocess,
+         prelude, prelude / inprocess)
 end
 manager.exit
