@@ -271,8 +271,8 @@ module AcceptanceLifecycle
       it 'calls each resource directly, and through Invoke-DscResource only to run as PsDscRunAsCredential (5.1)' do
         # Issue 32: the simulated host plays Windows PowerShell 5.1, whose
         # LCM alone can start a resource as the run-as account.
-        kinds = run.calls.map { |call| [call['run_as_user'].nil?, call['kind']] }.uniq.sort
-        expect(kinds).to eq([[false, 'invoke_dsc_resource'], [true, 'direct']])
+        kinds = run.calls.map { |call| [call['run_as_user'] ? 'run-as' : 'plain', call['kind']] }.uniq.sort
+        expect(kinds).to eq([%w[plain direct], %w[run-as invoke_dsc_resource]])
       end
 
       it 'leaves exactly the declared values in the simulator state' do
