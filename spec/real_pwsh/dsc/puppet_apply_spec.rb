@@ -322,8 +322,14 @@ module RealPwshDsc
       it 'its verbose, debug, information and host lines show at --debug, in order' do
         lines = @run.output.lines.grep(/\ADebug: dsc_realnoisy.*: noisy-reboot: DSC resource \w+: RealNoisy /)
         shown = lines.map { |l| l.match(/DSC resource (\w+): RealNoisy (\w+)/).captures.join(' ') }
-        expect(shown).to eq(['verbose Get', 'host Get', 'information Get', 'debug Get',
-                             'verbose Set', 'host Set', 'information Set', 'debug Set'])
+        # The console comes first: the host hands it over apart from the
+        # records, so it is not interleaved with them.
+        expect(shown).to eq(['console Get', 'verbose Get', 'host Get', 'information Get', 'debug Get',
+                             'console Set', 'verbose Set', 'host Set', 'information Set', 'debug Set'])
+      end
+
+      it 'its console output shows at --debug' do
+        expect(@run.output).to match(/^Debug: dsc_realnoisy.*: noisy-ok: DSC resource console: RealNoisy Get console$/), @run.to_s
       end
 
       it 'never shows its secret, not even from what it wrote' do

@@ -230,6 +230,7 @@ impl Invocation<'_> {
             provider.err(self.title, &message)?;
             return Ok(None);
         }
+        self.show_console(provider, output)?;
         let stdout = self.show_streams(provider, stdout)?;
         match parse_json(stdout) {
             Ok(data) => Ok(Some(data)),
@@ -241,6 +242,31 @@ impl Invocation<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// Shows at debug, line by line and scrubbed, what the call wrote to
+    /// the console: the host keeps it apart from the result's stdout.
+    fn show_console<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+        output: &ExecuteOutput,
+    ) -> Result<(), P::Error> {
+        let Some(console) = output
+            .native_stdout
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+        else {
+            return Ok(());
+        };
+        if !provider.debug_enabled() {
+            return Ok(());
+        }
+        let text = self.error_redactor(provider).scrub(console);
+        let title = self.title.map(super::title_text).unwrap_or_default();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            provider.debug(&format!("{title}: DSC resource console: {line}"))?;
+        }
+        Ok(())
     }
 
     /// Shows what the resource wrote, from the line of stream records the

@@ -533,7 +533,11 @@ fn what_a_resource_writes_shows_in_order_with_its_secrets_scrubbed() {
         {"kind": "information", "text": "info line"},
     ]});
     let result = r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#;
-    provider.answer(&format!("{streams}\n{result}\n"));
+    provider.answers.borrow_mut().push_back(ExecuteOutput {
+        stdout: Some(format!("{streams}\n{result}\n")),
+        errormessage: None,
+        native_stdout: Some(format!("console {password}\n")),
+    });
     invoke_set_method(&provider, &s("v1"), &should).unwrap();
     assert!(
         provider.logged("err").is_empty(),
@@ -548,7 +552,14 @@ fn what_a_resource_writes_shows_in_order_with_its_secrets_scrubbed() {
         .iter()
         .filter(|m| m.starts_with("v1: DSC resource "))
         .collect();
-    assert_eq!(shown.len(), 3, "{debug:?}");
+    assert_eq!(shown.len(), 4, "{debug:?}");
+    // The console first: the host hands it over apart from the records.
+    assert!(
+        shown[0].starts_with("v1: DSC resource console: console "),
+        "{}",
+        shown[0]
+    );
+    let shown = &shown[1..];
     assert!(
         shown[0].starts_with("v1: DSC resource verbose: setting "),
         "{}",
