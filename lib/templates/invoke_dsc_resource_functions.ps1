@@ -329,15 +329,328 @@ function ConvertTo-PwshlibCanonicalResult {
     $Table
 }
 
+function Get-PwshlibDirectCache {
+    # What the direct path keeps for the life of the runspace: resolved
+    # resources and loaded modules. The host resets the runspace between
+    # calls (ResetRunspaceState clears every global variable, but keeps
+    # functions and imported modules: tried on pwsh 7.6.9), so the cache
+    # cannot be a global variable. It lives in the data slots of the AppDomain,
+    # keyed by the runspace: a runspace the host builds anew (after a failed
+    # call) starts with an empty cache, since the methods of a class-based
+    # resource belong to the runspace that defined its class.
+    $Key = 'pwshlib.direct.' + [runspace]::DefaultRunspace.InstanceId
+    $Cache = [System.AppDomain]::CurrentDomain.GetData($Key)
+    if ($null -eq $Cache) {
+        $Cache = @{ Modules = @{}; Resources = @{} }
+        [System.AppDomain]::CurrentDomain.SetData($Key, $Cache)
+    }
+    $Cache
+}
+
+function Get-PwshlibFileStamp {
+    # When the files a resource was loaded from last changed: a module
+    # changed on disk is loaded again.
+    param([string[]] $Path)
+    $Stamp = 0
+    foreach ($File in $Path) {
+        $Ticks = [System.IO.File]::GetLastWriteTimeUtc($File).Ticks
+        if ($Ticks -gt $Stamp) { $Stamp = $Ticks }
+    }
+    $Stamp
+}
+
+function Find-PwshlibDscModule {
+    # The manifest (.psd1) that -ModuleName of Invoke-DscResource names: a
+    # path to it (script-based resources), or a name (class-based ones)
+    # found on PSModulePath, where the generated script has put the
+    # vendored folder, as <name>/<version>/<name>.psd1 or <name>/<name>.psd1.
+    # With a RequiredVersion, only that version. $null when not found: the
+    # caller falls back to Invoke-DscResource, whose error says why.
+    param($ModuleName)
+    $Name = $ModuleName
+    $Version = $null
+    if ($ModuleName -is [System.Collections.IDictionary]) {
+        $Name = [string] $ModuleName.ModuleName
+        $Version = $ModuleName.RequiredVersion
+    }
+    if ([string]::IsNullOrEmpty($Name)) {
+        return $null
+    }
+    $Candidates = @()
+    if ($Name.EndsWith('.psd1', [System.StringComparison]::OrdinalIgnoreCase)) {
+        $Candidates = @($Name)
+    }
+    else {
+        foreach ($Entry in "$env:PSModulePath".Split([System.IO.Path]::PathSeparator)) {
+            if ([string]::IsNullOrEmpty($Entry)) { continue }
+            if ($null -ne $Version) {
+                $Candidates += [System.IO.Path]::Combine($Entry, $Name, [string] $Version, "$Name.psd1")
+            }
+            $Candidates += [System.IO.Path]::Combine($Entry, $Name, "$Name.psd1")
+        }
+    }
+    foreach ($Candidate in $Candidates) {
+        if (-not [System.IO.File]::Exists($Candidate)) { continue }
+        $Data = Import-PowerShellDataFile -LiteralPath $Candidate
+        if ($null -ne $Version -and [version] $Data.ModuleVersion -ne [version] $Version) { continue }
+        return [pscustomobject]@{
+            Manifest = [System.IO.Path]::GetFullPath($Candidate)
+            Base     = [System.IO.Path]::GetDirectoryName([System.IO.Path]::GetFullPath($Candidate))
+            Data     = $Data
+        }
+    }
+    $null
+}
+
+function Get-PwshlibDscModuleIndex {
+    # Which resources a module implements in PowerShell files, read once
+    # per runspace (and again when its manifest changes): the
+    # [DscResource()] classes of its root module, by the syntax tree of the module
+    # tree as Get-DscResource reads it, and its script-based resources,
+    # DSCResources/<Class>/<Class>.psm1 by the FriendlyName of
+    # <Class>.schema.mof (or the class name when it has none).
+    param($Module)
+    $Cache = Get-PwshlibDirectCache
+    $Stamp = Get-PwshlibFileStamp -Path $Module.Manifest
+    $Index = $Cache.Modules[$Module.Manifest]
+    if ($null -ne $Index -and $Index.Stamp -eq $Stamp) {
+        return $Index
+    }
+    $Classes = @{}
+    $Root = $null
+    if (-not [string]::IsNullOrEmpty($Module.Data.RootModule)) {
+        $Root = [System.IO.Path]::Combine($Module.Base, [string] $Module.Data.RootModule)
+        if ($Root.EndsWith('.psm1', [System.StringComparison]::OrdinalIgnoreCase) -and [System.IO.File]::Exists($Root)) {
+            $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
+            $Found = $Ast.FindAll({
+                    param($Node)
+                    $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
+                    @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
+                }, $true)
+            foreach ($Class in $Found) { $Classes[$Class.Name] = $Root }
+        }
+    }
+    $Scripts = @{}
+    $Folder = [System.IO.Path]::Combine($Module.Base, 'DSCResources')
+    if ([System.IO.Directory]::Exists($Folder)) {
+        foreach ($Schema in [System.IO.Directory]::GetFiles($Folder, '*.schema.mof', [System.IO.SearchOption]::AllDirectories)) {
+            $ClassName = [System.IO.Path]::GetFileName($Schema) -replace '\.schema\.mof$', ''
+            $Psm1 = [System.IO.Path]::Combine([System.IO.Path]::GetDirectoryName($Schema), "$ClassName.psm1")
+            if (-not [System.IO.File]::Exists($Psm1)) { continue }
+            $Friendly = $ClassName
+            if ([System.IO.File]::ReadAllText($Schema) -match 'FriendlyName\s*\(\s*"([^"]+)"\s*\)') {
+                $Friendly = $Matches[1]
+            }
+            $Scripts[$Friendly] = $Psm1
+            if (-not $Scripts.ContainsKey($ClassName)) { $Scripts[$ClassName] = $Psm1 }
+        }
+    }
+    $Index = @{ Stamp = $Stamp; Classes = $Classes; Scripts = $Scripts }
+    $Cache.Modules[$Module.Manifest] = $Index
+    $Index
+}
+
+function Resolve-PwshlibDscResource {
+    # The resource that $InvokeParams names, loaded and ready to call:
+    # @{ Kind = 'Class'; Type } or @{ Kind = 'Script'; Module }. Resolved
+    # and loaded once per runspace; loaded again when its files change on
+    # disk. $null when it is not implemented in PowerShell files this
+    # module holds (a binary or composite resource, a module not found):
+    # the caller then calls Invoke-DscResource.
+    param([hashtable] $InvokeParams)
+    $Cache = Get-PwshlibDirectCache
+    $Version = if ($InvokeParams.ModuleName -is [System.Collections.IDictionary]) { $InvokeParams.ModuleName.RequiredVersion } else { '' }
+    $ModuleText = if ($InvokeParams.ModuleName -is [System.Collections.IDictionary]) { $InvokeParams.ModuleName.ModuleName } else { $InvokeParams.ModuleName }
+    $Key = "$($InvokeParams.Name)|$ModuleText|$Version|$env:PSModulePath"
+    $Entry = $Cache.Resources[$Key]
+    if ($null -ne $Entry -and (Get-PwshlibFileStamp -Path $Entry.Files) -eq $Entry.Stamp) {
+        return $Entry
+    }
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) {
+        return $null
+    }
+    $Index = Get-PwshlibDscModuleIndex -Module $Module
+    $Name = [string] $InvokeParams.Name
+    if ($Index.Classes.ContainsKey($Name)) {
+        $Files = @($Module.Manifest, $Index.Classes[$Name])
+        $Stamp = Get-PwshlibFileStamp -Path $Files
+        # The module imported (-Force: a copy imported before, by
+        # Invoke-DscResource or before its files changed, is read again),
+        # and the class looked up in the scope of the module. `using module`
+        # would not do: a second `using module` of a file that changed
+        # still gives the class first defined from it (tried on pwsh 7.6.9).
+        $Loaded = Import-Module -Name $Module.Manifest -Force -PassThru -Global -Verbose:$false
+        $Type = & $Loaded ([scriptblock]::Create("[$Name]"))
+        $Entry = @{ Kind = 'Class'; Type = $Type; Files = $Files; Stamp = $Stamp }
+    }
+    elseif ($Index.Scripts.ContainsKey($Name)) {
+        $Psm1 = $Index.Scripts[$Name]
+        $Files = @($Psm1)
+        $Stamp = Get-PwshlibFileStamp -Path $Files
+        # -Force: a copy loaded before (by Invoke-DscResource, or before
+        # the file changed) is read again.
+        $Loaded = Import-Module -Name $Psm1 -Force -PassThru -Global -Verbose:$false
+        $Entry = @{ Kind = 'Script'; Module = $Loaded; Files = $Files; Stamp = $Stamp }
+    }
+    else {
+        return $null
+    }
+    $Cache.Resources[$Key] = $Entry
+    $Entry
+}
+
+function ConvertFrom-PwshlibCimValue {
+    # A value for a property of a class-based resource called directly:
+    # on Windows PowerShell 5.1 the script makes embedded instances CIM
+    # instances (for the LCM), which PowerShell cannot convert to the
+    # nested class of the resource, while a hashtable converts (each key set as
+    # a property). So a CIM instance becomes a hashtable of its properties,
+    # and an MSFT_Credential a PSCredential, as the LCM gives them to the
+    # class. On PowerShell 7 the values are hashtables already.
+    param($Value)
+    if ($Value -is [Microsoft.Management.Infrastructure.CimInstance]) {
+        $Table = @{}
+        foreach ($Property in $Value.CimInstanceProperties) {
+            $Table[$Property.Name] = ConvertFrom-PwshlibCimValue -Value $Property.Value
+        }
+        if ($Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
+            return New-PsCredential -User $Table.UserName -Password $Table.Password
+        }
+        return $Table
+    }
+    if ($Value -is [array]) {
+        return , @(foreach ($Item in $Value) { ConvertFrom-PwshlibCimValue -Value $Item })
+    }
+    $Value
+}
+
+function Invoke-PwshlibDirect {
+    # Calls the method of the resolved resource as Invoke-DscResource would, and
+    # returns what Invoke-DscResource returns: Get the result of the resource,
+    # Test an object with InDesiredState, Set one with RebootRequired.
+    param($Resolved, [hashtable] $InvokeParams)
+    $Method = [string] $InvokeParams.Method
+    $Property = $InvokeParams.Property
+    # Reset before the call, read after Set: a resource asks for a reboot
+    # by setting it to 1 (as the LCM and PSDesiredStateConfiguration 2.x
+    # read it).
+    $global:DSCMachineStatus = $null
+    if ($Resolved.Kind -eq 'Class') {
+        $Resource = $Resolved.Type::new()
+        foreach ($Key in $Property.Keys) {
+            $Resource.$Key = ConvertFrom-PwshlibCimValue -Value $Property[$Key]
+        }
+        switch ($Method) {
+            'Get' { return $Resource.Get() }
+            'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
+            'Set' {
+                $Resource.Set()
+                return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
+            }
+        }
+    }
+    $Command = $Resolved.Module.ExportedCommands["$Method-TargetResource"]
+    if ($null -eq $Command) {
+        throw "The DSC resource '$($InvokeParams.Name)' has no $Method-TargetResource function"
+    }
+    # Only the parameters the function declares, as the LCM and
+    # PSDesiredStateConfiguration pass them: Get-TargetResource declares
+    # the keys and mandatory properties only.
+    $Arguments = @{}
+    foreach ($Key in $Property.Keys) {
+        if ($Command.Parameters.ContainsKey($Key)) { $Arguments[$Key] = $Property[$Key] }
+    }
+    switch ($Method) {
+        'Get' { return & $Command @Arguments }
+        'Test' { return [pscustomobject]@{ InDesiredState = [bool] (& $Command @Arguments | Select-Object -Last 1) } }
+        'Set' {
+            & $Command @Arguments | Out-Null
+            return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
+        }
+    }
+}
+
+function Invoke-PwshlibDscCall {
+    # The call itself, directly or through Invoke-DscResource, with every
+    # stream the resource writes merged into its output in order: its
+    # warnings, verbose, debug, information and Write-Host lines are shown
+    # to the user (Write-PwshlibResult). The method of a resource reads the
+    # preference variables of its module, whose parent is the global
+    # scope, so they are set there for the call and put back after (tried
+    # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
+    param([hashtable] $InvokeParams, [bool] $Direct)
+    $Resolved = $null
+    if ($Direct) {
+        $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
+    }
+    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference)
+    try {
+        $global:VerbosePreference = 'Continue'
+        $global:DebugPreference = 'Continue'
+        $global:InformationPreference = 'Continue'
+        $global:WarningPreference = 'Continue'
+        if ($null -ne $Resolved) {
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams } *>&1
+        }
+        else {
+            & { Invoke-DscResource @InvokeParams } *>&1
+        }
+    }
+    finally {
+        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference = $Saved
+    }
+}
+
+function Split-PwshlibStreams {
+    # Separates the records of the merged streams of a call from its output:
+    # returns @{ Output = the values; Streams = @({kind; text}, …) }.
+    param([object[]] $Items)
+    $Values = [System.Collections.Generic.List[object]]::new()
+    $Streams = [System.Collections.Generic.List[object]]::new()
+    foreach ($Item in $Items) {
+        $Kind = $null
+        $Text = $null
+        if ($Item -is [System.Management.Automation.WarningRecord]) { $Kind = 'warning'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.VerboseRecord]) { $Kind = 'verbose'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.DebugRecord]) { $Kind = 'debug'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.InformationRecord]) {
+            # Write-Host writes an information record tagged PSHOST.
+            $Kind = if ($Item.Tags -contains 'PSHOST') { 'host' } else { 'information' }
+            $Text = [string] $Item.MessageData
+        }
+        elseif ($Item -is [System.Management.Automation.ErrorRecord]) { $Kind = 'error'; $Text = $Item.ToString() }
+        if ($null -ne $Kind) {
+            $Streams.Add([ordered]@{ kind = $Kind; text = [string] $Text })
+        }
+        else {
+            $Values.Add($Item)
+        }
+    }
+    @{ Output = $Values; Streams = $Streams }
+}
+
 function Invoke-PwshlibDscResource {
     # Runs the one DSC call that $InvokeParams describes and writes its
     # outcome as a single line of compressed JSON, the only output the
-    # provider reads. The machine-level PSModulePath is put back by the
-    # generated script's own try/finally, which also covers the lines that
-    # build credentials and CIM instances before this call.
+    # provider reads; when the resource wrote to its warning, verbose,
+    # debug or information streams (or Write-Host), a line of JSON with
+    # those records comes first ({"pwshlib_streams":[{kind,text}…]}). The
+    # machine-level PSModulePath is put back by the generated script's own
+    # try/finally, which also covers the lines that build credentials and
+    # CIM instances before this call.
+    #
+    # The call is made directly (the class of the resource, or its
+    # <Method>-TargetResource function, loaded once per host runspace) unless
+    # -ThroughInvokeDscResource (PWSHLIB_DSC_DIRECT=0 for the agent), the
+    # resource runs as PsDscRunAsCredential on Windows PowerShell 5.1 (the
+    # LCM starts it as that account), or it is not implemented in
+    # PowerShell files of its module (binary, composite).
     param(
         [Parameter(Mandatory = $true)]
-        [hashtable] $InvokeParams
+        [hashtable] $InvokeParams,
+
+        [switch] $ThroughInvokeDscResource
     )
     # The outcome of a Set, and of any failed Get or Set.
     $Response = [ordered]@{
@@ -345,6 +658,10 @@ function Invoke-PwshlibDscResource {
         rebootrequired = $false
         errormessage   = ''
     }
+    $Streams = @()
+    # The output of the call and the records of its streams, collected as they
+    # come, so that what the resource wrote before it failed is shown too.
+    $Merged = [System.Collections.Generic.List[object]]::new()
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -355,7 +672,12 @@ function Invoke-PwshlibDscResource {
             # so nothing runs as the wrong account.
             throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
         }
-        $PwshlibResult = Invoke-DscResource @InvokeParams
+        # Direct, but for the escape hatch and a run-as account (which only
+        # the 5.1 LCM can start the resource as).
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) | ForEach-Object { $Merged.Add($_) }
+        $Split = Split-PwshlibStreams -Items $Merged.ToArray()
+        $Streams = @($Split.Streams)
+        $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {
                 $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
@@ -374,9 +696,16 @@ function Invoke-PwshlibDscResource {
         }
     }
     catch {
+        $Streams = @((Split-PwshlibStreams -Items $Merged.ToArray()).Streams)
         # A failure must never come back with an empty message: the provider
-        # tells success from failure by it.
-        $PwshlibMessage = $_.Exception.Message
+        # tells success from failure by it. The exception of a class method
+        # arrives wrapped in a MethodInvocationException ("Exception calling
+        # Get …"): the message the resource threw is the one inside.
+        $PwshlibException = $_.Exception
+        if ($PwshlibException -is [System.Management.Automation.MethodInvocationException] -and $null -ne $PwshlibException.InnerException) {
+            $PwshlibException = $PwshlibException.InnerException
+        }
+        $PwshlibMessage = $PwshlibException.Message
         if ([string]::IsNullOrEmpty($PwshlibMessage)) {
             $PwshlibMessage = "Invoke-DscResource failed: $_"
         }
@@ -390,6 +719,9 @@ function Invoke-PwshlibDscResource {
         else {
             $PwshlibOutput = $Response
         }
+    }
+    if ($Streams.Count -gt 0) {
+        ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4
     }
     ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10
 }

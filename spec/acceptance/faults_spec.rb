@@ -218,5 +218,27 @@ module AcceptanceFaults
 
       include_examples 'a run that keeps its secrets'
     end
+
+    # Issue 32's escape hatch, read by the provider from the agent's
+    # environment and carried in the script: every call goes through
+    # Invoke-DscResource; without it, only the run-as calls do (the
+    # simulated host plays 5.1).
+    apply_scenario 'PWSHLIB_DSC_DIRECT=0 in the agent\'s environment',
+                   machine: 'no-direct',
+                   manifest: [file('through-idr', 'one'),
+                              Acceptance.resource('dsc_fixturefile', 'plain', 'dsc_destinationpath' => 'C:\\Faults\\plain.txt',
+                                                                              'dsc_ensure' => 'Present', 'dsc_contents' => 'two')].join("\n"),
+                   env: { 'PWSHLIB_DSC_DIRECT' => '0' },
+                   exits: 'exits 2: applied, not failed', exitcode: 2 do
+      it 'makes every call through Invoke-DscResource' do
+        expect(run.calls.size).to eq(4)
+        expect(run.calls.map { |call| call['kind'] }.uniq).to eq(['invoke_dsc_resource'])
+      end
+
+      it 'applies both resources' do
+        expect_applied('through-idr', 'one')
+        expect_applied('plain', 'two')
+      end
+    end
   end
 end

@@ -268,6 +268,13 @@ module AcceptanceLifecycle
         end
       end
 
+      it 'calls each resource directly, and through Invoke-DscResource only to run as PsDscRunAsCredential (5.1)' do
+        # Issue 32: the simulated host plays Windows PowerShell 5.1, whose
+        # LCM alone can start a resource as the run-as account.
+        kinds = run.calls.map { |call| [call['run_as_user'] ? 'run-as' : 'plain', call['kind']] }.uniq.sort
+        expect(kinds).to eq([%w[plain direct], %w[run-as invoke_dsc_resource]])
+      end
+
       it 'leaves exactly the declared values in the simulator state' do
         expect_state(@state_after_create, 'file-a', 'destinationpath' => 'C:\\Temp\\Pwshlib\\Readme.txt', 'ensure' => 'Present',
                                                     'contents' => 'Hello', 'type' => 'File', 'force' => true,

@@ -89,6 +89,7 @@ pub mod names {
     pub static EXECUTE_WITH_PRELUDE: LazyId = LazyId::new("execute_with_prelude");
     pub static STDOUT: LazyId = LazyId::new("stdout");
     pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
+    pub static NATIVE_STDOUT: LazyId = LazyId::new("native_stdout");
     pub static LEVEL: LazyId = LazyId::new("level");
     pub static DEBUG: LazyId = LazyId::new("debug");
     pub static LOADERS: LazyId = LazyId::new("loaders");

@@ -74,6 +74,31 @@ pub const HEADER: &str =
 /// and prints the outcome.
 pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokeParams";
 
+/// Appended to [`INVOKE_CALL`] when the agent's environment says
+/// `PWSHLIB_DSC_DIRECT=0`: the prelude then calls `Invoke-DscResource`
+/// instead of the resource itself (the escape hatch of issue 32). Carried
+/// in the script because the host restores its own start environment
+/// before every call, so it never sees the agent's current one.
+pub const THROUGH_INVOKE_DSC_RESOURCE: &str = " -ThroughInvokeDscResource";
+
+/// The agent's environment variable that turns direct invocation off.
+pub const DIRECT_VARIABLE: &str = "PWSHLIB_DSC_DIRECT";
+
+/// Whether `PWSHLIB_DSC_DIRECT` (read on every call, so a change made by
+/// Ruby's `ENV` applies to the next call) asks for `Invoke-DscResource`:
+/// `0`, `false`, `no` or `off`, in any case.
+pub fn direct_disabled_by_env() -> bool {
+    std::env::var(DIRECT_VARIABLE).is_ok_and(|value| direct_disabled_by(&value))
+}
+
+/// [`direct_disabled_by_env`] of a given value.
+pub fn direct_disabled_by(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "0" | "false" | "no" | "off"
+    )
+}
+
 /// Opens the block that follows the PSModulePath line: everything after
 /// that first generated line (credentials, CIM instances, `[DateTime]`
 /// casts, the call) runs inside it, so that a failure anywhere still
@@ -671,6 +696,9 @@ pub struct ScriptParts {
     pub cim_instances: TrackedText,
     /// The `$InvokeParams = @{…}` line.
     pub invoke_params: TrackedText,
+    /// The call goes through `Invoke-DscResource` (`PWSHLIB_DSC_DIRECT=0`)
+    /// rather than to the resource directly.
+    pub through_invoke_dsc_resource: bool,
 }
 
 impl ScriptParts {
@@ -704,6 +732,7 @@ impl ScriptParts {
             credentials: builder.credentials,
             cim_instances: builder.cim_instances,
             invoke_params,
+            through_invoke_dsc_resource: direct_disabled_by_env(),
         })
     }
 
@@ -717,6 +746,7 @@ impl ScriptParts {
                 + self.cim_instances.text().len()
                 + self.invoke_params.text().len()
                 + INVOKE_CALL.len()
+                + THROUGH_INVOKE_DSC_RESOURCE.len()
                 + RESTORE_MODULE_PATH.len()
                 + 2,
         );
@@ -731,6 +761,9 @@ impl ScriptParts {
         out.append(self.invoke_params);
         ensure_newline(&mut out);
         out.push(INVOKE_CALL);
+        if self.through_invoke_dsc_resource {
+            out.push(THROUGH_INVOKE_DSC_RESOURCE);
+        }
         out.push("\n");
         if restores {
             out.push(RESTORE_MODULE_PATH);

@@ -75,6 +75,15 @@ mod tests {
                 "Restore-PwshlibVendoredModulePath",
                 "ConvertTo-PwshlibCanonicalValue",
                 "ConvertTo-PwshlibCanonicalResult",
+                "Get-PwshlibDirectCache",
+                "Get-PwshlibFileStamp",
+                "Find-PwshlibDscModule",
+                "Get-PwshlibDscModuleIndex",
+                "Resolve-PwshlibDscResource",
+                "ConvertFrom-PwshlibCimValue",
+                "Invoke-PwshlibDirect",
+                "Invoke-PwshlibDscCall",
+                "Split-PwshlibStreams",
                 "Invoke-PwshlibDscResource"
             ]
         );

@@ -955,3 +955,43 @@ fn a_class_based_resources_embedded_instances_on_each_edition() {
         "{state}"
     );
 }
+
+#[test]
+fn the_call_log_tells_direct_calls_from_invoke_dsc_resource_calls() {
+    // Issue 32: the prelude calls the resource directly unless the script
+    // says -ThroughInvokeDscResource (PWSHLIB_DSC_DIRECT=0) or, on Windows
+    // PowerShell 5.1, the call runs as PsDscRunAsCredential.
+    let sim = Sim::new();
+    let direct = format!(
+        "{PREAMBLE}$InvokeParams = @{{Name = 'FixtureFile'; Method = 'Get'; Property = @{{{PATH_A}}}; ModuleName = {MODULE}}}\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams\n"
+    );
+    sim.json(&direct);
+    let through = direct.replace(
+        "-InvokeParams $InvokeParams\n",
+        "-InvokeParams $InvokeParams -ThroughInvokeDscResource\n",
+    );
+    sim.json(&through);
+    let variables = "$cred_1 = New-PsCredential -User 'CONTOSO\\Admin' -Password 'runas''secret'";
+    let run_as = format!("{PATH_A}; psdscrunascredential = $cred_1");
+    sim.test_of(variables, "FixtureFile", &run_as);
+    let kinds: Vec<Json> = sim.log().iter().map(|line| line["kind"].clone()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            json!("direct"),
+            json!("invoke_dsc_resource"),
+            json!("invoke_dsc_resource")
+        ]
+    );
+}
+
+#[test]
+fn on_powershell_7_a_plain_call_is_direct() {
+    // PowerShell 7 needs no PSDesiredStateConfiguration for a resource in
+    // PowerShell files: the call is direct.
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.6.9");
+    sim.get(PATH_A);
+    let kinds: Vec<Json> = sim.log().iter().map(|line| line["kind"].clone()).collect();
+    assert_eq!(kinds, vec![json!("direct")]);
+}

@@ -56,6 +56,12 @@ module RealPwshDsc
       Acceptance.read_call_log(File.join(state_dir, 'calls.jsonl'))
     end
 
+    # The calls the stand-in Invoke-DscResource received (all of them, over
+    # every run): a direct call never reaches it (issue 32).
+    def standin_calls
+      Acceptance.read_call_log(File.join(state_dir, 'standin.jsonl'))
+    end
+
     # The stored properties of one resource, as the resource wrote them.
     def stored(resource, key)
       path = File.join(state_dir, "#{resource}.json")
@@ -93,6 +99,33 @@ module RealPwshDsc
     }],
   }.freeze
 
+  # What the resources stored after run 1, the same whichever way they
+  # were called.
+  STORED = {
+    %w[RealSetting Größe-ü] => {
+      'Name' => 'Größe-ü',
+      'Credential' => { 'user' => 'CONTOSO\\svc-ü', 'password' => SETTING_SECRET },
+      'Tags' => %w[blue grün],
+      'Count' => 42,
+      'Enabled' => true,
+      'Expires' => '2030-01-02T03:04:05.0000000Z',
+      'Description' => 'Grüße, 世界 🔑',
+    },
+    %w[RealAccount jörg] => {
+      'UserName' => 'jörg',
+      'Password' => { 'user' => 'jörg', 'password' => ACCOUNT_SECRET },
+      'FullName' => 'Jörg Müller',
+    },
+    %w[RealPool Pool-ü] => {
+      'Name' => 'Pool-ü',
+      'Options' => [
+        { 'Key' => 'a', 'Mode' => 'Slow' },
+        { 'Key' => 'b', 'Mode' => 'Fast' },
+      ],
+      'Primary' => { 'Key' => 'p', 'Mode' => 'Slow' },
+    },
+  }.freeze
+
   def self.manifest
     RESOURCES.map { |title, (type, attributes)| Acceptance.resource(type, title, attributes) }.join("\n")
   end
@@ -103,6 +136,11 @@ module RealPwshDsc
     before(:all) do
       @machine = Machine.new('real-dsc')
       @runs = Array.new(2) { @machine.apply(RealPwshDsc.manifest) }
+    end
+
+    it 'called every resource directly, never through Invoke-DscResource (issue 32)' do
+      expect(run(1).calls.size).to eq(6)
+      expect(@machine.standin_calls).to eq([])
     end
 
     after(:all) { @machine&.cleanup }
@@ -192,6 +230,112 @@ module RealPwshDsc
       gets = run(2).calls.select { |call| call['method'] == 'Get' }
       expect(gets.size).to eq(3)
       expect_no_secret_shown([run(2)], SECRETS)
+    end
+  end
+
+  # The escape hatch (issue 32): with PWSHLIB_DSC_DIRECT=0 in the agent's
+  # environment every call goes through Invoke-DscResource (the stand-in),
+  # with the same outcomes as the direct calls above.
+  RSpec.describe 'puppet apply of real DSC resources through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' do
+    include AcceptanceSecrets
+
+    before(:all) do
+      @machine = Machine.new('real-dsc-idr')
+      @runs = Array.new(2) { @machine.apply(RealPwshDsc.manifest, env: { 'PWSHLIB_DSC_DIRECT' => '0' }) }
+    end
+
+    after(:all) { @machine&.cleanup }
+
+    it 'run 1 creates every resource and run 2 changes nothing' do
+      expect(@runs[0].exitcode).to eq(2), @runs[0].to_s
+      expect(@runs[1].exitcode).to eq(0), @runs[1].to_s
+    end
+
+    it 'the resources stored what the direct calls store' do
+      STORED.each do |(resource, key), stored|
+        expect(@machine.stored(resource, key)).to eq(stored), resource
+      end
+    end
+
+    it 'every call reached the stand-in Invoke-DscResource' do
+      made = @runs.flat_map(&:calls).map { |call| [call['resource'], call['method']] }
+      expect(made.size).to eq(9)
+      expect(@machine.standin_calls.map { |call| [call['resource'], call['method']] }).to eq(made)
+    end
+
+    it 'never shows a secret' do
+      expect_no_secret_shown(@runs, SECRETS)
+    end
+  end
+
+  # A resource that writes to every stream, asks for a reboot, or fails
+  # (issue 32 items 4 and 5), directly and through Invoke-DscResource.
+  NOISY_SECRET = Acceptance.generate_secret('noisy')
+
+  def self.noisy_manifest
+    # noisy-ok is in sync (a Get only); the other two are changed, and their
+    # Sets write the secret to their streams.
+    %w[ok reboot fail].map do |mode|
+      attributes = { 'dsc_name' => "noisy-#{mode}", 'dsc_mode' => mode }
+      attributes['dsc_secret'] = Acceptance.credential('svc', NOISY_SECRET) unless mode == 'ok'
+      Acceptance.resource('dsc_realnoisy', "noisy-#{mode}", attributes)
+    end.join("\n")
+  end
+
+  { 'directly' => {}, 'through Invoke-DscResource' => { 'PWSHLIB_DSC_DIRECT' => '0' } }.each do |how, env|
+    RSpec.describe "what a real DSC resource writes, called #{how}" do
+      include AcceptanceSecrets
+
+      before(:all) do
+        @machine = Machine.new('real-dsc-noisy')
+        @run = @machine.apply(RealPwshDsc.noisy_manifest, env: env)
+      end
+
+      after(:all) { @machine&.cleanup }
+
+      it 'was called as asked' do
+        expect(@machine.standin_calls.size).to eq(env.empty? ? 0 : @run.calls.size)
+        expect(@run.calls.map { |call| call['method'] }.tally).to eq('Get' => 3, 'Set' => 2)
+      end
+
+      it 'a reboot-requesting Set changes the resource and warns that a reboot is needed' do
+        expect(@run.changed?('Dsc_realnoisy[noisy-reboot]')).to be(true), @run.to_s
+        expect(@run.failed?('Dsc_realnoisy[noisy-reboot]')).to be(false), @run.to_s
+        expect(@run.output).to match(/Warning: .*Dsc_realnoisy\[noisy-reboot\].*A reboot is required/i), @run.to_s
+      end
+
+      it 'a failing Set fails its resource with the resource\'s own message, its secret scrubbed' do
+        expect(@run.exitcode).to eq(6), @run.to_s
+        expect(@run.failed?('Dsc_realnoisy[noisy-fail]')).to be(true), @run.to_s
+        expect(@run.output).to match(/Error: .*Dsc_realnoisy\[noisy-fail\]: RealNoisy refused noisy-fail: /i), @run.to_s
+      end
+
+      it 'its warnings are Puppet warnings on the resource, in order' do
+        warnings = @run.output.lines.grep(/\AWarning: .*RealNoisy \w+ warning: /)
+        expect(warnings.grep(/\AWarning: dsc_realnoisy\[noisy-ok\]: RealNoisy Get warning: noisy-ok$/).size).to eq(1), @run.to_s
+        %w[reboot fail].each do |mode|
+          shown = warnings.grep(/\AWarning: dsc_realnoisy\[noisy-#{mode}\]: /).map { |l| l[/RealNoisy (\w+) warning/, 1] }
+          expect(shown).to eq(%w[Get Set]), @run.to_s
+        end
+      end
+
+      it 'its verbose, debug, information and host lines show at --debug, in order' do
+        lines = @run.output.lines.grep(/\ADebug: dsc_realnoisy.*: noisy-reboot: DSC resource \w+: RealNoisy /)
+        shown = lines.map { |l| l.match(/DSC resource (\w+): RealNoisy (\w+)/).captures.join(' ') }
+        # The console comes first: the host hands it over apart from the
+        # records, so it is not interleaved with them.
+        expect(shown).to eq(['console Get', 'verbose Get', 'host Get', 'information Get', 'debug Get',
+                             'console Set', 'verbose Set', 'host Set', 'information Set', 'debug Set'])
+      end
+
+      it 'its console output shows at --debug' do
+        expect(@run.output).to match(/^Debug: dsc_realnoisy.*: noisy-ok: DSC resource console: RealNoisy Get console$/), @run.to_s
+      end
+
+      it 'never shows its secret, not even from what it wrote' do
+        expect(@run.output).to include('RealNoisy Set host: ', 'RealNoisy Set verbose: noisy-reboot with ')
+        expect_no_secret_shown([@run], [NOISY_SECRET])
+      end
     end
   end
 end

@@ -321,6 +321,7 @@ fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
     Ok(ExecuteOutput {
         stdout: output_field(ruby, hash, &names::STDOUT, "stdout")?,
         errormessage: output_field(ruby, hash, &names::ERRORMESSAGE, "errormessage")?,
+        native_stdout: output_field(ruby, hash, &names::NATIVE_STDOUT, "native_stdout")?,
     })
 }
 

@@ -56,6 +56,8 @@ const RUN_AS_ACCOUNT: &str = "the PSDscRunAsCredential account";
 /// Why a call with an account that failed to log on is not made.
 const LOGON_FAILED_EARLIER: &str = "failed to log on earlier in this run";
 const COLLISION_NOTICE: &str = "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.";
+/// How the prelude's line of stream records starts.
+const STREAMS_PREFIX: &str = "{\"pwshlib_streams\":";
 /// How much of an unreadable output an error quotes, in characters.
 const EXCERPT_CHARS: usize = 120;
 
@@ -228,6 +230,8 @@ impl Invocation<'_> {
             provider.err(self.title, &message)?;
             return Ok(None);
         }
+        self.show_console(provider, output)?;
+        let stdout = self.show_streams(provider, stdout)?;
         match parse_json(stdout) {
             Ok(data) => Ok(Some(data)),
             Err(e) => {
@@ -238,6 +242,86 @@ impl Invocation<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// Shows at debug, line by line and scrubbed, what the call wrote to
+    /// the console: the host keeps it apart from the result's stdout.
+    fn show_console<P: ProviderCallbacks>(
+        self,
+        provider: &P,
+        output: &ExecuteOutput,
+    ) -> Result<(), P::Error> {
+        let Some(console) = output
+            .native_stdout
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+        else {
+            return Ok(());
+        };
+        if !provider.debug_enabled() {
+            return Ok(());
+        }
+        let text = self.error_redactor(provider).scrub(console);
+        let title = self.title.map(super::title_text).unwrap_or_default();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            provider.debug(&format!("{title}: DSC resource console: {line}"))?;
+        }
+        Ok(())
+    }
+
+    /// Shows what the resource wrote, from the line of stream records the
+    /// prelude prints before its result when there are any
+    /// (`{"pwshlib_streams":[{"kind":…,"text":…}…]}`, issue 32 item 4):
+    /// a warning as a Puppet warning on this resource, everything else
+    /// (verbose, debug, information, Write-Host, non-terminating errors)
+    /// at debug, in order, each scrubbed of the resource's secrets as its
+    /// errors are. Returns the rest of the output: the result's line.
+    fn show_streams<'o, P: ProviderCallbacks>(
+        self,
+        provider: &P,
+        stdout: &'o str,
+    ) -> Result<&'o str, P::Error> {
+        let Some((first, rest)) = stdout.split_once('\n') else {
+            return Ok(stdout);
+        };
+        if !first.starts_with(STREAMS_PREFIX) {
+            return Ok(stdout);
+        }
+        let Ok(streams) = parse_json(first) else {
+            return Ok(rest.trim());
+        };
+        let records = streams
+            .as_map()
+            .and_then(|m| m.get_named("pwshlib_streams"))
+            .and_then(Value::as_array)
+            .unwrap_or_default();
+        let debug = provider.debug_enabled();
+        let mut redactor: Option<Redactor> = None;
+        for record in records {
+            let Some(record) = record.as_map() else {
+                continue;
+            };
+            let field = |name: &str| {
+                record
+                    .get_named(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            };
+            let kind = field("kind");
+            let warning = kind == "warning";
+            if !warning && !debug {
+                continue;
+            }
+            let redactor = redactor.get_or_insert_with(|| self.error_redactor(provider));
+            let text = redactor.scrub(field("text"));
+            if warning {
+                provider.warning(self.title, &text)?;
+            } else {
+                let title = self.title.map(super::title_text).unwrap_or_default();
+                provider.debug(&format!("{title}: DSC resource {kind}: {text}"))?;
+            }
+        }
+        Ok(rest.trim())
     }
 
     /// Data, a collision to retry, or a failure that DSC reported in

@@ -48,6 +48,10 @@ pub const NOT_IN_DESIRED_STATE: &str =
 pub struct ExecuteOutput {
     pub stdout: Option<String>,
     pub errormessage: Option<String>,
+    /// What the call wrote to the console (`[Console]::WriteLine`, native
+    /// programs), which the host keeps out of `stdout` for DSC calls: shown
+    /// at debug (issue 32 item 4).
+    pub native_stdout: Option<String>,
 }
 
 /// The answer of `insync?`: nil, `true`, or `false` / `[false, message]`.

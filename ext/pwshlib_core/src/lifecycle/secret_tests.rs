@@ -514,3 +514,66 @@ fn a_hand_built_resource_hash_is_marked_by_its_type() {
     let typed = InvocableResource::from_value(&typed).unwrap();
     assert!(!build_script(&typed).unwrap().redacted().contains(value));
 }
+
+#[test]
+fn what_a_resource_writes_shows_in_order_with_its_secrets_scrubbed() {
+    // Issue 32 item 4: the prelude prints the resource's stream records on
+    // a line before its result.
+    let provider = secret_provider();
+    let password = "hunter2-stream";
+    let should = sym_map(vec![
+        ("name", s("v1")),
+        ("dsc_vaultname", s("v1")),
+        ("dsc_secret", secret(password)),
+    ]);
+    let streams = serde_json::json!({"pwshlib_streams": [
+        {"kind": "verbose", "text": format!("setting {password}")},
+        {"kind": "warning", "text": format!("weak: {password}")},
+        {"kind": "host", "text": "host line"},
+        {"kind": "information", "text": "info line"},
+    ]});
+    let result = r#"{"indesiredstate":true,"rebootrequired":false,"errormessage":""}"#;
+    provider.answers.borrow_mut().push_back(ExecuteOutput {
+        stdout: Some(format!("{streams}\n{result}\n")),
+        errormessage: None,
+        native_stdout: Some(format!("console {password}\n")),
+    });
+    invoke_set_method(&provider, &s("v1"), &should).unwrap();
+    assert!(
+        provider.logged("err").is_empty(),
+        "{:?}",
+        provider.logged("err")
+    );
+    let warnings = provider.logged("warning");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("weak: "), "{}", warnings[0]);
+    let debug = provider.logged("debug");
+    let shown: Vec<&String> = debug
+        .iter()
+        .filter(|m| m.starts_with("v1: DSC resource "))
+        .collect();
+    assert_eq!(shown.len(), 4, "{debug:?}");
+    // The console first: the host hands it over apart from the records.
+    assert!(
+        shown[0].starts_with("v1: DSC resource console: console "),
+        "{}",
+        shown[0]
+    );
+    let shown = &shown[1..];
+    assert!(
+        shown[0].starts_with("v1: DSC resource verbose: setting "),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        shown[1].contains("DSC resource host: host line"),
+        "{}",
+        shown[1]
+    );
+    assert!(
+        shown[2].contains("DSC resource information: info line"),
+        "{}",
+        shown[2]
+    );
+    assert!(!provider.everything_shown().contains(password));
+}

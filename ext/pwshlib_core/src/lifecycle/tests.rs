@@ -154,6 +154,7 @@ fn nothing_returned_mentions_a_timeout_and_uses_the_resource_timeout() {
             "Catastrophic failure: PowerShell module timeout (5000 ms) exceeded while executing"
                 .into(),
         ),
+        native_stdout: None,
     });
     let mut m = manifest("property");
     m.insert_symbol("dsc_timeout", Value::Int(5));

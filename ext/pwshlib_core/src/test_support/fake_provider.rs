@@ -54,7 +54,7 @@ fn s(text: &str) -> Value {
 pub fn out(json: &str) -> ExecuteOutput {
     ExecuteOutput {
         stdout: Some(json.to_owned()),
-        errormessage: None,
+        ..ExecuteOutput::default()
     }
 }
 

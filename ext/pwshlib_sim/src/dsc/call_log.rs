@@ -7,7 +7,10 @@ use serde_json::{json, Map as JsonMap, Value as Json};
 use super::{Invocation, RUN_AS};
 use crate::psvalue::{eq_ignore_case, PsValue};
 
-pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str>) {
+/// `kind`: how the prelude made the call (`direct` or
+/// `invoke_dsc_resource`, [`super::call_kind`]), so that tests can count
+/// each.
+pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str>, kind: &str) {
     use std::io::Write;
     let mut properties = JsonMap::new();
     let mut run_as_user = Json::Null;
@@ -25,6 +28,7 @@ pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str
         .unwrap_or(0.0);
     let line = json!({
         "method": invocation.method.as_str(),
+        "kind": kind,
         "resource": invocation.resource,
         "module": invocation.module.to_json(),
         "properties": properties,

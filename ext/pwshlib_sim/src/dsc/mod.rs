@@ -39,6 +39,29 @@ pub struct Invocation {
     pub method: DscMethod,
     pub properties: Vec<(String, PsValue)>,
     pub module: PsValue,
+    /// The script asks for the call through Invoke-DscResource
+    /// (`-ThroughInvokeDscResource`); otherwise the prelude calls the
+    /// resource directly where it can (issue 32).
+    pub through_invoke_dsc_resource: bool,
+}
+
+/// How the prelude makes a call, as the call log names it: `direct` (the
+/// resource's class or `<Method>-TargetResource`, loaded once per host
+/// session) or `invoke_dsc_resource`. The simulated resources all count
+/// as implemented in PowerShell files, so only the script's switch and a
+/// run-as credential on Windows PowerShell 5.1 (whose LCM starts the
+/// resource as that account) send a call through Invoke-DscResource, as
+/// the prelude's Invoke-PwshlibDscResource decides.
+pub fn call_kind(invocation: &Invocation, edition: Edition) -> &'static str {
+    let run_as = invocation
+        .properties
+        .iter()
+        .any(|(name, _)| crate::psvalue::eq_ignore_case(name, RUN_AS));
+    if invocation.through_invoke_dsc_resource || (run_as && edition == Edition::Desktop) {
+        "invoke_dsc_resource"
+    } else {
+        "direct"
+    }
 }
 
 /// The main loop's entry point: `tree` is the parse of `code` (which the

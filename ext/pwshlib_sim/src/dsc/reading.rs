@@ -47,6 +47,7 @@ pub fn read_invocation_in(
         invoke_params: None,
         constructor_error: None,
         edition,
+        through_invoke_dsc_resource: false,
     };
     reader.visit(root, 0);
     let Some(params) = reader.invoke_params else {
@@ -59,7 +60,9 @@ pub fn read_invocation_in(
         return Err(message);
     }
     let params = params?;
-    invocation_from(&params).map(Some)
+    let mut invocation = invocation_from(&params)?;
+    invocation.through_invoke_dsc_resource = reader.through_invoke_dsc_resource;
+    Ok(Some(invocation))
 }
 
 struct ScriptReader<'src> {
@@ -69,7 +72,15 @@ struct ScriptReader<'src> {
     /// Why the first credential or CIM variable could not be built.
     constructor_error: Option<String>,
     edition: Edition,
+    /// The script's `Invoke-PwshlibDscResource` call carries
+    /// `-ThroughInvokeDscResource` (the agent's `PWSHLIB_DSC_DIRECT=0`).
+    through_invoke_dsc_resource: bool,
 }
+
+/// The prelude's function that makes the call.
+const INVOKE_FUNCTION: &str = "Invoke-PwshlibDscResource";
+/// Its switch for a call through Invoke-DscResource rather than direct.
+const THROUGH_SWITCH: &str = "-ThroughInvokeDscResource";
 
 const MAX_STATEMENT_DEPTH: usize = 100;
 
@@ -84,6 +95,15 @@ impl ScriptReader<'_> {
         match node.kind() {
             "function_statement" | "class_statement" | "script_block_expression" | "comment" => {}
             "assignment_expression" => self.assignment(node),
+            "command"
+                if eq_ignore_case(self.evaluator.text(command_name(node)), INVOKE_FUNCTION) =>
+            {
+                let text = self.evaluator.text(node);
+                let switch = text
+                    .split_whitespace()
+                    .any(|word| eq_ignore_case(word, THROUGH_SWITCH));
+                self.through_invoke_dsc_resource |= switch;
+            }
             _ => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -321,5 +341,6 @@ fn invocation_from(params: &PsValue) -> Result<Invocation, String> {
         method,
         properties,
         module,
+        through_invoke_dsc_resource: false,
     })
 }

@@ -42,7 +42,8 @@ pub fn run(
     // Logged while the state is still locked, so that lines from several
     // hosts sharing one state never interleave.
     if let Some(log_path) = env("PWSHLIB_SIM_LOG").filter(|p| !p.trim().is_empty()) {
-        append_log(&log_path, invocation, fault);
+        let kind = super::call_kind(invocation, edition(env));
+        append_log(&log_path, invocation, fault, kind);
     }
     let saved = state.save();
     match saved {

@@ -16,6 +16,9 @@
 #     InDesiredState; Set one with RebootRequired ($true when
 #     $global:DSCMachineStatus -eq 1);
 #   * PsDscRunAsCredential in -Property is refused with an error.
+# For the tests only, it appends each call it receives to standin.jsonl
+# under $env:PWSHLIB_REAL_DSC_STATE when that is set, so that a test can
+# tell calls through Invoke-DscResource from direct ones (issue 32).
 
 function Resolve-StandInModule {
     # The module folder and manifest that -ModuleName names.
@@ -114,6 +117,10 @@ function Invoke-DscResource {
         $ModuleName
     )
     $ErrorActionPreference = 'Stop'
+    if (-not [string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
+        $Line = ConvertTo-Json -InputObject ([ordered]@{ resource = $Name; method = $Method }) -Compress
+        [System.IO.File]::AppendAllText((Join-Path $env:PWSHLIB_REAL_DSC_STATE 'standin.jsonl'), $Line + "`n")
+    }
     if ($Property.ContainsKey('PsDscRunAsCredential')) {
         throw 'PsDscRunAsCredential is not supported by Invoke-DscResource in PowerShell 7.'
     }

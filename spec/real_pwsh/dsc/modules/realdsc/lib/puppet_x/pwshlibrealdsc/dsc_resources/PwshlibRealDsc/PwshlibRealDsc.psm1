@@ -255,3 +255,59 @@ class RealPool {
         Write-RealState 'RealPool' $State
     }
 }
+
+# Writes to every stream, and on Set does what Mode says: nothing, asks
+# for a reboot ($global:DSCMachineStatus = 1), or fails with the password
+# of Secret in its message (issue 32 items 4 and 5). Its verbose and host
+# lines carry the password too: what it writes must reach the user
+# scrubbed. Get always reports Mode 'ok', so another Mode is a change.
+[DscResource()]
+class RealNoisy {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [string] $Mode
+
+    [DscProperty()]
+    [PSCredential] $Secret
+
+    [string] Password() {
+        if ($null -eq $this.Secret) { return '' }
+        return $this.Secret.GetNetworkCredential().Password
+    }
+
+    [void] Speak([string] $Method) {
+        Write-Verbose "RealNoisy $Method verbose: $($this.Name) with $($this.Password())"
+        Write-Warning "RealNoisy $Method warning: $($this.Name)"
+        Write-Host "RealNoisy $Method host: $($this.Password())"
+        Write-Information "RealNoisy $Method information"
+        Write-Debug "RealNoisy $Method debug"
+        [Console]::WriteLine("RealNoisy $Method console")
+    }
+
+    [RealNoisy] Get() {
+        Write-RealCall 'RealNoisy' 'Get' ([ordered]@{ Name = $this.Name; Mode = $this.Mode; Secret = $this.Secret })
+        $this.Speak('Get')
+        $Result = [RealNoisy]::new()
+        $Result.Name = $this.Name
+        $Result.Mode = 'ok'
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealNoisy' 'Test' ([ordered]@{ Name = $this.Name; Mode = $this.Mode; Secret = $this.Secret })
+        return $this.Mode -eq 'ok'
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealNoisy' 'Set' ([ordered]@{ Name = $this.Name; Mode = $this.Mode; Secret = $this.Secret })
+        $this.Speak('Set')
+        if ($this.Mode -eq 'fail') {
+            throw "RealNoisy refused $($this.Name): $($this.Password())"
+        }
+        if ($this.Mode -eq 'reboot') {
+            $global:DSCMachineStatus = 1
+        }
+    }
+}
