@@ -34,7 +34,7 @@ RSpec.describe 'the module tree that rake prebuilt fills' do
   end
 
   it 'has a library for every row the table says CI builds, and for the Linux Ruby' do
-    expect(ci_rows.map(&:platform).uniq.size).to be >= 2
+    expect(ci_rows).not_to be_empty
     expected = ci_rows.map { |row| "#{row.ruby}/#{row.platform}/pwshlib.so" } + ["#{RUBY_VERSION[/\A\d+\.\d+/]}/#{RUBY_PLATFORM}/pwshlib.so"]
     expect(carried).to include(*expected)
   end
