@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative 'lib/pwsh/version'
+require_relative 'lib/pwshlib/agent_abis'
 
 Gem::Specification.new do |spec|
   spec.name = 'pwshlib'
@@ -15,7 +16,7 @@ Gem::Specification.new do |spec|
 
   # Only sources: no target/, no built libraries; the extension builds at install time.
   spec.files = Dir.chdir(__dir__) do
-    Dir['lib/**/*.rb', 'lib/templates/*.ps1', 'lib/templates/*.cs', 'ext/**/*.{rs,rb,toml}', 'Cargo.toml', 'Cargo.lock',
+    Dir['lib/**/*.rb', 'lib/templates/*.ps1', 'lib/templates/*.cs', 'lib/pwshlib/agent_abis.tsv', 'ext/**/*.{rs,rb,toml}', 'Cargo.toml', 'Cargo.lock',
         'README.md', 'CHANGELOG.md', 'metadata.json', 'docs/*.md'].reject { |f| f.start_with?('target/') || f.include?('/target/') }
   end
   spec.require_paths = ['lib']
@@ -29,6 +30,8 @@ Gem::Specification.new do |spec|
     abi = ENV.fetch('PWSHLIB_GEM_RUBY_ABI')
     library = "lib/pwshlib/#{abi}/#{platform}/pwshlib.so"
     raise "#{library} is missing: run `rake gem:windows`" unless File.file?(File.join(__dir__, library))
+    # Only the table's rows become platform gems (lib/pwshlib/agent_abis.tsv).
+    raise Pwshlib::AgentAbis.describe(abi, platform) unless Pwshlib::AgentAbis.find(abi, platform)
 
     spec.platform = Gem::Platform.new(platform)
     # Narrows what the source gem says: one Ruby minor version, its files

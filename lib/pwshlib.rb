@@ -51,9 +51,20 @@ module Pwshlib
       pwshlib: no native library could be loaded for Ruby #{RUBY_VERSION} (ABI #{RUBY_ABI}) on #{RUBY_PLATFORM}.
       Looked for: #{native_candidates.join(', ')}, then 'pwshlib/pwshlib' on the load path (#{cause.message}).
       This module carries prebuilt libraries for: #{carried.empty? ? 'none' : carried.join(', ')} (Ruby ABI/platform).
+      #{agent_abi_row}
       To build it from source, run `rake compile` in #{ROOT} (needs cargo and ruby-dev),
       or install the gem (`gem install pwshlib`), which builds it for this Ruby.
     MSG
+  end
+
+  # What the table of agent ABIs says about this Ruby: its row (and why it
+  # carries no library), or where the missing row would go. Read only here,
+  # on the way to an error; an unreadable table must not hide that error.
+  def self.agent_abi_row
+    require_relative 'pwshlib/agent_abis'
+    AgentAbis.describe(RUBY_ABI, RUBY_PLATFORM)
+  rescue StandardError, ::LoadError => e
+    "The table of agent ABIs could not be read (#{e.class}: #{e.message})."
   end
 end
 

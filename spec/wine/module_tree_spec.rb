@@ -4,16 +4,19 @@ require 'fileutils'
 require 'open3'
 require 'rbconfig'
 require 'tmpdir'
+require_relative '../../lib/pwshlib/agent_abis'
 
 # One module tree for every agent, as `rake prebuilt` fills it and pluginsync
-# sends it: the Linux Ruby (here) and the Windows Ruby (under wine) each load
-# their own library from lib/pwshlib/<abi>/<platform>/. Run by
-# script/windows-check after `rake prebuilt`; needs PWSHLIB_WINDOWS_RUBY (the
-# Windows Ruby's prefix) and the wine set-up that script makes.
+# sends it: the Linux Ruby (here) and each Windows Ruby (under wine) load
+# their own library from lib/pwshlib/<abi>/<platform>/, and the tree has
+# every row the table of agent ABIs says CI builds. Run by
+# script/windows-ruby-check after `rake prebuilt`; needs each platform's
+# Windows Ruby prefix (PWSHLIB_WINDOWS_RUBY, PWSHLIB_WINDOWS_RUBY_UCRT) and the
+# wine set-up that script makes.
 RSpec.describe 'the module tree that rake prebuilt fills' do
   root = File.expand_path('../..', __dir__)
-  windows_ruby = File.join(ENV.fetch('PWSHLIB_WINDOWS_RUBY'), 'bin', 'ruby.exe')
   report = 'require "pwshlib"; print RUBY_PLATFORM, "|", $LOADED_FEATURES.grep(/pwshlib\.so\z/).join(",")'
+  ci_rows = Pwshlib::AgentAbis.ci('windows')
 
   around do |example|
     Dir.mktmpdir('pwshlib-module-tree') do |dir|
@@ -26,22 +29,48 @@ RSpec.describe 'the module tree that rake prebuilt fills' do
     end
   end
 
-  it 'carries a Linux and a Windows library, and each Ruby loads its own from it' do
-    carried = Dir[File.join(@lib, 'pwshlib', '*', '*', 'pwshlib.so')].map { |path| path.delete_prefix("#{@lib}/pwshlib/") }
-    linux_abi = RUBY_VERSION[/\A\d+\.\d+/]
-    expect(carried).to include("#{linux_abi}/#{RUBY_PLATFORM}/pwshlib.so")
-    windows_entries = carried.grep(%r{\A\d+\.\d+/x64-mingw32/pwshlib\.so\z})
-    expect(windows_entries.size).to eq(1), carried.inspect
+  def carried
+    Dir[File.join(@lib, 'pwshlib', '*', '*', 'pwshlib.so')].map { |path| path.delete_prefix("#{@lib}/pwshlib/") }
+  end
 
+  it 'has a library for every row the table says CI builds, and for the Linux Ruby' do
+    expect(ci_rows).not_to be_empty
+    expected = ci_rows.map { |row| "#{row.ruby}/#{row.platform}/pwshlib.so" } + ["#{RUBY_VERSION[/\A\d+\.\d+/]}/#{RUBY_PLATFORM}/pwshlib.so"]
+    expect(carried).to include(*expected)
+  end
+
+  it 'is loaded by the Linux Ruby from its own directory' do
+    linux_abi = RUBY_VERSION[/\A\d+\.\d+/]
     out, err, status = Open3.capture3(RbConfig.ruby, '-I', @lib, '-e', report)
     expect(status).to be_success, err
     expect(out).to eq("#{RUBY_PLATFORM}|#{File.join(@lib, 'pwshlib', linux_abi, RUBY_PLATFORM, 'pwshlib.so')}")
+  end
 
-    out, err, status = Open3.capture3('wine', windows_ruby, '-I', @lib, '-e', report)
-    expect(status).to be_success, err
-    platform, loaded = out.delete("\r").split('|')
-    expect(platform).to eq('x64-mingw32')
-    # Wine maps / to drive Z:.
-    expect(loaded.downcase).to eq("z:#{File.join(@lib, 'pwshlib', windows_entries.first)}".downcase)
+  # A library linked against another C runtime than its Ruby's would run with
+  # two heaps and two sets of file descriptors: each must import only its
+  # platform's (msvcrt.dll, or UCRT's ucrtbase.dll / api-ms-win-crt-*).
+  ci_rows.each do |row|
+    it "links #{row.key}'s library against that platform's C runtime only" do
+      out, status = Open3.capture2e('x86_64-w64-mingw32-objdump', '-p', File.join(@lib, 'pwshlib', row.ruby, row.platform, 'pwshlib.so'))
+      expect(status).to be_success, out
+      dlls = out.scan(/DLL Name: (\S+)/).flatten.map(&:downcase)
+      ucrt = dlls.grep(/\A(ucrtbase|api-ms-win-crt-.*)\.dll\z/)
+      msvcrt = dlls.grep(/\Amsvcrt\.dll\z/)
+      if row.platform.end_with?('ucrt')
+        expect([ucrt.empty?, msvcrt]).to eq([false, []]), dlls.inspect
+      else
+        expect([ucrt, msvcrt]).to eq([[], ['msvcrt.dll']]), dlls.inspect
+      end
+    end
+
+    it "is loaded by the Windows Ruby for #{row.key} from #{row.key}/" do
+      prefix = ENV.fetch(Pwshlib::AgentAbis.windows_ruby_variable(row.platform))
+      out, err, status = Open3.capture3('wine', File.join(prefix, 'bin', 'ruby.exe'), '-I', @lib, '-e', report)
+      expect(status).to be_success, err
+      platform, loaded = out.delete("\r").split('|')
+      expect(platform).to eq(row.platform)
+      # Wine maps / to drive Z:.
+      expect(loaded.downcase).to eq("z:#{File.join(@lib, 'pwshlib', row.ruby, row.platform, 'pwshlib.so')}".downcase)
+    end
   end
 end

@@ -5,44 +5,51 @@ require 'rbconfig'
 require 'rubygems/package'
 require 'tmpdir'
 require_relative '../../lib/pwsh/version'
+require_relative '../../lib/pwshlib/agent_abis'
 
-# `rake gem:windows`: the platform gem holding the prebuilt Windows library,
-# as rake-compiler's cross gems, installed and loaded by the Windows Ruby
-# under wine with no compiler anywhere. Run by script/windows-check after
-# `rake compile:windows`; needs PWSHLIB_WINDOWS_RUBY and its wine set-up.
-RSpec.describe 'the Windows platform gem' do
+# `rake gem:windows`: one platform gem per Windows platform CI builds (the
+# table of agent ABIs), each holding its prebuilt library, as rake-compiler's
+# cross gems, installed and loaded by that platform's Windows Ruby under wine
+# with no compiler anywhere. Run by script/windows-ruby-check after
+# `rake compile:windows`; needs each platform's Windows Ruby prefix and its
+# wine set-up.
+RSpec.describe 'the Windows platform gems' do
   root = File.expand_path('../..', __dir__)
-  windows_prefix = ENV.fetch('PWSHLIB_WINDOWS_RUBY')
+  ci_rows = Pwshlib::AgentAbis.ci('windows')
 
-  it 'holds the prebuilt library, builds nothing at install, and the Windows Ruby installs and loads it' do
-    out, status = Open3.capture2e('rake', 'gem:windows', chdir: root)
-    expect(status).to be_success, out
-    gem_file = File.join(root, 'pkg', "pwshlib-#{Pwsh::VERSION}-x64-mingw32.gem")
-    expect(File.file?(gem_file)).to be(true), out
+  before(:all) do
+    @build_output, status = Open3.capture2e('rake', 'gem:windows', chdir: root)
+    expect(status).to be_success, @build_output
+  end
 
-    package = Gem::Package.new(gem_file)
-    spec = package.spec
-    expect(spec.platform.to_s).to eq('x64-mingw32')
-    expect(spec.extensions).to be_empty
-    libraries = spec.files.grep(/pwshlib\.so\z/)
-    expect(libraries.size).to eq(1)
-    expect(libraries.first).to match(%r{\Alib/pwshlib/\d+\.\d+/x64-mingw32/pwshlib\.so\z})
-    expect(spec.files.grep(%r{\Aext/})).to be_empty
+  ci_rows.each do |row|
+    it "holds the #{row.key} library, builds nothing at install, and its Windows Ruby installs and loads it" do
+      gem_file = File.join(root, 'pkg', "pwshlib-#{Pwsh::VERSION}-#{row.platform}.gem")
+      expect(File.file?(gem_file)).to be(true), @build_output
 
-    Dir.mktmpdir('pwshlib-platform-gem') do |dir|
-      home = File.join(dir, 'home')
-      ruby = File.join(windows_prefix, 'bin', 'ruby.exe')
-      out, status = Open3.capture2e('wine', ruby, '-rrubygems/gem_runner', '-e', 'Gem::GemRunner.new.run(ARGV)', 'install', '--local', '--no-document',
-                                    '--install-dir', home, gem_file, chdir: dir)
-      expect(status).to be_success, out
-      code = 'gem "pwshlib"; require "pwsh"; print RUBY_PLATFORM, "|", $LOADED_FEATURES.grep(/pwshlib\.so\z/).first, "|", ' \
-             'Pwsh::Manager.respond_to?(:spawn)'
-      out, err, status = Open3.capture3({ 'GEM_HOME' => home, 'GEM_PATH' => home }, 'wine', ruby, '-e', code, chdir: dir)
-      expect(status).to be_success, err
-      platform, loaded, native = out.delete("\r").split('|')
-      expect(platform).to eq('x64-mingw32')
-      expect(loaded.downcase).to end_with("/gems/pwshlib-#{Pwsh::VERSION}-x64-mingw32/#{libraries.first}".downcase)
-      expect(native).to eq('true')
+      spec = Gem::Package.new(gem_file).spec
+      expect(spec.platform.to_s).to eq(row.platform)
+      expect(spec.extensions).to be_empty
+      libraries = spec.files.grep(/pwshlib\.so\z/)
+      expect(libraries).to eq(["lib/pwshlib/#{row.ruby}/#{row.platform}/pwshlib.so"])
+      expect(spec.files.grep(%r{\Aext/})).to be_empty
+      expect(spec.files).to include('lib/pwshlib/agent_abis.tsv')
+
+      Dir.mktmpdir('pwshlib-platform-gem') do |dir|
+        home = File.join(dir, 'home')
+        ruby = File.join(ENV.fetch(Pwshlib::AgentAbis.windows_ruby_variable(row.platform)), 'bin', 'ruby.exe')
+        out, status = Open3.capture2e('wine', ruby, '-rrubygems/gem_runner', '-e', 'Gem::GemRunner.new.run(ARGV)', 'install', '--local',
+                                      '--no-document', '--install-dir', home, gem_file, chdir: dir)
+        expect(status).to be_success, out
+        code = 'gem "pwshlib"; require "pwsh"; print RUBY_PLATFORM, "|", $LOADED_FEATURES.grep(/pwshlib\.so\z/).first, "|", ' \
+               'Pwsh::Manager.respond_to?(:spawn)'
+        out, err, status = Open3.capture3({ 'GEM_HOME' => home, 'GEM_PATH' => home }, 'wine', ruby, '-e', code, chdir: dir)
+        expect(status).to be_success, err
+        platform, loaded, native = out.delete("\r").split('|')
+        expect(platform).to eq(row.platform)
+        expect(loaded.downcase).to end_with("/gems/pwshlib-#{Pwsh::VERSION}-#{row.platform}/#{libraries.first}".downcase)
+        expect(native).to eq('true')
+      end
     end
   end
 end
