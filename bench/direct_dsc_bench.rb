@@ -14,6 +14,7 @@
 # Get of the in-sync runs; the kinds take turns, one run each per round.
 require 'json'
 require_relative '../spec/acceptance/spec_helper_acceptance'
+require_relative 'support/repetitions'
 
 REAL_DSC = File.expand_path('../spec/real_pwsh/dsc', __dir__)
 SIZE = Integer(ENV.fetch('PWSHLIB_BENCH_DIRECT_N', '100'))
@@ -23,12 +24,6 @@ pwsh = ENV['PWSHLIB_REAL_PWSH'] || IO.popen([File.expand_path('../script/find-pw
 unless File.executable?(pwsh.to_s)
   puts 'direct DSC bench: not run, no real pwsh (script/find-pwsh found none)'
   exit 0
-end
-
-def median(values)
-  sorted = values.sort
-  mid = sorted.size / 2
-  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
 manifest = Array.new(SIZE) do |i|

@@ -19,6 +19,7 @@
 # Run with `rake bench` (builds first); prints "not run" without a real pwsh.
 require 'json'
 require 'open3'
+require_relative 'support/repetitions'
 
 root = File.expand_path('..', __dir__)
 pwsh, status = Open3.capture2(File.join(root, 'script', 'find-pwsh'), err: File::NULL)
@@ -46,12 +47,6 @@ CODES = {
 
 def clock
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
-end
-
-def median(values)
-  sorted = values.sort
-  mid = sorted.size / 2
-  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
 end
 
 def manager_median_ms(manager, code, pause, prelude: false)

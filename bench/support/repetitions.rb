@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-# What bench/catalog_bench.rb and bench/ab_bench.rb share about their
-# repetitions of support/catalog_run.rb.
+# What the benches share: the median (all of them), and about the
+# repetitions of support/catalog_run.rb (catalog_bench.rb, ab_bench.rb).
 
 # The median of a list of figures.
 def median(values)
