@@ -133,8 +133,15 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
         1
     );
     assert!(!lines(&host_script()).join("\n").contains("CreateRunspace"));
-    let prelude = lines(&member(&source, "private Session NewPreludeSession("));
-    position(&prelude, "Session session = new Session();");
+    // Each slot's session, plain or prelude, is a Session (issue 32: the
+    // prelude requests alternate between two slots).
+    let prelude = lines(&member(&source, "private Slot GetPreludeSlot("));
+    position(&prelude, "slot.Session = new Session();");
+    let acquire = lines(&member(&source, "private Slot Acquire("));
+    position(
+        &acquire,
+        "if (slot.Session == null) { slot.Session = new Session(); }",
+    );
 }
 
 /// Item 2: `exit N` at the top level reaches the host as SetShouldExit(N);
@@ -301,7 +308,7 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
     );
     position(
         &lines(&member(&source, "private Outcome InvokeRequest(")),
-        "Outcome outcome = InvokeInSession(request, session, prelude != null);",
+        "Outcome outcome = InvokeInSession(request, slot.Session, prelude != null);",
     );
 }
 
@@ -341,9 +348,12 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
             "try { Environment.SetEnvironmentVariable(entry.Key, entry.Value); } catch (Exception) { }",
         ],
     );
-    // Restored after every reply, whatever the call did.
+    // Restored after every reply, whatever the call did: before anything
+    // that may return early, and before the next request is read.
     let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
-    assert_eq!(after[after.len() - 2..], ["RestoreEnvironment();", "}"]);
+    let restored = position(&after, "RestoreEnvironment();");
+    assert_eq!(restored, 3);
+    assert_eq!(after[restored + 1], "if (outcome.Slot == null) { return; }");
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let try_at = invoke.iter().position(|line| line == "try").unwrap();
@@ -457,21 +467,38 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
         [
             "bool abandon = CompleteStop(outcome);",
             "if (abandon) { abandonedPipeline = true; }",
-            "ResetSession(outcome.ForPrelude, abandon);",
+            "Drop(outcome.Slot, abandon);",
         ]
     );
-    let cleaned = position(&after, "Clean(outcome.Ran);");
-    assert!(rebuild < cleaned);
+    // A call that ran and did not fail: its slot reset on a worker thread,
+    // which the next use of that slot waits for (Acquire, GetPreludeSlot).
+    let background = position(&after, "ResetInBackground(outcome.Slot);");
+    assert!(rebuild < background);
+    let worker = lines(&member(
+        &source,
+        "private void ResetInBackground(Slot slot)",
+    ));
+    let cleaned = position(&worker, "Clean(slot.Session);");
+    assert!(position(&worker, "slot.Ready.Reset();") < cleaned);
+    assert!(cleaned < position(&worker, "slot.Ready.Set();"));
+    let acquire = lines(&member(&source, "private Slot Acquire("));
+    assert!(position(&acquire, "slot.Ready.WaitOne();") < acquire.len() - 3);
     let clean = lines(&member(&source, "private void Clean(Session session)"));
     assert_eq!(
         clean[2..7],
         [
             "session.Host.Reset();",
             "session.Runspace.ResetRunspaceState();",
-            "if (homeHasWildcards)",
+            "if (homeHasWildcards || !string.Equals(session.Runspace.SessionStateProxy.Path.CurrentFileSystemLocation.ProviderPath, homeDirectory, StringComparison.Ordinal))",
             "{",
             "session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));",
         ]
+    );
+    // $HOME again from the host's own value: the reset read it from the
+    // process environment, which the other slot's call may be changing.
+    position(
+        &clean,
+        "if (!string.Equals(home, homeVariable, StringComparison.Ordinal))",
     );
     // ResetRunspaceState takes the location from the process directory,
     // which goes home first, whatever the call did.
@@ -479,15 +506,17 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
         after[2],
         "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
-    // A failed rebuild leaves no dead session: null, built on demand by the
-    // next plain request (issue 31, N13).
-    let reset = lines(&member(&source, "private void ResetSession("));
+    // A failed rebuild leaves no dead session: null, built on demand when
+    // the slot is next used (issue 31, N13).
     position(
-        &reset,
-        "try { plain = new Session(); } catch (Exception) { plain = null; }",
+        &after,
+        "try { other.Session = new Session(); } catch (Exception) { other.Session = null; }",
     );
-    let on_demand = position(&request, "if (plain == null)");
-    assert_eq!(request[on_demand + 4], "plain = new Session();");
+    let acquire_at = position(
+        &request,
+        "slot = prelude != null ? GetPreludeSlot(prelude) : Acquire(plainSlots, ref plainNext);",
+    );
+    assert!(acquire_at > 0);
 }
 
 /// Item 6: wildcard characters in the working directory, lone surrogates

@@ -84,13 +84,18 @@ fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
         pwshlib_core::protocol::PRELUDE_VERSION
     )));
     assert!(source.contains("hello.Add(Field(\"prelude\", PreludeVersion));"));
-    assert!(source.contains("session = plain;"));
-    assert!(source.contains("session = GetPreludeSession(prelude);"));
+    // Plain requests in their slot, prelude requests in the two of theirs.
+    assert!(source.contains(
+        "slot = prelude != null ? GetPreludeSlot(prelude) : Acquire(plainSlots, ref plainNext);"
+    ));
+    assert!(source.contains("Slot slot = preludeSlots[preludeNext];"));
     assert!(source.contains("outcome.Result.Add(Field(\"prelude\", Text(Get(prelude, \"id\"))));"));
-    // Every call's session is reset after its reply, the one it ran in, not
+    // Every call's session is reset after its reply, the slot it ran in, not
     // always the plain one.
     assert!(source.contains("outcome.Ran = session;"));
-    assert!(source.contains("Clean(outcome.Ran);"));
+    assert!(source.contains("outcome.Slot = slot;"));
+    assert!(source.contains("ResetInBackground(outcome.Slot);"));
+    assert!(source.contains("Clean(slot.Session);"));
     assert!(source.contains("session.Runspace.ResetRunspaceState();"));
     assert_eq!(source.matches("ResetRunspaceState();").count(), 1);
 }
