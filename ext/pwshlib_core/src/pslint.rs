@@ -164,11 +164,6 @@ pub fn parse_errors(script: &str) -> Vec<String> {
     }
 }
 
-/// True when [`parse_errors`] finds nothing.
-pub fn parses_cleanly(script: &str) -> bool {
-    parse_errors(script).is_empty()
-}
-
 /// ERROR and MISSING nodes in document order (the first only, if `first`).
 /// The walk goes down only into subtrees that hold an error, and not into an
 /// ERROR node: its children are the tokens it swallowed, and a MISSING node

@@ -214,10 +214,6 @@ impl Script {
         &self.body_spans
     }
 
-    pub fn has_secrets(&self) -> bool {
-        !self.body_spans.is_empty()
-    }
-
     /// The text between the secrets: everything the redacted rendering keeps.
     pub fn public_pieces(&self) -> Vec<&str> {
         let text = self.text();

@@ -138,13 +138,6 @@ impl Attribute {
         self.mof_type.as_ref()?.cim_class(self.mof_is_embedded)
     }
 
-    /// True when the Puppet type is a plain String (optionally Optional), for
-    /// the nil → '' rule of result munging.
-    pub fn is_plain_string(&self) -> bool {
-        let inner = strip_optional(&self.type_string);
-        inner == "String" || inner.starts_with("String[")
-    }
-
     /// The `ensurable` attribute that the scaffolder adds to types without
     /// `Ensure`, typed `Boolean[false]` (a workaround for a Resource API
     /// bug). It is no DSC property: it never goes to DSC, Get reports it as

@@ -131,7 +131,6 @@ fn entries_to_json(entries: &[(String, PsValue)]) -> JsonMap<String, Json> {
         .collect()
 }
 
-/// PowerShell compares names (variables, keys, parameters) without case.
 /// A whole number below 9.2e18 in magnitude as the i64 it is: the guard
 /// above makes the conversion exact, so nothing is truncated.
 #[allow(clippy::cast_possible_truncation)]
@@ -139,6 +138,7 @@ fn whole_to_i64(whole: f64) -> i64 {
     whole as i64
 }
 
+/// PowerShell compares names (variables, keys, parameters) without case.
 pub fn eq_ignore_case(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
 }

@@ -84,6 +84,9 @@ const THROUGH_SWITCH: &str = "-ThroughInvokeDscResource";
 
 const MAX_STATEMENT_DEPTH: usize = 100;
 
+/// The `-Name value` pairs of a command, in order; a switch's value is None.
+type Arguments = Vec<(String, Option<PsValue>)>;
+
 impl ScriptReader<'_> {
     /// Visits the statements in document order. Function bodies are skipped:
     /// the templates define helpers there, and nothing in them runs until
@@ -236,9 +239,8 @@ impl ScriptReader<'_> {
     }
 
     /// `-Name value` pairs; a switch has no value.
-    #[allow(clippy::type_complexity)]
-    fn arguments(&self, command: Node) -> Result<Vec<(String, Option<PsValue>)>, String> {
-        let mut out: Vec<(String, Option<PsValue>)> = Vec::new();
+    fn arguments(&self, command: Node) -> Result<Arguments, String> {
+        let mut out: Arguments = Vec::new();
         let Some(elements) = command.child_by_field_name("command_elements") else {
             return Ok(out);
         };
