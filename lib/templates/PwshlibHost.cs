@@ -1618,7 +1618,7 @@ namespace PwshlibHost
         }
 
         // The text of a terminating error, with where it happened when
-        // PowerShell knows ("At line:1 char:…", as pwshlib 2.x gave it): the
+        // PowerShell knows ("At line:1 char:...", as pwshlib 2.x gave it): the
         // innermost exception's message, and the position of the innermost
         // error record in the chain that has one. A position in host.ps1 is
         // never the user's; a ParseException's message already says where,

@@ -604,7 +604,7 @@ function Invoke-PwshlibDscCall {
 
 function Split-PwshlibStreams {
     # Separates the records of the merged streams of a call from its output:
-    # returns @{ Output = the values; Streams = @({kind; text}, …) }.
+    # returns @{ Output = the values; Streams = @({kind; text}, ...) }.
     param([object[]] $Items)
     $Values = [System.Collections.Generic.List[object]]::new()
     $Streams = [System.Collections.Generic.List[object]]::new()
@@ -635,7 +635,7 @@ function Invoke-PwshlibDscResource {
     # outcome as a single line of compressed JSON, the only output the
     # provider reads; when the resource wrote to its warning, verbose,
     # debug or information streams (or Write-Host), a line of JSON with
-    # those records comes first ({"pwshlib_streams":[{kind,text}…]}). The
+    # those records comes first ({"pwshlib_streams":[{kind,text}...]}). The
     # machine-level PSModulePath is put back by the generated script's own
     # try/finally, which also covers the lines that build credentials and
     # CIM instances before this call.
@@ -700,7 +700,7 @@ function Invoke-PwshlibDscResource {
         # A failure must never come back with an empty message: the provider
         # tells success from failure by it. The exception of a class method
         # arrives wrapped in a MethodInvocationException ("Exception calling
-        # Get …"): the message the resource threw is the one inside.
+        # Get ..."): the message the resource threw is the one inside.
         $PwshlibException = $_.Exception
         if ($PwshlibException -is [System.Management.Automation.MethodInvocationException] -and $null -ne $PwshlibException.InnerException) {
             $PwshlibException = $PwshlibException.InnerException
