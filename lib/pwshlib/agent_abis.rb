@@ -3,7 +3,7 @@
 module Pwshlib
   # The table of agent ABIs (agent_abis.tsv beside this file): the Ruby minor
   # versions and RUBY_PLATFORMs the Windows library is built for, how, and by
-  # which CI job. The Rakefile, the gemspec and the scripts (script/agent-abis)
+  # which CI job. The rake tasks, the gemspec and the scripts (script/agent-abis)
   # read it; the loader reads it only to name a missing row in its error.
   module AgentAbis
     TABLE = File.join(__dir__, 'agent_abis.tsv')
@@ -34,7 +34,7 @@ module Pwshlib
     end
 
     # The variable naming a Windows Ruby's install prefix for a platform, as
-    # the scripts and the Rakefile take it: PWSHLIB_WINDOWS_RUBY for
+    # the scripts and the rake tasks take it: PWSHLIB_WINDOWS_RUBY for
     # x64-mingw32 (the first, kept as it was), PWSHLIB_WINDOWS_RUBY_UCRT for
     # x64-mingw-ucrt.
     def self.windows_ruby_variable(platform)

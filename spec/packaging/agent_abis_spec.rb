@@ -7,7 +7,7 @@ require 'fileutils'
 require_relative '../../lib/pwshlib/agent_abis'
 
 # The table of agent ABIs (lib/pwshlib/agent_abis.tsv): what the loader says
-# from it, and that the Rakefile, the gemspec and the scripts read it rather
+# from it, and that the rake tasks, the gemspec and the scripts read it rather
 # than writing a Ruby version or platform of their own.
 RSpec.describe 'the table of agent ABIs' do
   root = File.expand_path('../..', __dir__)
@@ -75,8 +75,8 @@ RSpec.describe 'the table of agent ABIs' do
     end
   end
 
-  it 'is what the Rakefile builds for Windows: every platform CI builds, each with its own Ruby variable' do
-    code = 'Rake.application.init("rake", []); load "Rakefile"; ' \
+  it 'is what rake builds for Windows: every platform CI builds, each with its own Ruby variable' do
+    code = 'Rake.application.init("rake", []); Rake.application.load_rakefile; ' \
            'puts windows_platforms.map { |p| [p, Pwshlib::AgentAbis.windows_ruby_variable(p)].join(" ") }'
     out, err, status = Open3.capture3({ 'PWSHLIB_WINDOWS_PLATFORMS' => nil }, RbConfig.ruby, '-rrake', '-e', code, chdir: root)
     expect(status).to be_success, err
@@ -88,7 +88,9 @@ RSpec.describe 'the table of agent ABIs' do
   end
 
   it 'is where the build code takes its Ruby versions and platforms from: none is written into it' do
-    files = %w[Rakefile pwshlib.gemspec script/windows-check script/windows-ruby-check script/windows-ruby script/test]
+    files = %w[Rakefile pwshlib.gemspec script/windows-check script/windows-ruby-check script/windows-ruby script/test] +
+            Dir.chdir(root) { Dir['rakelib/**/*.{rake,rb}'] }
+    expect(files).to include('rakelib/windows.rake', 'rakelib/windows_rbconfig_shim/rbconfig.rb')
     files.each do |file|
       code = File.readlines(File.join(root, file)).reject { |line| line.strip.start_with?('#', 'desc ', "'") }
       expect(code.grep(/x64-mingw32|x64-mingw-ucrt|ruby3\.3|\b3\.[23]\b/)).to eq([]), file
