@@ -11,7 +11,13 @@ require_relative '../spec_helper_real_pwsh'
 # host.ps1 hands whole to Add-Type) compiles as Windows PowerShell 5.1's
 # Add-Type would compile it (C# 5, warnings as errors, against the 5.1
 # reference assemblies), checked with the Roslyn inside the real pwsh by
-# compile_csharp5.ps1.
+# compile_csharp5.ps1, and (issue 29, item 6) with Debian's mono-mcs.
+#
+# Two compilers, because neither is the one 5.1 uses: its Add-Type compiles
+# through CodeDom with the .NET Framework's own csc.exe, the C# 5 compiler
+# that came before Roslyn. Roslyn's C# 5 mode and Mono's mcs each hold the
+# language version by their own reading of the specification; a construct
+# both refuse is one the old csc refuses too.
 module HostCSharp5
   ROOT = File.expand_path('../../..', __dir__)
   COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
@@ -51,6 +57,30 @@ module HostCSharp5
     raise "compile_csharp5.ps1 failed (#{status.exitstatus}): #{err}#{out}" unless status.success?
 
     JSON.parse(out.lines.last)
+  end
+
+  # [success, output] of Debian's mono-mcs on the host's C# and `extra`
+  # files: C# 5 (-langversion:5), warnings (level 4, as csc's default) as
+  # errors, against the same 5.1 reference assemblies and nothing else
+  # (-nostdlib, -noconfig: not Mono's own class library), so no stub of the
+  # PowerShell types is needed.
+  def compile_with_mcs(*extra)
+    mcs = ENV.fetch('PATH', '').split(File::PATH_SEPARATOR).map { |dir| File.join(dir, 'mcs') }.find { |path| File.executable?(path) }
+    raise "Debian's mono-mcs is not installed (script/setup installs it: apt-get install mono-mcs)" unless mcs
+
+    references = %w[mscorlib System System.Core System.Management.Automation].map { |name| "-r:#{File.join(reference_directory, name)}.dll" }
+    Dir.mktmpdir('pwshlib-mcs') do |dir|
+      out, status = Open3.capture2e(mcs, '-langversion:5', '-warnaserror+', '-warn:4', '-target:library', '-nostdlib', '-noconfig',
+                                    *references, "-out:#{File.join(dir, 'PwshlibHost.dll')}", HOST_SOURCE, *extra)
+      [status.success? && File.file?(File.join(dir, 'PwshlibHost.dll')), out]
+    end
+  end
+
+  # A probe class in a file of its own, for mcs.
+  def probe_file(dir, body)
+    path = File.join(dir, 'probe.cs')
+    File.write(path, probe(body))
+    path
   end
 
   # A class added to the host's namespace, with one member `body`.
@@ -97,6 +127,38 @@ module HostCSharp5
       result = HostCSharp5.compile(HostCSharp5.probe('internal static int F() { return System.HashCode.Combine(1, 2); }'))
       expect(result['success']).to be(false)
       expect(result['diagnostics'].join("\n")).to match(/CS0234|CS0103/)
+    end
+  end
+
+  RSpec.describe "the host's C# as Debian's mono-mcs compiles C# 5" do
+    it 'compiles with no diagnostic at all' do
+      success, output = HostCSharp5.compile_with_mcs
+      expect(output).to eq('')
+      expect(success).to be(true)
+    end
+
+    it 'fails a C# 6 construct: the null-propagating operator' do
+      Dir.mktmpdir do |dir|
+        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static string F(object o) { return o?.ToString(); }'))
+        expect(success).to be(false)
+        expect(output).to include('error CS1644')
+      end
+    end
+
+    it 'fails on a warning' do
+      Dir.mktmpdir do |dir|
+        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static void F() { int unused; }'))
+        expect(success).to be(false)
+        expect(output).to include('error CS0168')
+      end
+    end
+
+    it 'fails an API that .NET Framework 4.7.2 lacks: the references are the 5.1 ones' do
+      Dir.mktmpdir do |dir|
+        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static int F() { return System.HashCode.Combine(1, 2); }'))
+        expect(success).to be(false)
+        expect(output).to match(/error CS0234|error CS0117/)
+      end
     end
   end
 end
