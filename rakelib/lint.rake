@@ -3,8 +3,14 @@
 # The lints: cargo fmt and clippy (with -D warnings) over the workspace, and
 # Debian's rubocop over the Ruby.
 
-desc 'cargo fmt --check, cargo clippy -D warnings, and rubocop (.rubocop.yml)'
-task lint: %w[lint:rust lint:ruby]
+# CONTRIBUTING.md: a subject says what changed in at most this many
+# characters. The commits before LAST_LONG_SUBJECT kept their long subjects:
+# history is not rewritten.
+LAST_LONG_SUBJECT = 'ea8fbeb'
+SUBJECT_LIMIT = 72
+
+desc 'cargo fmt --check, cargo clippy -D warnings, rubocop (.rubocop.yml), commit subjects'
+task lint: %w[lint:rust lint:ruby lint:commits]
 
 namespace :lint do
   desc 'cargo fmt --check and cargo clippy -D warnings'
@@ -18,5 +24,17 @@ namespace :lint do
   desc 'rubocop over the Ruby in the repository (.rubocop.yml)'
   task :ruby do
     sh 'rubocop', '--format', 'emacs', chdir: ROOT
+  end
+  desc "Commit subjects of at most #{SUBJECT_LIMIT} characters (every commit after #{LAST_LONG_SUBJECT})"
+  task :commits do
+    # A shallow clone may lack that commit: then every commit it has is checked.
+    known = system('git', 'cat-file', '-e', "#{LAST_LONG_SUBJECT}^{commit}", chdir: ROOT, err: File::NULL)
+    range = known ? "#{LAST_LONG_SUBJECT}..HEAD" : 'HEAD'
+    subjects = IO.popen(['git', 'log', '--format=%h %s', range], chdir: ROOT, &:readlines)
+    raise 'git log failed' unless $?.success?
+
+    long = subjects.map(&:chomp).select { |line| line.split(' ', 2).last.length > SUBJECT_LIMIT }
+    abort "Commit subjects over #{SUBJECT_LIMIT} characters (the detail goes in the body):\n#{long.join("\n")}" unless long.empty?
+    puts "commit subjects: #{subjects.size} checked, none over #{SUBJECT_LIMIT} characters"
   end
 end
