@@ -424,7 +424,7 @@ RSpec.describe Pwsh::Manager do
   end
 
   # Items 2 to 4, as the simulated host plays them (host.ps1's own text is
-  # checked in ext/pwshlib_core/tests/host_script_semantics.rs).
+  # checked in ext/pwshlib_transport/tests/host_script_semantics.rs).
   describe 'exit codes, host output and the environment' do
     it 'gives the code of exit N at the top level' do
       expect(manager.execute("Write-Output 'x'; exit 7")).to include(exitcode: 7, stdout: "x\n")

@@ -1,6 +1,6 @@
 //! `Pwsh::Manager`: one long-lived PowerShell host process per manager,
 //! reached with the protocol of docs/protocol.md over a Unix socket or, on
-//! Windows, a named pipe (`pwshlib_core::host` does the talking).
+//! Windows, a named pipe (`pwshlib_transport::host` does the talking).
 //!
 //! All state is owned Rust data (the host process and connection, names);
 //! no Ruby value is kept. Every wait on the host (connecting, a request, the
@@ -21,12 +21,12 @@ use magnus::{
     RArray, RClass, RHash, RString, Ruby, Value,
 };
 use parking_lot::{Mutex, MutexGuard};
-use pwshlib_core::host::{
+use pwshlib_core::templates;
+use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
     SET_OVERRIDE_HINT,
 };
-use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult};
-use pwshlib_core::templates;
+use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
 use crate::convert::lossy_string;
 use crate::error::{BindingError, BindingResult};

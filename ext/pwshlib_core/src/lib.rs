@@ -1,11 +1,12 @@
 //! The pure-Rust core of pwshlib. Nothing in this crate knows about Ruby: the
 //! binding crate (`ext/pwshlib`) converts Ruby values into [`value::Value`]
-//! and [`typedef::TypeDef`] and calls in here.
+//! and [`typedef::TypeDef`] and calls in here. Nothing here talks to a
+//! PowerShell host either: the lifecycle asks for each DSC call through
+//! [`lifecycle::ProviderCallbacks`]; the binding answers through Ruby and
+//! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
 
 pub mod error;
-pub mod host;
 pub mod literal;
-pub mod protocol;
 #[cfg(feature = "pslint")]
 pub mod pslint;
 pub mod redact;

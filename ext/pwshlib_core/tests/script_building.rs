@@ -3,12 +3,12 @@
 mod common;
 
 use common::*;
-use pwshlib_core::protocol::{encode, ExecuteRequest, Message, PreludeRef};
 use pwshlib_core::pslint::parse_errors;
 use pwshlib_core::script::{
     build_script, script_for, DscMethod, InvocableResource, Script, REDACTION_MARKER,
 };
 use pwshlib_core::{templates, Error, Timestamp, Value};
+use pwshlib_transport::protocol::{encode, ExecuteRequest, Message, PreludeRef};
 
 fn assert_parses(script: &Script) {
     let errors = parse_errors(script.text());

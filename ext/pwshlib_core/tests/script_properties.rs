@@ -6,7 +6,7 @@
 //!
 //! The parse checks read only what the builder generated: the prelude in
 //! front of it is constant text, parsed once by
-//! `protocol_host_script::every_shipped_template_parses_clean`. Parsing it
+//! `shipped_templates::every_shipped_template_parses_clean`. Parsing it
 //! again in every case was nine tenths of this file's time (about three
 //! minutes of CI's `cargo test`), and searching it made a check depend on
 //! the prelude's own quotes.

@@ -6,13 +6,21 @@
 //! Statements run in order. Output accumulates; `exit`, `throw`, a crash or a
 //! hang end the script. Anything outside the subset ends it with an
 //! errormessage naming the statement, so a test never passes by accident.
+//!
+//! One file per job: this one runs statements (flow control, pipelines,
+//! assignments) and gathers the reply; `echo/commands.rs` the commands the
+//! subset knows; `echo/values.rs` what an expression's value is.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use tree_sitter::{Node, Tree};
 
 use crate::outcome::{Outcome, Written};
+
+mod commands;
+mod values;
+
+use values::strip_prefix_ignore_case;
 
 /// The comment that makes the host hang, ignoring the timeout.
 pub const HANG_DIRECTIVE: &str = "#pwshlib-sim:hang";
@@ -39,39 +47,6 @@ pub fn handle(code: &str, tree: &Tree, functions: &[String]) -> Outcome {
     };
     let end = run.statements(tree.root_node());
     run.finish(end)
-}
-
-/// A command's arguments: `-Name value` pairs (a switch has no value) and
-/// positional values, as text.
-#[derive(Default)]
-struct CommandArgs {
-    parameters: Vec<(String, Option<String>)>,
-    positional: Vec<String>,
-}
-
-impl CommandArgs {
-    /// The value of `-Name` (PowerShell parameter names ignore case).
-    fn named(&self, wanted: &str) -> Option<&String> {
-        self.parameters
-            .iter()
-            .find(|(p, _)| p.eq_ignore_ascii_case(wanted))
-            .and_then(|(_, v)| v.as_ref())
-    }
-
-    /// `-Name value`, or else the first positional value.
-    fn named_or_first(&self, wanted: &str) -> Option<&String> {
-        self.named(wanted).or(self.positional.first())
-    }
-
-    fn has_switch(&self, wanted: &str) -> bool {
-        self.parameters
-            .iter()
-            .any(|(p, _)| p.eq_ignore_ascii_case(wanted))
-    }
-
-    fn is_empty(&self) -> bool {
-        self.parameters.is_empty() && self.positional.is_empty()
-    }
 }
 
 /// How a script ended.
@@ -278,252 +253,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn command(&mut self, node: Node<'_>) -> End {
-        let text = self.text(node);
-        let name = node.child_by_field_name("command_name").or_else(|| {
-            let mut cursor = node.walk();
-            let found = node
-                .named_children(&mut cursor)
-                .find(|c| c.kind() == "command_name");
-            found
-        });
-        let (Some(name), Some(args)) = (name, self.command_arguments(node)) else {
-            return End::Unsupported(text.to_owned());
-        };
-        let ran = match self.text(name).to_ascii_lowercase().as_str() {
-            "write-output" | "echo" | "write" => {
-                for argument in args.positional {
-                    self.out_line(argument);
-                }
-                Some(End::Completed)
-            }
-            "write-host" => Some(self.write_host(&args)),
-            "write-information" => self.write_line("", args.named_or_first("-MessageData")),
-            "write-warning" => self.write_line("WARNING: ", args.named_or_first("-Message")),
-            "write-verbose" | "write-debug" => Some(End::Completed),
-            "write-error" => {
-                // A stderr line, and shown in stdout too, in order (host.ps1's
-                // ErrorSink, as pwshlib 2.x showed error records).
-                let message = args.named_or_first("-Message").cloned().unwrap_or_default();
-                self.out_line(&message);
-                self.stderr.push(message);
-                Some(End::Completed)
-            }
-            "get-location" | "pwd" if args.is_empty() => {
-                self.out_line(current_dir());
-                Some(End::Completed)
-            }
-            "start-sleep" | "sleep" => self.start_sleep(&args),
-            "start-process" => self.start_process(&args),
-            "test-path" => self.test_path(&args),
-            // Like `Stop-Process -Id $PID`.
-            "stop-process" => {
-                let own_pid = std::process::id().to_string();
-                (args.named_or_first("-Id") == Some(&own_pid)).then_some(End::Crash)
-            }
-            _ => None,
-        };
-        ran.unwrap_or_else(|| End::Unsupported(text.to_owned()))
-    }
-
-    /// The host writes of host.ps1's PwshlibPSHost: shown in order with the
-    /// pipeline output (Write-Verbose and Write-Debug are not shown at their
-    /// default preference, SilentlyContinue).
-    fn write_host(&mut self, args: &CommandArgs) -> End {
-        let text = args
-            .named("-Object")
-            .cloned()
-            .unwrap_or_else(|| args.positional.join(" "));
-        self.stdout.push_str(&text);
-        if !args.has_switch("-NoNewline") {
-            self.stdout.push('\n');
-        }
-        End::Completed
-    }
-
-    /// Write-Information and Write-Warning: one line of output after
-    /// `prefix`. None without a message.
-    fn write_line(&mut self, prefix: &str, message: Option<&String>) -> Option<End> {
-        self.out_line(format!("{prefix}{}", message?));
-        Some(End::Completed)
-    }
-
-    /// Counts the time slept (the main loop sleeps it at the end).
-    fn start_sleep(&mut self, args: &CommandArgs) -> Option<End> {
-        let (amount, to_millis) = match args.named("-Milliseconds") {
-            Some(ms) => (Some(ms), 1.0),
-            None => (args.named_or_first("-Seconds"), 1000.0),
-        };
-        let amount = amount?.trim().parse::<f64>().ok()?;
-        if amount < 0.0 || amount.is_nan() {
-            return None;
-        }
-        // Whole milliseconds, rounded down; more than a u64 holds (or
-        // infinite) is forever. Duration is the checked f64 -> u64 here:
-        // read as seconds, its whole seconds are the whole milliseconds.
-        let millis =
-            Duration::try_from_secs_f64(amount * to_millis).map_or(u64::MAX, |d| d.as_secs());
-        self.written.push(Written {
-            after_ms: self.slept_ms,
-            stdout: (!self.stdout.is_empty()).then(|| self.stdout.clone()),
-            stderr: self.stderr.iter().map(|line| format!("{line}\n")).collect(),
-        });
-        self.slept_ms = self.slept_ms.saturating_add(millis);
-        Some(End::Completed)
-    }
-
-    fn start_process(&mut self, args: &CommandArgs) -> Option<End> {
-        let program = args.named_or_first("-FilePath")?;
-        let arguments: Vec<&str> = args
-            .named("-ArgumentList")
-            .map(|list| list.split_whitespace().collect())
-            .unwrap_or_default();
-        // Detached and never waited for: it may outlive this host.
-        let started = std::process::Command::new(program)
-            .args(arguments)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        Some(match started {
-            Ok(child) => {
-                self.out_line(child.id().to_string());
-                End::Completed
-            }
-            Err(e) => End::Throw(format!("Start-Process: cannot start {program}: {e}")),
-        })
-    }
-
-    /// Whether a function is defined: how a test sees which prelude
-    /// functions a call gets.
-    fn test_path(&mut self, args: &CommandArgs) -> Option<End> {
-        let path = args
-            .named("-Path")
-            .or(args.named("-LiteralPath"))
-            .or(args.positional.first())?;
-        let name = strip_prefix_ignore_case(path, "function:")?;
-        let defined = self.functions.iter().any(|f| f.eq_ignore_ascii_case(name));
-        self.out_line(if defined { "True" } else { "False" });
-        Some(End::Completed)
-    }
-
-    /// `-Name value` pairs and positional values. `None` if an argument is
-    /// outside the subset.
-    fn command_arguments(&self, node: Node<'_>) -> Option<CommandArgs> {
-        let mut args = CommandArgs::default();
-        let Some(elements) = find_child(node, "command_elements") else {
-            return Some(args);
-        };
-        let mut cursor = elements.walk();
-        let mut pending_parameter: Option<String> = None;
-        for element in elements.named_children(&mut cursor) {
-            match element.kind() {
-                "command_argument_sep" => {}
-                "command_parameter" => {
-                    if let Some(name) = pending_parameter.take() {
-                        args.parameters.push((name, None));
-                    }
-                    let text = self.text(element).trim_end_matches(':');
-                    pending_parameter = Some(text.to_owned());
-                }
-                _ => {
-                    if pending_parameter.is_none() && self.is_null(element) {
-                        continue; // a $null argument passes nothing
-                    }
-                    let value = self.value(element)?;
-                    match pending_parameter.take() {
-                        Some(name) => args.parameters.push((name, Some(value))),
-                        None => args.positional.push(value),
-                    }
-                }
-            }
-        }
-        if let Some(name) = pending_parameter {
-            args.parameters.push((name, None));
-        }
-        Some(args)
-    }
-
-    /// The value of an expression in the subset, as text.
-    fn value(&self, node: Node<'_>) -> Option<String> {
-        let text = self.text(node);
-        match node.kind() {
-            "string_literal" if !text.starts_with('"') => string_literal(text),
-            "string_literal" | "expandable_string_literal" => {
-                // Double-quoted text without expansions or escapes only.
-                let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-                (!inner.contains(['$', '`', '"'])).then(|| inner.to_owned())
-            }
-            "integer_literal" | "decimal_integer_literal" | "real_literal" | "generic_token" => {
-                Some(text.to_owned())
-            }
-            "variable" => self.variable(text),
-            "parenthesized_expression" | "sub_expression" => {
-                // `(Get-Location)` and friends: the location's text.
-                let compact: String = text
-                    .chars()
-                    .filter(|c| !c.is_whitespace())
-                    .collect::<String>()
-                    .to_ascii_lowercase();
-                matches!(
-                    compact.as_str(),
-                    "(get-location)" | "$(get-location)" | "(pwd)"
-                )
-                .then(current_dir)
-            }
-            "member_access" => {
-                let compact: String = text
-                    .chars()
-                    .filter(|c| !c.is_whitespace())
-                    .collect::<String>()
-                    .to_ascii_lowercase();
-                matches!(compact.as_str(), "(get-location).path" | "$pwd.path").then(current_dir)
-            }
-            _ => single_named_child(node).and_then(|child| self.value(child)),
-        }
-    }
-
-    /// True for an expression that is `$null`: `$null` itself, an unset
-    /// `$env:NAME`, or a variable this script has not set.
-    fn is_null(&self, node: Node<'_>) -> bool {
-        let mut node = node;
-        while node.kind() != "variable" {
-            match single_named_child(node) {
-                Some(child) => node = child,
-                None => return false,
-            }
-        }
-        let name = self.text(node).trim_start_matches('$');
-        let lower = name.to_ascii_lowercase();
-        if lower.starts_with("env:") {
-            return std::env::var_os(&name[4..]).is_none();
-        }
-        match lower.as_str() {
-            "null" => true,
-            "pid" | "pwd" | "true" | "false" => false,
-            _ => !self.variables.contains_key(&lower),
-        }
-    }
-
-    fn variable(&self, text: &str) -> Option<String> {
-        let name = text.strip_prefix('$')?;
-        let lower = name.to_ascii_lowercase();
-        if let Some(env_name) = lower.strip_prefix("env:") {
-            // Case-insensitive, like Windows; `$env:UNSET` is $null, which
-            // outputs nothing (here: an empty value).
-            let env_name = &name[name.len() - env_name.len()..];
-            return Some(std::env::var(env_name).unwrap_or_default());
-        }
-        match lower.as_str() {
-            "pid" => Some(std::process::id().to_string()),
-            "pwd" => Some(current_dir()),
-            "true" => Some("True".into()),
-            "false" => Some("False".into()),
-            "null" => Some(String::new()),
-            _ => Some(self.variables.get(&lower).cloned().unwrap_or_default()),
-        }
-    }
-
     /// One line of stdout.
     fn out_line(&mut self, line: impl AsRef<str>) {
         self.stdout.push_str(line.as_ref());
@@ -570,36 +299,6 @@ impl<'a> Run<'a> {
             outcome
         }
     }
-}
-
-/// `'…'` with `''` unescaped, and `@'…'@` here-strings (contents between the
-/// header line and the closing line, verbatim).
-fn string_literal(text: &str) -> Option<String> {
-    if let Some(body) = text.strip_prefix("@'") {
-        let body = body.strip_suffix("'@")?;
-        let body = body
-            .strip_prefix("\r\n")
-            .or_else(|| body.strip_prefix('\n'))?;
-        let body = body
-            .strip_suffix("\r\n")
-            .or_else(|| body.strip_suffix('\n'))
-            .unwrap_or(body);
-        return Some(body.to_owned());
-    }
-    let inner = text.strip_prefix('\'')?.strip_suffix('\'')?;
-    Some(inner.replace("''", "'"))
-}
-
-fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
-}
-
-fn current_dir() -> String {
-    std::env::current_dir()
-        .map(|dir| dir.display().to_string())
-        .unwrap_or_default()
 }
 
 fn single_named_child(node: Node<'_>) -> Option<Node<'_>> {

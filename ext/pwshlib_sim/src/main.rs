@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use outcome::Outcome;
-use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult, Message};
+use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult, Message};
 
 struct Args {
     pipe_path: PathBuf,

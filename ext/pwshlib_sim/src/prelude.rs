@@ -6,8 +6,8 @@
 //! one of the shipped prelude's functions without it being defined (by the
 //! script itself or by the prelude it runs with) fails as PowerShell would.
 
-use pwshlib_core::protocol::ExecuteRequest;
 use pwshlib_core::templates;
+use pwshlib_transport::protocol::ExecuteRequest;
 use tree_sitter::{Node, Tree};
 
 /// The prelude a host session holds.

@@ -14,8 +14,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pwshlib_core::host::{Cancel, Host, SpawnOptions};
-use pwshlib_core::protocol::ExecuteRequest;
+use pwshlib_transport::host::{Cancel, Host, SpawnOptions};
+use pwshlib_transport::protocol::ExecuteRequest;
 
 const AS_MANAGER: &str = "--as-abandoning-manager";
 

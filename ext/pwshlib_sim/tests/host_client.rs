@@ -1,4 +1,4 @@
-//! `pwshlib_core::host` (the manager's transport) against the real
+//! `pwshlib_transport::host` (the manager's transport) against the real
 //! `pwshlib-sim` over the real endpoint: a Unix socket here, a named pipe
 //! when these tests are built for Windows (`script/windows-check` runs them
 //! under wine).
@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pwshlib_core::host::{Cancel, Host, HostFailure, SpawnOptions, Spawned, Waited, READ_GRACE};
-use pwshlib_core::protocol::ExecuteRequest;
+use pwshlib_transport::host::{
+    Cancel, Host, HostFailure, SpawnOptions, Spawned, Waited, READ_GRACE,
+};
+use pwshlib_transport::protocol::ExecuteRequest;
 
 const SIM: &str = env!("CARGO_BIN_EXE_pwshlib-sim");
 
@@ -30,7 +32,7 @@ fn request(code: &str, timeout_ms: u64) -> ExecuteRequest {
     ExecuteRequest::new(code.to_string(), Some(timeout_ms), None, &[] as &[&str])
 }
 
-fn run(host: &mut Host, code: &str) -> pwshlib_core::protocol::ExecuteResult {
+fn run(host: &mut Host, code: &str) -> pwshlib_transport::protocol::ExecuteResult {
     host.execute(&request(code, 10_000), &Cancel::default())
         .expect("the host answers")
 }
@@ -321,9 +323,9 @@ fn a_cancel_while_connecting_ends_the_start_at_once() {
 /// a host asked to run with a prelude it does not hold refuses.
 #[test]
 fn the_prelude_is_sent_once_per_host_session() {
-    use pwshlib_core::host::Prelude;
-    use pwshlib_core::protocol::PreludeRef;
     use pwshlib_core::templates;
+    use pwshlib_transport::host::Prelude;
+    use pwshlib_transport::protocol::PreludeRef;
     let prelude = Prelude {
         id: templates::prelude_id(),
         code: templates::PRELUDE,

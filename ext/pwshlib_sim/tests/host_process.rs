@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use pwshlib_core::protocol::{self, ExecuteRequest, ExecuteResult, Message};
+use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult, Message};
 use serde_json::Value as Json;
 
 struct Host {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use pwshlib_core::protocol::{self, ExecuteRequest, Message};
+use pwshlib_transport::protocol::{self, ExecuteRequest, Message};
 
 /// Starts a host on `endpoint`, with `-ParentPid` if given.
 fn spawn(endpoint: &Path, parent: Option<u32>) -> Child {

@@ -1,48 +1,15 @@
-//! Every PowerShell file we ship (lib/templates/*.ps1, including the host
-//! script) must parse under tree-sitter-powershell: there is no PowerShell
-//! here to run them. The host's C# (PwshlibHost.cs), which serves the
-//! protocol, is checked as text against the codec's constants.
+//! The host script (lib/templates/host.ps1) and the C# it compiles
+//! (PwshlibHost.cs), which serves the protocol, checked as text against the
+//! codec's constants. That every shipped template parses is checked with the
+//! templates (`ext/pwshlib_core/tests/shipped_templates.rs`).
 
 use std::path::PathBuf;
 
+use pwshlib_transport::host::WINDOWS_PIPE_PREFIX;
+use pwshlib_transport::protocol;
+
 fn templates_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates")
-}
-
-/// Every ERROR or MISSING node, through the shared check (`pslint`).
-fn syntax_problems(code: &str) -> Vec<String> {
-    pwshlib_core::pslint::parse_errors(code)
-}
-
-#[test]
-fn every_shipped_template_parses_clean() {
-    let mut checked = Vec::new();
-    for entry in std::fs::read_dir(templates_dir()).expect("lib/templates exists") {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("ps1") {
-            continue;
-        }
-        let code = std::fs::read_to_string(&path).unwrap();
-        let problems = syntax_problems(&code);
-        assert!(
-            problems.is_empty(),
-            "{}:\n{}",
-            path.display(),
-            problems.join("\n")
-        );
-        checked.push(path);
-    }
-    assert!(
-        checked.iter().any(|p| p.ends_with("host.ps1")),
-        "host.ps1 was checked: {checked:?}"
-    );
-}
-
-#[test]
-fn the_check_catches_broken_scripts() {
-    assert!(!syntax_problems("function f { Write-Output 'x'").is_empty());
-    assert!(!syntax_problems("$x = @{ a = ").is_empty());
-    assert!(syntax_problems("Write-Output 'fine'").is_empty());
 }
 
 /// The host's C# (host.ps1 compiles it with Add-Type), which serves the
@@ -57,18 +24,16 @@ fn the_host_script_serves_protocol_version_one() {
     let source = host_source();
     assert!(source.contains(&format!(
         "private const int ProtocolVersion = {};",
-        pwshlib_core::protocol::PROTOCOL_VERSION
+        protocol::PROTOCOL_VERSION
     )));
     assert!(source.contains(&format!(
         "private const int MaxFrameLength = {};",
-        pwshlib_core::protocol::MAX_FRAME_LEN
+        protocol::MAX_FRAME_LEN
     )));
-    assert!(
-        source.contains(&pwshlib_core::protocol::timeout_message(1).replace(
-            "(1 ms)",
-            "(\" + timeoutMs.ToString(CultureInfo.InvariantCulture) + \" ms)"
-        ))
-    );
+    assert!(source.contains(&protocol::timeout_message(1).replace(
+        "(1 ms)",
+        "(\" + timeoutMs.ToString(CultureInfo.InvariantCulture) + \" ms)"
+    )));
     assert!(host.contains("$PipePath"));
     assert!(host.contains("$script:HostLoop.Serve($stream, "));
 }
@@ -81,7 +46,7 @@ fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
     let source = host_source();
     assert!(source.contains(&format!(
         "private const int PreludeVersion = {};",
-        pwshlib_core::protocol::PRELUDE_VERSION
+        protocol::PRELUDE_VERSION
     )));
     assert!(source.contains("hello.Add(Field(\"prelude\", PreludeVersion));"));
     // Plain requests in their slot, prelude requests in the two of theirs.
@@ -111,7 +76,7 @@ fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
     // and literals only.
     let strip = regex::Regex::new(strip).unwrap();
     let name = "pwshlib-4242-0123456789abcdef0123456789abcdef";
-    let path = format!("{}{name}", pwshlib_core::host::WINDOWS_PIPE_PREFIX);
+    let path = format!("{WINDOWS_PIPE_PREFIX}{name}");
     assert_eq!(strip.replace(&path, ""), name);
     assert!(host.contains("NamedPipeServerStream -ArgumentList $pipeName"));
 }

@@ -48,7 +48,7 @@ use windows_sys::Win32::System::Threading::{
 };
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 
-use super::{remaining, woken_error};
+use super::channel::{remaining, woken_error};
 
 /// How messages name the endpoint.
 pub const ENDPOINT_KIND: &str = "named pipe";

@@ -221,15 +221,6 @@ impl FrameError {
     }
 }
 
-impl From<FrameError> for crate::Error {
-    fn from(error: FrameError) -> Self {
-        match error {
-            FrameError::Io(e) => crate::Error::Host(format!("connection to the host failed: {e}")),
-            other => crate::Error::Protocol(other.to_string()),
-        }
-    }
-}
-
 /// Serialises a message into one frame (length prefix included).
 pub fn encode(message: &Message) -> Result<Vec<u8>, FrameError> {
     let mut frame = vec![0u8; 4];

@@ -403,7 +403,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
         .parse()
         .unwrap();
     // The result must reach the manager within its grace after the timeout.
-    assert!(stop_wait < pwshlib_core::host::READ_GRACE_MS);
+    assert!(stop_wait < pwshlib_transport::host::READ_GRACE_MS);
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let waited = position(&invoke, "if (!running.AsyncWaitHandle.WaitOne(timeoutMs))");

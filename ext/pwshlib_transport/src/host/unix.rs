@@ -16,7 +16,7 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{remaining, woken_error};
+use super::channel::{remaining, woken_error};
 
 /// The longest a read or write blocks before it checks for a wake: the
 /// delay between an interrupt and the wait ending.
