@@ -169,7 +169,7 @@ task prebuilt: %w[compile compile:windows] do
   end
 end
 
-desc 'The Windows job: clippy for, and cargo test of, the core and the simulator built for Windows, run under wine over real named pipes'
+desc 'The Windows job: clippy for, and cargo test of, the core, the transport and the simulator built for Windows, run under wine over real named pipes'
 task :windows do
   sh 'bash', File.join(ROOT, 'script', 'windows-check')
 end
