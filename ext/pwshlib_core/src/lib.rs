@@ -2,6 +2,7 @@
 //! binding crate (`ext/pwshlib`) converts Ruby values into [`value::Value`]
 //! and [`typedef::TypeDef`] and calls in here.
 
+pub mod cim_type;
 pub mod error;
 pub mod host;
 pub mod literal;
@@ -10,13 +11,15 @@ pub mod protocol;
 pub mod pslint;
 pub mod redact;
 pub mod script;
+pub mod secrecy;
 pub mod templates;
 pub mod typedef;
 pub mod value;
 pub mod vendored;
 
+pub use cim_type::{CimType, MofType};
 pub use error::{Error, Result};
-pub use typedef::{Attribute, Behaviour, MofType, TypeDef};
+pub use typedef::{Attribute, Behaviour, TypeDef};
 pub use value::{Map, Timestamp, Value};
 pub mod cache;
 pub mod canonical;
