@@ -5,7 +5,7 @@ mod shape;
 
 use rustc_hash::FxHashMap;
 
-pub use crate::cim_type::MofType;
+use crate::cim_type::MofType;
 pub use shape::{parse_enum_values, TypeShape};
 
 use crate::error::{Error, Result};
