@@ -33,21 +33,8 @@ impl InvokeParameter {
             .unwrap_or(&self.attribute)
     }
 
-    pub fn is_credential(&self) -> bool {
-        self.mof_type.as_ref().is_some_and(MofType::is_credential)
-    }
-
-    pub fn is_datetime(&self) -> bool {
-        self.mof_type.as_ref().is_some_and(MofType::is_datetime)
-    }
-
     pub fn is_array(&self) -> bool {
         self.mof_type.as_ref().is_some_and(MofType::is_array)
-    }
-
-    /// The CIM class of an embedded instance property (`MSFT_Foo[]` → `MSFT_Foo`).
-    pub fn cim_class(&self) -> Option<&str> {
-        self.mof_type.as_ref()?.cim_class()
     }
 }
 

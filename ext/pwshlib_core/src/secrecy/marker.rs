@@ -27,7 +27,7 @@ pub const REDACTION_MARKER: &str = concat!("'", sensitive_text!(), "'");
 pub const REDACTION_FALLBACK: &str = "<#>";
 
 /// Random markers tried after the standard one before giving up.
-pub const MARKER_ATTEMPTS: usize = 64;
+const MARKER_ATTEMPTS: usize = 64;
 
 /// Secrets shorter than this are not guarded: `true` and `1` occur anywhere.
 pub const GUARDED_SECRET_CHARS: usize = 4;
@@ -35,7 +35,7 @@ pub const GUARDED_SECRET_CHARS: usize = 4;
 /// A marker that no text can predict, for when the standard marker would
 /// spell a secret out. The `attempt` varies its first and last characters
 /// too: a secret can straddle public text and a marker's fixed edges.
-pub fn random_marker(attempt: usize) -> String {
+fn random_marker(attempt: usize) -> String {
     let id = Uuid::new_v4();
     match attempt % 3 {
         0 => format!("'{}'", id.simple()),

@@ -15,7 +15,7 @@ mod shown;
 mod type_string;
 
 pub use marker::{
-    random_marker, with_clean_marker, GUARDED_SECRET_CHARS, REDACTED_SENSITIVE, REDACTION_FALLBACK,
+    with_clean_marker, GUARDED_SECRET_CHARS, REDACTED_SENSITIVE, REDACTION_FALLBACK,
     REDACTION_MARKER,
 };
 pub use schema::Secrecy;
