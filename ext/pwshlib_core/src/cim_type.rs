@@ -121,7 +121,22 @@ impl MofType {
     pub fn cim_class(&self) -> Option<&str> {
         match &self.element {
             CimType::Instance(class) => class.as_deref(),
-            _ => None,
+            CimType::Boolean
+            | CimType::Char16
+            | CimType::String
+            | CimType::DateTime
+            | CimType::UInt8
+            | CimType::SInt8
+            | CimType::UInt16
+            | CimType::SInt16
+            | CimType::UInt32
+            | CimType::SInt32
+            | CimType::UInt64
+            | CimType::SInt64
+            | CimType::Real32
+            | CimType::Real64
+            | CimType::Credential
+            | CimType::Unknown(_) => None,
         }
     }
 }

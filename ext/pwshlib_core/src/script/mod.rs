@@ -4,7 +4,6 @@
 //! One pass produces the real script for PowerShell and, from the recorded
 //! secret spans, the redacted rendering for logs: nothing ever searches the
 //! finished text for secrets.
-
 //!
 //! By job: `text.rs` is the finished [`Script`] (its text, body, secret
 //! spans, and the redacted and marked renderings); `resource.rs` the

@@ -45,7 +45,7 @@ fn random_marker(attempt: usize) -> String {
 }
 
 /// The rendering `render` makes with the first marker that `clean` accepts:
-/// `standard`, then up to [`MARKER_ATTEMPTS`] random markers. None when all
+/// `standard`, then up to `MARKER_ATTEMPTS` random markers. None when all
 /// fail; the caller then shows [`REDACTION_FALLBACK`] in its own way.
 pub fn with_clean_marker(
     standard: &str,

@@ -1,5 +1,5 @@
 //! Secrets, at the bottom of the core: the marker texts that stand where a
-//! secret was and how one is chosen ([`marker`]), where a Puppet type or a
+//! secret was and how one is chosen (`marker.rs`), where a Puppet type or a
 //! desired value holds secrets ([`Secrecy`], [`secrecy_of_type`],
 //! [`secrecy_of_value`]), peeling and adding Sensitive wrappers ([`peel`],
 //! [`mark`]), and how a value is shown (`Display`, in `shown.rs`).
