@@ -5,19 +5,22 @@
 //! [`lifecycle::ProviderCallbacks`]; the binding answers through Ruby and
 //! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
 
+pub mod cim_type;
 pub mod error;
 pub mod literal;
 #[cfg(feature = "pslint")]
 pub mod pslint;
 pub mod redact;
 pub mod script;
+pub mod secrecy;
 pub mod templates;
 pub mod typedef;
 pub mod value;
 pub mod vendored;
 
+pub use cim_type::{CimType, MofType};
 pub use error::{Error, Result};
-pub use typedef::{Attribute, Behaviour, MofType, TypeDef};
+pub use typedef::{Attribute, Behaviour, TypeDef};
 pub use value::{Map, Timestamp, Value};
 pub mod cache;
 pub mod canonical;

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use crate::cim_type::CimType;
 use crate::error::{Error, Result};
+use crate::secrecy::peel;
 use crate::value::{Map, Timestamp, Value};
 
 /// The characters PowerShell's tokenizer treats as a single quote. Inside a
@@ -104,29 +106,28 @@ pub fn format_float(value: f64) -> Option<String> {
     value.is_finite().then(|| format!("{value:?}"))
 }
 
-/// The PowerShell type of a DSC (MOF) type name, for typed empty arrays:
-/// `String[]` → `string`, `UInt32` → `uint32`, `MSFT_Foo[]` → `CimInstance`.
-pub fn powershell_type(mof_type: &str, embedded: bool) -> &'static str {
-    let base = mof_type.trim().trim_end_matches("[]");
-    match base.to_ascii_lowercase().as_str() {
-        "string" => "string",
-        "boolean" => "bool",
-        "uint8" => "byte",
-        "sint8" => "sbyte",
-        "uint16" => "uint16",
-        "sint16" | "int16" => "int16",
-        "uint32" => "uint32",
-        "sint32" | "int32" => "int32",
-        "uint64" => "uint64",
-        "sint64" | "int64" => "int64",
-        "real32" => "single",
-        "real64" => "double",
-        "char16" => "char",
-        "datetime" => "DateTime",
-        "pscredential" => "PSCredential",
-        "instance" => "CimInstance",
-        _ if embedded => "CimInstance",
-        _ => "object",
+/// The PowerShell type that holds a CIM type, for typed arrays:
+/// `String` → `string`, `UInt32` → `uint32`, an instance → `CimInstance`,
+/// a name this library does not know → `object`.
+pub fn powershell_type(cim_type: &CimType) -> &'static str {
+    match cim_type {
+        CimType::String => "string",
+        CimType::Boolean => "bool",
+        CimType::UInt8 => "byte",
+        CimType::SInt8 => "sbyte",
+        CimType::UInt16 => "uint16",
+        CimType::SInt16 => "int16",
+        CimType::UInt32 => "uint32",
+        CimType::SInt32 => "int32",
+        CimType::UInt64 => "uint64",
+        CimType::SInt64 => "int64",
+        CimType::Real32 => "single",
+        CimType::Real64 => "double",
+        CimType::Char16 => "char",
+        CimType::DateTime => "DateTime",
+        CimType::Credential => "PSCredential",
+        CimType::Instance(_) => "CimInstance",
+        CimType::Unknown(_) => "object",
     }
 }
 
@@ -381,13 +382,7 @@ fn quoted_name(name: &str) -> String {
 /// (Unicode lowercase, as PowerShell's case-insensitive comparer sees
 /// letters beyond ASCII too).
 pub fn case_duplicate_keys(map: &Map) -> Option<(&str, &str)> {
-    let names = map.keys().filter_map(|key| {
-        let mut key = key;
-        while let Value::Sensitive(inner) = key {
-            key = inner;
-        }
-        key.key_name()
-    });
+    let names = map.keys().filter_map(|key| peel(key).0.key_name());
     // The hashtables of one invocation have a few keys: each is compared
     // with those before it, with no lowered copies. A large one (a CIM
     // instance's hash, say) is indexed by its lowered keys instead.
@@ -574,9 +569,13 @@ mod tests {
 
     #[test]
     fn powershell_types_for_empty_arrays() {
-        assert_eq!(powershell_type("String[]", false), "string");
-        assert_eq!(powershell_type("UInt32[]", false), "uint32");
-        assert_eq!(powershell_type("MSFT_Foo[]", true), "CimInstance");
-        assert_eq!(powershell_type("Weird[]", false), "object");
+        use crate::cim_type::MofType;
+        let element = |mof_type: &str, embedded: bool| {
+            powershell_type(MofType::parse(mof_type, embedded).element())
+        };
+        assert_eq!(element("String[]", false), "string");
+        assert_eq!(element("UInt32[]", false), "uint32");
+        assert_eq!(element("MSFT_Foo[]", true), "CimInstance");
+        assert_eq!(element("Weird[]", false), "object");
     }
 }

@@ -2,7 +2,8 @@
 //! result into the Puppet resource hash (docs/behavior.md §3 "get").
 
 use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
-use crate::typedef::{Attribute, Behaviour, MofType, TypeDef};
+use crate::cim_type::CimType;
+use crate::typedef::{Attribute, Behaviour, TypeDef};
 use crate::value::{Map, Timestamp, Value};
 
 /// Parses one line of result JSON. Objects become hashes with String keys,
@@ -363,13 +364,14 @@ fn munge_value(
         downcase_hash_keys(&mut value);
         munge_cim_instances(&mut value);
     }
-    if attribute.is_datetime() {
+    let reading = Reading::of(attribute);
+    if reading == Reading::DateTime || attribute.type_string.contains("Timestamp") {
         value = parse_datetime(&value).unwrap_or_else(|message| {
             errors.push(message);
             Value::Nil
         });
     }
-    if attribute.is_credential() {
+    if reading == Reading::Credential {
         value = credential_from_get(value);
         value = fill_credential_password(value, desired);
     }
@@ -379,11 +381,51 @@ fn munge_value(
     if let Some(desired) = desired {
         adopt_number_forms(&mut value, desired);
     }
-    if attribute.mof_type.as_ref().is_some_and(MofType::is_integer) {
+    if reading == Reading::Integer {
         integers_from_text(&mut value);
     }
     conform_enums(&attribute.shape, &mut value);
     value
+}
+
+/// How a Get result's value is read back, by its property's CIM type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Date-time text becomes a Timestamp (as it does for a Puppet
+    /// `Timestamp` type, whatever the CIM type).
+    DateTime,
+    /// `{user, password}` with the desired password filled in.
+    Credential,
+    /// An integer reported as text is an integer.
+    Integer,
+    AsGiven,
+}
+
+impl Reading {
+    fn of(attribute: &Attribute) -> Reading {
+        let Some(mof_type) = &attribute.mof_type else {
+            return Reading::AsGiven;
+        };
+        match mof_type.element() {
+            CimType::DateTime => Reading::DateTime,
+            CimType::Credential => Reading::Credential,
+            CimType::UInt8
+            | CimType::SInt8
+            | CimType::UInt16
+            | CimType::SInt16
+            | CimType::UInt32
+            | CimType::SInt32
+            | CimType::UInt64
+            | CimType::SInt64 => Reading::Integer,
+            CimType::Boolean
+            | CimType::Char16
+            | CimType::String
+            | CimType::Real32
+            | CimType::Real64
+            | CimType::Instance(_)
+            | CimType::Unknown(_) => Reading::AsGiven,
+        }
+    }
 }
 
 /// Puts back the namevars the query named where the result has none (and
@@ -752,7 +794,16 @@ mod number_form_tests {
     #[test]
     fn integer_typed_properties_reported_as_text_become_integers() {
         let mut value = Value::Array(vec![Value::str("1440"), Value::str(" 7 "), Value::str("x")]);
-        assert!(MofType::parse("UInt32[]").is_integer() && !MofType::parse("String").is_integer());
+        let reading = |mof_type: &str| {
+            let mut options = crate::test_support::scaffolded_enum_typedef()
+                .attribute("dsc_schedule")
+                .unwrap()
+                .clone();
+            options.type_string = "Any".into();
+            options.mof_type = Some(crate::cim_type::MofType::parse(mof_type, false));
+            Reading::of(&options)
+        };
+        assert!(reading("UInt32[]") == Reading::Integer && reading("String") != Reading::Integer);
         integers_from_text(&mut value);
         assert_eq!(
             value,

@@ -1,13 +1,12 @@
 //! The owned value model: every Puppet value the provider sees, converted out
 //! of Ruby once, so that no Ruby object outlives a method call in Rust.
 
-use std::fmt;
-
 use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 
 /// A Puppet value. `Sensitive` may wrap any value at any depth; everything
 /// that renders values (scripts, logs, change messages) must treat it as a
-/// secret.
+/// secret. Its `Display` (in `secrecy/shown.rs`, beside the marker text it
+/// writes) shows every Sensitive part as the redaction marker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Nil,
@@ -230,50 +229,6 @@ impl Value {
     }
 }
 
-/// Renders the value the way Ruby's `inspect` would for logs, with every
-/// Sensitive value shown as Puppet shows it. Safe for any log line.
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Nil => f.write_str("nil"),
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Int(i) => write!(f, "{i}"),
-            Value::BigInt(s) => f.write_str(s),
-            Value::Float(x) => write!(f, "{x:?}"),
-            Value::Str(s) => write!(f, "{s:?}"),
-            Value::Symbol(s) => write!(f, ":{s}"),
-            Value::Array(items) => {
-                f.write_str("[")?;
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{item}")?;
-                }
-                f.write_str("]")
-            }
-            Value::Hash(map) => {
-                f.write_str("{")?;
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    match k {
-                        Value::Symbol(s) => write!(f, "{s}: {v}")?,
-                        other => write!(f, "{other} => {v}")?,
-                    }
-                }
-                f.write_str("}")
-            }
-            Value::Sensitive(_) => f.write_str(REDACTED_SENSITIVE),
-            Value::Timestamp(t) => f.write_str(&t.to_iso8601()),
-        }
-    }
-}
-
-/// What Puppet's `Sensitive#to_s` prints; used wherever a secret would show.
-pub const REDACTED_SENSITIVE: &str = "#<Sensitive [value redacted]>";
-
 /// A point in time, as Puppet's `Timestamp` holds it: nanoseconds since the
 /// Unix epoch, UTC. Comparing two of them compares instants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -382,23 +337,6 @@ mod tests {
         }
         assert_eq!(Timestamp::parse("not a date"), None);
         assert_eq!(Timestamp::parse(""), None);
-    }
-
-    #[test]
-    fn display_never_shows_sensitive_content() {
-        let value = Value::Hash(Map(vec![(
-            Value::sym("dsc_cred"),
-            Value::Hash(Map(vec![(
-                Value::str("password"),
-                Value::Sensitive(Box::new(Value::str("hunter2"))),
-            )])),
-        )]));
-        let shown = value.to_string();
-        assert!(!shown.contains("hunter2"), "{shown}");
-        assert!(shown.contains(REDACTED_SENSITIVE));
-        let mut secrets = Vec::new();
-        value.secret_texts(&mut secrets);
-        assert_eq!(secrets, vec!["hunter2".to_string()]);
     }
 
     #[test]

@@ -17,7 +17,8 @@ use common::*;
 use proptest::prelude::*;
 use pwshlib_core::literal::quote;
 use pwshlib_core::pslint::{parse_errors, with_tree};
-use pwshlib_core::script::{DscMethod, Script, REDACTION_FALLBACK, REDACTION_MARKER};
+use pwshlib_core::script::{DscMethod, Script};
+use pwshlib_core::secrecy::{peel, REDACTION_FALLBACK, REDACTION_MARKER};
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 
 const CASES: u32 = 10_000;
@@ -143,11 +144,9 @@ fn distinct_keys(pairs: Vec<(Value, Value)>) -> Vec<(Value, Value)> {
     pairs
         .into_iter()
         .filter(|(key, _)| {
-            let mut key = key;
-            while let Value::Sensitive(inner) = key {
-                key = inner;
-            }
-            key.key_name()
+            peel(key)
+                .0
+                .key_name()
                 .is_none_or(|name| seen.insert(name.to_lowercase()))
         })
         .collect()

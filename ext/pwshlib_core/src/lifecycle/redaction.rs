@@ -4,12 +4,10 @@
 
 use super::ProviderCallbacks;
 use crate::cache::PackedMap;
-use crate::redact::{
-    attribute_secrecy, desired_value, key_secrecy, mark, mark_attributes, secrecy_of_value,
-    Redactor, Secrecy,
-};
+use crate::redact::{attribute_secrecy, desired_value, key_secrecy, mark_attributes, Redactor};
+use crate::secrecy::{mark, secrecy_of_value, Secrecy, REDACTED_SENSITIVE};
 use crate::typedef::TypeDef;
-use crate::value::{Map, Value, REDACTED_SENSITIVE};
+use crate::value::{Map, Value};
 
 /// Wraps the parts of a system value that are secret in the desired value
 /// (or sit under a `password` key) in Sensitive, so they are never shown:

@@ -9,10 +9,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::literal::escape_quotes;
-use crate::script::GUARDED_SECRET_CHARS;
+use crate::secrecy::{GUARDED_SECRET_CHARS, REDACTED_SENSITIVE};
 use crate::test_support::fake_provider::{json, FakeProvider};
 use crate::test_support::secret_typedef;
-use crate::value::REDACTED_SENSITIVE;
 
 use super::secret_tests::any_secret;
 

@@ -8,10 +8,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::literal::escape_quotes;
-use crate::script::GUARDED_SECRET_CHARS;
+use crate::secrecy::{GUARDED_SECRET_CHARS, REDACTED_SENSITIVE};
 use crate::test_support::fake_provider::{json, FakeProvider};
 use crate::test_support::secret_typedef;
-use crate::value::REDACTED_SENSITIVE;
 
 fn secret_provider() -> FakeProvider {
     FakeProvider::with_real_scripts(secret_typedef())
@@ -56,7 +55,7 @@ pub(super) fn any_secret() -> impl Strategy<Value = String> {
         "Z",
         "9",
         REDACTED_SENSITIVE,
-        crate::script::REDACTION_MARKER,
+        crate::secrecy::REDACTION_MARKER,
     ]);
     prop_oneof![
         "[a-z0-9'\u{2019}\"$]{1,2}",

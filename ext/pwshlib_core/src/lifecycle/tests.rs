@@ -1,7 +1,7 @@
 use super::*;
+use crate::secrecy::REDACTED_SENSITIVE;
 use crate::test_support::fake_provider::{out, FakeProvider};
 use crate::test_support::fixture_typedef;
-use crate::value::REDACTED_SENSITIVE;
 
 fn s(t: &str) -> Value {
     Value::str(t)

@@ -23,84 +23,12 @@
 //! (see [`Redactor::add_secret`]).
 
 mod redactor;
-mod type_string;
 
 pub use redactor::Redactor;
-pub use type_string::secrecy_of_type;
 
+use crate::secrecy::{mark, secrecy_of_value, Secrecy};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
-
-/// Where the secrets sit inside the values of one Puppet type.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Secrecy {
-    /// The whole value is secret (`Sensitive[…]`).
-    pub whole: bool,
-    /// Struct members by lowercase name.
-    pub members: Vec<(String, Secrecy)>,
-    /// Array elements and Hash values.
-    pub items: Option<Box<Secrecy>>,
-}
-
-impl Secrecy {
-    /// Nothing secret: `Secrecy::default()`, as a constant.
-    const fn public() -> Secrecy {
-        Secrecy {
-            whole: false,
-            members: Vec::new(),
-            items: None,
-        }
-    }
-
-    fn whole() -> Secrecy {
-        Secrecy {
-            whole: true,
-            ..Secrecy::default()
-        }
-    }
-
-    pub fn is_public(&self) -> bool {
-        !self.whole
-            && self.members.iter().all(|(_, s)| s.is_public())
-            && self.items.as_deref().is_none_or(Secrecy::is_public)
-    }
-
-    /// What is secret under either (Variant alternatives, Tuple elements).
-    fn merge(mut self, other: Secrecy) -> Secrecy {
-        self.whole |= other.whole;
-        for (name, secrecy) in other.members {
-            match self.members.iter_mut().find(|(n, _)| *n == name) {
-                Some(slot) => slot.1 = std::mem::take(&mut slot.1).merge(secrecy),
-                None => self.members.push((name, secrecy)),
-            }
-        }
-        self.items = match (self.items.take(), other.items) {
-            (Some(a), Some(b)) => Some(Box::new(a.merge(*b))),
-            (a, b) => a.or(b),
-        };
-        self
-    }
-
-    /// A member by name, without case: the type's names are ASCII, but a
-    /// desired hash's keys (see [`secrecy_of_value`]) may be any text, and
-    /// PowerShell compares hashtable keys ignoring case beyond ASCII too.
-    fn member(&self, name: &str) -> Option<&Secrecy> {
-        self.members
-            .iter()
-            .find(|(n, _)| same_name(n, name))
-            .map(|(_, s)| s)
-    }
-}
-
-/// Two names equal without case, Unicode's lowercase mapping beyond ASCII.
-fn same_name(a: &str, b: &str) -> bool {
-    if a.is_ascii() && b.is_ascii() {
-        return a.eq_ignore_ascii_case(b);
-    }
-    a.chars()
-        .flat_map(char::to_lowercase)
-        .eq(b.chars().flat_map(char::to_lowercase))
-}
 
 /// The secrecy of one attribute: its type's, and for a credential the
 /// password too, whatever the type says.
@@ -109,93 +37,6 @@ pub fn attribute_secrecy(typedef: &TypeDef, name: &str) -> Secrecy {
         .attribute(name)
         .map(|attribute| attribute.secrecy.clone())
         .unwrap_or_default()
-}
-
-/// Where an attribute's secrets sit: its Puppet type says, and a
-/// credential's password is secret whatever the type says. Computed once,
-/// as the type definition is read (`Attribute::secrecy`).
-pub(crate) fn secrecy_of_attribute(attribute: &crate::typedef::Attribute) -> Secrecy {
-    let secrecy = secrecy_of_type(&attribute.type_string);
-    if attribute.is_credential() && secrecy.member("password").is_none() {
-        return secrecy.merge(Secrecy {
-            members: vec![("password".into(), Secrecy::whole())],
-            ..Secrecy::default()
-        });
-    }
-    secrecy
-}
-
-/// Where a desired value holds its Sensitive parts: a Sensitive value is
-/// secret whole, a hash's members by their (case-insensitive) names, and an
-/// array's items by what any of its items holds, since the system may
-/// report the items in another order than the manifest gives them.
-pub fn secrecy_of_value(value: &Value) -> Secrecy {
-    match value {
-        Value::Sensitive(_) => Secrecy::whole(),
-        Value::Hash(map) => Secrecy {
-            members: map
-                .iter()
-                .filter_map(|(key, item)| {
-                    let secrecy = secrecy_of_value(item);
-                    let name = key.key_name()?;
-                    (!secrecy.is_public()).then(|| (name.to_owned(), secrecy))
-                })
-                .collect(),
-            ..Secrecy::default()
-        },
-        Value::Array(items) => {
-            let each = items
-                .iter()
-                .map(secrecy_of_value)
-                .filter(|secrecy| !secrecy.is_public())
-                .reduce(Secrecy::merge);
-            Secrecy {
-                items: each.map(Box::new),
-                ..Secrecy::default()
-            }
-        }
-        _ => Secrecy::default(),
-    }
-}
-
-/// `value` with every part that `secrecy` calls secret wrapped in
-/// Sensitive. A hash member named `password` is secret at any depth: a
-/// credential nested in a CIM instance has no type of its own to say so.
-/// A scalar where `secrecy` expects secrets inside a hash or an array (the
-/// system reports another shape than the type or the manifest has there)
-/// is secret whole: where inside it the secret sits cannot be told.
-pub fn mark(value: &Value, secrecy: &Secrecy) -> Value {
-    match value {
-        Value::Nil | Value::Sensitive(_) => value.clone(),
-        _ if secrecy.whole => Value::Sensitive(Box::new(value.clone())),
-        _ if !value.is_collection() && !secrecy.is_public() => {
-            Value::Sensitive(Box::new(value.clone()))
-        }
-        Value::Hash(map) => Value::Hash(
-            map.iter()
-                .map(|(key, item)| {
-                    let name = key.key_name().unwrap_or_default();
-                    let item = match secrecy.member(name).or(secrecy.items.as_deref()) {
-                        Some(member) => mark(item, member),
-                        None => mark(item, &Secrecy::default()),
-                    };
-                    let item = if name.eq_ignore_ascii_case("password") {
-                        mark(&item, &Secrecy::whole())
-                    } else {
-                        item
-                    };
-                    (key.clone(), item)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => {
-            // An array where the type has a Struct (a CIM instance given as
-            // a one-element list) keeps the members' secrecy.
-            let each = secrecy.items.as_deref().unwrap_or(secrecy);
-            Value::Array(items.iter().map(|item| mark(item, each)).collect())
-        }
-        _ => value.clone(),
-    }
 }
 
 /// A resource hash (`dsc_x` keys) or a DSC result (`X` keys, DSC property
@@ -231,11 +72,7 @@ pub fn mark_attributes_owned(typedef: &TypeDef, map: Map) -> Map {
 /// hash and Get result that is marked or checked for secrets.
 pub fn key_secrecy<'t>(typedef: &'t TypeDef, key: &Value) -> &'t Secrecy {
     static PUBLIC: Secrecy = Secrecy::public();
-    static WHOLE: Secrecy = Secrecy {
-        whole: true,
-        members: Vec::new(),
-        items: None,
-    };
+    static WHOLE: Secrecy = Secrecy::whole();
     let Some(name) = key.key_name() else {
         return &PUBLIC;
     };

@@ -3,8 +3,11 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::literal::escape_quotes;
-use crate::script::{random_marker, Script, GUARDED_SECRET_CHARS, REDACTION_FALLBACK};
-use crate::value::{Value, REDACTED_SENSITIVE};
+use crate::script::Script;
+use crate::secrecy::{
+    with_clean_marker, GUARDED_SECRET_CHARS, REDACTED_SENSITIVE, REDACTION_FALLBACK,
+};
+use crate::value::Value;
 
 /// A JSON or debug rendering of a string without its enclosing quotes.
 fn unquote(rendered: &str) -> &str {
@@ -149,13 +152,7 @@ impl Redactor {
             searcher.replace_all(text, &markers)
         };
         let clean = |candidate: &str| !self.guarded.iter().any(|s| candidate.contains(s.as_str()));
-        let standard = with(REDACTED_SENSITIVE);
-        if clean(&standard) {
-            return standard;
-        }
-        (0..64)
-            .map(|attempt| with(&random_marker(attempt)))
-            .find(|candidate| clean(candidate))
+        with_clean_marker(REDACTED_SENSITIVE, with, clean)
             .unwrap_or_else(|| with(REDACTION_FALLBACK))
     }
 }

@@ -6,11 +6,19 @@
 //! guess: the simulator exists to catch scripts that real PowerShell would
 //! read differently.
 
+mod cim;
+mod strings;
+
 use std::collections::HashMap;
 
 use pwshlib_core::Timestamp;
 use serde_json::{json, Map as JsonMap, Value as Json};
 use tree_sitter::Node;
+
+use cim::cast;
+pub use cim::cim_property_refusal;
+pub use strings::unquote_verbatim;
+use strings::{unquote_expandable, unquote_here_string};
 
 /// A PowerShell value as the simulated host sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,95 +139,9 @@ fn entries_to_json(entries: &[(String, PsValue)]) -> JsonMap<String, Json> {
         .collect()
 }
 
-/// A whole number below 9.2e18 in magnitude as the i64 it is: the guard
-/// above makes the conversion exact, so nothing is truncated.
-#[allow(clippy::cast_possible_truncation)]
-fn whole_to_i64(whole: f64) -> i64 {
-    whole as i64
-}
-
 /// PowerShell compares names (variables, keys, parameters) without case.
 pub fn eq_ignore_case(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
-}
-
-/// The quote characters PowerShell accepts for single-quoted strings:
-/// `'` and the typographic U+2018..U+201B.
-fn is_single_quote(c: char) -> bool {
-    matches!(c, '\'' | '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}')
-}
-
-fn is_double_quote(c: char) -> bool {
-    matches!(c, '"' | '\u{201C}' | '\u{201D}' | '\u{201E}')
-}
-
-/// The text of a verbatim (single-quoted) string literal, with each doubled
-/// quote read as one, as PowerShell's tokenizer does (it keeps the second
-/// character of the pair).
-pub fn unquote_verbatim(literal: &str) -> Result<String, String> {
-    let mut chars = literal.chars();
-    let (Some(first), Some(last)) = (chars.next(), chars.next_back()) else {
-        return Err(format!("malformed string literal {}", excerpt(literal)));
-    };
-    if !is_single_quote(first) || !is_single_quote(last) {
-        return Err(format!("malformed string literal {}", excerpt(literal)));
-    }
-    let mut out = String::with_capacity(literal.len());
-    let mut inner = chars.peekable();
-    while let Some(c) = inner.next() {
-        if is_single_quote(c) {
-            match inner.next() {
-                Some(second) if is_single_quote(second) => out.push(second),
-                _ => return Err(format!("unescaped quote in {}", excerpt(literal))),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Ok(out)
-}
-
-/// A verbatim here-string `@'⏎…⏎'@`: the lines between the markers.
-fn unquote_here_string(literal: &str) -> Result<String, String> {
-    let body = literal
-        .strip_prefix("@'")
-        .or_else(|| literal.strip_prefix("@\u{2019}"))
-        .and_then(|rest| rest.split_once('\n').map(|(_, body)| body))
-        .ok_or_else(|| format!("malformed here-string {}", excerpt(literal)))?;
-    let body = body
-        .rsplit_once('\n')
-        .map(|(body, _)| body)
-        .ok_or_else(|| format!("malformed here-string {}", excerpt(literal)))?;
-    Ok(body.strip_suffix('\r').unwrap_or(body).to_owned())
-}
-
-/// A double-quoted string is only accepted when nothing in it would expand,
-/// so that its value does not depend on runtime state.
-fn unquote_expandable(literal: &str) -> Result<String, String> {
-    let mut chars = literal.chars();
-    let (Some(first), Some(last)) = (chars.next(), chars.next_back()) else {
-        return Err(format!("malformed string literal {}", excerpt(literal)));
-    };
-    let inner = chars.as_str();
-    if !is_double_quote(first) || !is_double_quote(last) || inner.contains(['$', '`']) {
-        return Err(format!(
-            "pwshlib-sim does not expand double-quoted strings with `$` or backticks: {}",
-            excerpt(literal)
-        ));
-    }
-    let mut out = String::new();
-    let mut rest = inner.chars().peekable();
-    while let Some(c) = rest.next() {
-        if is_double_quote(c) {
-            match rest.next() {
-                Some(second) if is_double_quote(second) => out.push(second),
-                _ => return Err(format!("unescaped quote in {}", excerpt(literal))),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Ok(out)
 }
 
 /// A short, single-line rendering of source text for error messages.
@@ -521,176 +443,9 @@ fn variable_key(name: &str) -> String {
     name.to_lowercase()
 }
 
-/// Why real `New-CimInstance -ClientOnly -Property` would refuse this
-/// property value, or None when it takes it. The cmdlet makes each entry a
-/// property with MMI's `CimProperty.Create(name, value, flags)`, which asks
-/// `CimConverter` for the CIM type of the .NET value and throws
-/// ArgumentException when there is none: `$null`, a hashtable, a
-/// PSCredential, and an `object[]` (an untyped `@(…)`) unless exactly one
-/// CIM type occurs among its items (nulls and untypable items do not
-/// count; an array item is an array type, which has no array of its own).
-/// A typed array is typed by its element type when CIM has an array of it;
-/// otherwise (`[object[]]`) its items decide, as for an untyped one.
-pub fn cim_property_refusal(value: &PsValue) -> Option<&'static str> {
-    match value {
-        PsValue::Null => Some("a null value"),
-        PsValue::Hash(_) => Some("a hashtable"),
-        PsValue::Credential { .. } => Some("a PSCredential"),
-        PsValue::TypedArray { element, .. } if cim_array_element(element).is_some() => None,
-        PsValue::Array(items) | PsValue::TypedArray { items, .. } => {
-            let mut kinds: Vec<&'static str> = Vec::new();
-            for item in items {
-                let kind = match item {
-                    PsValue::Null | PsValue::Hash(_) | PsValue::Credential { .. } => continue,
-                    PsValue::Bool(_) => "Boolean",
-                    PsValue::Int(i) if i32::try_from(*i).is_ok() => "SInt32",
-                    PsValue::Int(_) => "SInt64",
-                    PsValue::Float(_) => "Real64",
-                    PsValue::Str(_) => "String",
-                    PsValue::DateTime(_) => "DateTime",
-                    PsValue::Cim { .. } => "Instance",
-                    PsValue::Array(_) | PsValue::TypedArray { .. } => "Array",
-                };
-                if !kinds.contains(&kind) {
-                    kinds.push(kind);
-                }
-            }
-            match kinds.as_slice() {
-                [] => Some("an untyped empty array (or one with only nulls)"),
-                ["Array"] => Some("an array of arrays"),
-                [_] => None,
-                _ => Some("an untyped array whose items have different CIM types"),
-            }
-        }
-        _ => None,
-    }
-}
-
-/// The CIM array type of a typed array's element type, by its PowerShell
-/// name.
-fn cim_array_element(element: &str) -> Option<&'static str> {
-    let element = element.strip_prefix("system.").unwrap_or(element);
-    Some(match element {
-        "string" => "StringArray",
-        "bool" | "boolean" => "BooleanArray",
-        "byte" => "UInt8Array",
-        "sbyte" => "SInt8Array",
-        "uint16" => "UInt16Array",
-        "int16" => "SInt16Array",
-        "uint32" => "UInt32Array",
-        "int" | "int32" => "SInt32Array",
-        "uint64" => "UInt64Array",
-        "long" | "int64" => "SInt64Array",
-        "single" | "float" => "Real32Array",
-        "double" => "Real64Array",
-        "char" => "Char16Array",
-        "datetime" => "DateTimeArray",
-        "ciminstance" => "InstanceArray",
-        _ => return None,
-    })
-}
-
-/// Applies a `[type]` cast from the subset: DateTime, typed arrays (the
-/// provider types empty arrays and CIM instance arrays), and the common
-/// scalar types. Unknown types leave the value as it is.
-fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
-    let lower = type_name.to_ascii_lowercase();
-    let lower = lower.strip_prefix("system.").unwrap_or(&lower);
-    if let Some(element) = lower.strip_suffix("[]") {
-        let items = match value {
-            PsValue::Null => return Ok(PsValue::Null),
-            PsValue::Array(items) | PsValue::TypedArray { items, .. } => items,
-            single => vec![single],
-        };
-        let element_name = element
-            .strip_prefix("microsoft.management.infrastructure.")
-            .unwrap_or(element)
-            .to_owned();
-        return items
-            .into_iter()
-            .map(|item| cast(element, item))
-            .collect::<Result<Vec<_>, _>>()
-            .map(|items| PsValue::TypedArray {
-                element: element_name,
-                items,
-            });
-    }
-    let cannot = |value: &PsValue| {
-        format!(
-            "Cannot convert value of type \"{}\" to type \"{type_name}\".",
-            value.type_name()
-        )
-    };
-    match lower {
-        "datetime" => match &value {
-            PsValue::Str(text) => Timestamp::parse(text)
-                .map(PsValue::DateTime)
-                .ok_or_else(|| {
-                    format!("Cannot convert value \"{text}\" to type \"System.DateTime\".")
-                }),
-            PsValue::DateTime(_) => Ok(value),
-            _ => Err(cannot(&value)),
-        },
-        "string" => match value {
-            PsValue::Null => Ok(PsValue::Str(String::new())),
-            PsValue::Str(_) => Ok(value),
-            PsValue::Int(i) => Ok(PsValue::Str(i.to_string())),
-            PsValue::Float(f) => Ok(PsValue::Str(f.to_string())),
-            PsValue::Bool(b) => Ok(PsValue::Str(if b { "True" } else { "False" }.to_owned())),
-            other => Err(cannot(&other)),
-        },
-        "int" | "int32" | "int64" | "long" | "uint32" | "uint64" | "uint16" | "int16" | "byte"
-        | "sbyte" => match value {
-            PsValue::Int(_) => Ok(value),
-            PsValue::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
-                Ok(PsValue::Int(whole_to_i64(f)))
-            }
-            PsValue::Str(ref s) => s
-                .trim()
-                .parse::<i64>()
-                .map(PsValue::Int)
-                .map_err(|_| cannot(&value)),
-            other => Err(cannot(&other)),
-        },
-        "double" | "single" | "float" | "decimal" => match value {
-            PsValue::Int(i) => Ok(PsValue::Float(i as f64)),
-            PsValue::Float(_) => Ok(value),
-            PsValue::Str(ref s) => s
-                .trim()
-                .parse::<f64>()
-                .map(PsValue::Float)
-                .map_err(|_| cannot(&value)),
-            other => Err(cannot(&other)),
-        },
-        "bool" | "boolean" | "switch" => match value {
-            PsValue::Bool(_) => Ok(value),
-            PsValue::Int(i) => Ok(PsValue::Bool(i != 0)),
-            PsValue::Null => Ok(PsValue::Bool(false)),
-            other => Err(cannot(&other)),
-        },
-        "ciminstance" | "microsoft.management.infrastructure.ciminstance" => match value {
-            PsValue::Cim { .. } | PsValue::Null => Ok(value),
-            other => Err(cannot(&other)),
-        },
-        _ => Ok(value),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn verbatim_strings_undouble_every_quote_kind() {
-        assert_eq!(unquote_verbatim("'p''ss'").unwrap(), "p'ss");
-        assert_eq!(
-            unquote_verbatim("'a\u{2019}\u{2019}b\u{2018}\u{2018}'").unwrap(),
-            "a\u{2019}b\u{2018}"
-        );
-        assert_eq!(unquote_verbatim("''").unwrap(), "");
-        assert!(unquote_verbatim("'a'b'").is_err());
-        assert!(unquote_verbatim("'").is_err());
-    }
 
     #[test]
     fn datetimes_print_in_the_round_trip_format() {
@@ -703,34 +458,6 @@ mod tests {
         assert_eq!(
             at("2024-01-02T03:04:05.123456789Z"),
             "2024-01-02T03:04:05.1234567Z"
-        );
-    }
-
-    #[test]
-    fn here_strings_keep_their_lines() {
-        assert_eq!(
-            unquote_here_string("@'\nline1\nit's\n'@").unwrap(),
-            "line1\nit's"
-        );
-    }
-
-    #[test]
-    fn casts_follow_powershell() {
-        assert_eq!(
-            cast("string[]", PsValue::Array(vec![])).unwrap(),
-            PsValue::TypedArray {
-                element: "string".into(),
-                items: vec![]
-            }
-        );
-        assert!(matches!(
-            cast("DateTime", PsValue::Str("2024-01-02T03:04:05Z".into())).unwrap(),
-            PsValue::DateTime(_)
-        ));
-        assert!(cast("DateTime", PsValue::Str("soon".into())).is_err());
-        assert_eq!(
-            cast("int", PsValue::Str("7".into())).unwrap(),
-            PsValue::Int(7)
         );
     }
 

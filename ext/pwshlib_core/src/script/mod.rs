@@ -1,0 +1,113 @@
+//! Building the Invoke-DscResource script (docs/architecture.md shows its
+//! shape), with secret positions tracked as the text is written.
+//!
+//! One pass produces the real script for PowerShell and, from the recorded
+//! secret spans, the redacted rendering for logs: nothing ever searches the
+//! finished text for secrets.
+//!
+//! By job: `text.rs` is the finished [`Script`] (its text, body, secret
+//! spans, and the redacted and marked renderings); `resource.rs` the
+//! [`InvocableResource`] that a script is built from (and its pwshlib 2.x
+//! hash); `parts.rs` the [`ScriptParts`] and the entry points
+//! ([`script_for`], [`build_script`]); `builder.rs` the `$InvokeParams`
+//! line and each property's value by its CIM type; `cim.rs` the embedded
+//! CIM instances and credentials, as New-CimInstance takes them.
+
+mod builder;
+mod cim;
+mod parts;
+mod resource;
+mod text;
+
+pub use parts::{build_script, build_script_with, script_for, ScriptParts};
+pub use resource::{InvocableResource, InvokeParameter};
+pub use text::{secret_marker, Script};
+
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DscMethod {
+    Get,
+    Set,
+    Test,
+}
+
+impl DscMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DscMethod::Get => "Get",
+            DscMethod::Set => "Set",
+            DscMethod::Test => "Test",
+        }
+    }
+
+    /// `get`, `set` or `test`: how pwshlib 2.x passes the method to
+    /// `invoke_dsc_resource`.
+    pub fn as_lowercase_str(self) -> &'static str {
+        match self {
+            DscMethod::Get => "get",
+            DscMethod::Set => "set",
+            DscMethod::Test => "test",
+        }
+    }
+
+    /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
+    pub fn parse(text: &str) -> Option<DscMethod> {
+        [DscMethod::Get, DscMethod::Set, DscMethod::Test]
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// The first line of every script.
+pub const HEADER: &str =
+    "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n";
+
+/// The last line of every script: the prelude's function makes the call
+/// and prints the outcome.
+pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokeParams";
+
+/// Appended to [`INVOKE_CALL`] when the agent's environment says
+/// `PWSHLIB_DSC_DIRECT=0`: the prelude then calls `Invoke-DscResource`
+/// instead of the resource itself (the escape hatch of issue 32). Carried
+/// in the script because the host restores its own start environment
+/// before every call, so it never sees the agent's current one.
+pub const THROUGH_INVOKE_DSC_RESOURCE: &str = " -ThroughInvokeDscResource";
+
+/// The agent's environment variable that turns direct invocation off.
+pub const DIRECT_VARIABLE: &str = "PWSHLIB_DSC_DIRECT";
+
+/// Whether `PWSHLIB_DSC_DIRECT` (read on every call, so a change made by
+/// Ruby's `ENV` applies to the next call) asks for `Invoke-DscResource`:
+/// `0`, `false`, `no` or `off`, in any case.
+pub fn direct_disabled_by_env() -> bool {
+    std::env::var(DIRECT_VARIABLE).is_ok_and(|value| direct_disabled_by(&value))
+}
+
+/// [`direct_disabled_by_env`] of a given value.
+pub fn direct_disabled_by(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "0" | "false" | "no" | "off"
+    )
+}
+
+/// Opens the block that follows the PSModulePath line: everything after
+/// that first generated line (credentials, CIM instances, `[DateTime]`
+/// casts, the call) runs inside it, so that a failure anywhere still
+/// reaches [`RESTORE_MODULE_PATH`]. PowerShell runs a `finally` block when
+/// the `try` block ends by a terminating error (the script sets
+/// `$ErrorActionPreference = 'Stop'`, so every error is one) or by the
+/// pipeline being stopped.
+pub const TRY_OPEN: &str = "try {\n";
+
+/// Closes [`TRY_OPEN`]: puts back the machine-level PSModulePath that
+/// `Add-PwshlibVendoredModulePath` changed (it returned `$null`, and this
+/// does nothing, when it changed nothing).
+pub const RESTORE_MODULE_PATH: &str =
+    "}\nfinally {\nRestore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n";
+
+/// A fresh PowerShell variable name: `prefix` + a simple UUID.
+pub fn random_variable_name(prefix: &str) -> String {
+    format!("{prefix}{}", Uuid::new_v4().simple())
+}

@@ -1,0 +1,260 @@
+//! A finished script: the real text for PowerShell, where its secrets sit,
+//! and the two renderings made from that record (redacted for logs, marked
+//! for the pwshlib 2.x Ruby methods).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::literal::{read_single_quoted, TrackedText};
+use crate::secrecy::{
+    with_clean_marker, GUARDED_SECRET_CHARS, REDACTION_FALLBACK, REDACTION_MARKER,
+};
+use crate::templates;
+
+/// A finished script: the real text for PowerShell, the byte ranges of every
+/// secret literal in it, and the plain texts of those secrets.
+///
+/// The prelude ([`templates::PRELUDE`], some 14 KB) is not copied in front
+/// of each call's lines: a host holding it needs only [`Script::body`], and
+/// the whole text is joined on first use (a `--debug` dump, a manager that
+/// takes whole scripts). Joining it on every call was a third of the cost
+/// of an in-sync Get (`rake bench`).
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// The lines of this call: the whole text when there is no prelude.
+    body: String,
+    /// Byte ranges of the secret literals in `body`.
+    body_spans: Vec<Range<usize>>,
+    secrets: Vec<String>,
+    /// Whether the text starts with the prelude, in front of `body`.
+    with_prelude: bool,
+    /// The prelude and the body, joined when first asked for.
+    joined: OnceLock<String>,
+}
+
+impl PartialEq for Script {
+    fn eq(&self, other: &Script) -> bool {
+        self.body == other.body
+            && self.body_spans == other.body_spans
+            && self.secrets == other.secrets
+            && self.with_prelude == other.with_prelude
+    }
+}
+
+impl Script {
+    pub fn from_tracked(tracked: TrackedText) -> Script {
+        let (body, body_spans, secrets) = tracked.into_parts();
+        Script {
+            body,
+            body_spans,
+            secrets,
+            with_prelude: false,
+            joined: OnceLock::new(),
+        }
+    }
+
+    /// This script with [`templates::PRELUDE`] in front (it ends with a
+    /// newline, a test checks, so the body starts right after it).
+    pub(super) fn with_prelude(self) -> Script {
+        Script {
+            with_prelude: true,
+            joined: OnceLock::new(),
+            ..self
+        }
+    }
+
+    /// How many leading bytes of [`Script::text`] are the prelude.
+    fn prelude_len(&self) -> usize {
+        if self.with_prelude {
+            templates::PRELUDE.len()
+        } else {
+            0
+        }
+    }
+
+    /// The whole text PowerShell runs, prelude included. Never log it.
+    pub fn text(&self) -> &str {
+        if !self.with_prelude {
+            return &self.body;
+        }
+        self.joined.get_or_init(|| {
+            let mut text = String::with_capacity(templates::PRELUDE.len() + self.body.len());
+            text.push_str(templates::PRELUDE);
+            text.push_str(&self.body);
+            text
+        })
+    }
+
+    /// True when the text starts with [`templates::PRELUDE`], so that a host
+    /// holding the prelude needs only [`Script::body`].
+    pub fn has_prelude(&self) -> bool {
+        self.with_prelude
+    }
+
+    /// The lines of this call alone: the text after the prelude (all of it
+    /// when there is none). Every secret is in here.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
+    /// Byte ranges of the secret literals in [`Script::text`], in order.
+    pub fn secret_spans(&self) -> Vec<Range<usize>> {
+        let shift = self.prelude_len();
+        self.body_spans
+            .iter()
+            .map(|span| span.start + shift..span.end + shift)
+            .collect()
+    }
+
+    /// Byte ranges of the secret literals in [`Script::body`], in order.
+    pub fn body_secret_spans(&self) -> &[Range<usize>] {
+        &self.body_spans
+    }
+
+    /// The text between the secrets: everything the redacted rendering keeps.
+    pub fn public_pieces(&self) -> Vec<&str> {
+        let text = self.text();
+        let spans = self.secret_spans();
+        let mut pieces = Vec::with_capacity(spans.len() + 1);
+        let mut at = 0;
+        for span in spans {
+            pieces.push(&text[at..span.start]);
+            at = span.end;
+        }
+        pieces.push(&text[at..]);
+        pieces
+    }
+
+    /// The secrets that must not occur in a redacted rendering: those of at
+    /// least [`GUARDED_SECRET_CHARS`] characters that the public text does
+    /// not itself contain (a secret equal to a public value is public).
+    /// Each line of a secret that spans lines counts too: a log may show
+    /// one line alone.
+    pub fn guarded_secrets(&self) -> Vec<&str> {
+        let pieces = self.public_pieces();
+        let mut guarded: Vec<&str> = self
+            .secrets
+            .iter()
+            .flat_map(|s| {
+                let lines = s
+                    .contains(['\n', '\r'])
+                    .then(|| s.split(['\n', '\r']).flat_map(|l| [l, l.trim()]))
+                    .into_iter()
+                    .flatten();
+                std::iter::once(s.as_str()).chain(lines)
+            })
+            .filter(|s| s.chars().count() >= GUARDED_SECRET_CHARS)
+            .filter(|s| !pieces.iter().any(|piece| piece.contains(s)))
+            .collect();
+        guarded.sort_unstable();
+        guarded.dedup();
+        guarded
+    }
+
+    /// Every secret span replaced by `marker`, whatever the marker.
+    pub fn redacted_with(&self, marker: &str) -> String {
+        self.public_pieces().join(marker)
+    }
+
+    /// The text for logs: every secret literal replaced by
+    /// [`REDACTION_MARKER`], or, if a secret would then still show (say the
+    /// secret is that marker text), by a random marker that lets none show.
+    pub fn redacted(&self) -> String {
+        if self.body_spans.is_empty() {
+            return self.text().to_owned();
+        }
+        let guarded = self.guarded_secrets();
+        let clean = |candidate: &str| !guarded.iter().any(|s| candidate.contains(s));
+        with_clean_marker(REDACTION_MARKER, |marker| self.redacted_with(marker), clean)
+            .unwrap_or_else(|| REDACTION_FALLBACK.to_owned())
+    }
+
+    /// The "marked text" form, for the pwshlib 2.x Ruby methods that pass a
+    /// script around as one String (`ps_script_content`, `redact_secrets`,
+    /// `remove_secret_identifiers`): each secret literal sits between two
+    /// copies of a block comment holding a per-process random token. It is
+    /// still valid PowerShell. Fails only if the script itself contains the
+    /// token, which would make the form ambiguous.
+    pub fn marked(&self) -> Result<String> {
+        let marker = secret_marker();
+        let text = self.text();
+        if text.contains(marker_token()) {
+            return Err(Error::InvalidValue {
+                attribute: "script".into(),
+                message: "a value contains pwshlib's secret marker".into(),
+            });
+        }
+        let spans = self.secret_spans();
+        let mut out = String::with_capacity(text.len() + 2 * marker.len() * spans.len());
+        let mut at = 0;
+        for span in spans {
+            out.push_str(&text[at..span.start]);
+            out.push_str(marker);
+            out.push_str(&text[span.clone()]);
+            out.push_str(marker);
+            at = span.end;
+        }
+        out.push_str(&text[at..]);
+        Ok(out)
+    }
+
+    /// Reads the marked text form back. Text without markers is a script
+    /// without secrets; an unpaired marker makes the rest of the text secret.
+    pub fn from_marked(marked: &str) -> Script {
+        let mut text = String::with_capacity(marked.len());
+        let mut secret_spans = Vec::new();
+        let mut secrets = Vec::new();
+        for (index, part) in marked.split(secret_marker()).enumerate() {
+            if index % 2 == 1 && !part.is_empty() {
+                secret_spans.push(text.len()..text.len() + part.len());
+                secrets.push(part.to_owned());
+                if let Some((value, length)) = read_single_quoted(part) {
+                    if length == part.len() {
+                        secrets.push(value);
+                    }
+                }
+            }
+            text.push_str(part);
+        }
+        // A marked text that begins with this build's prelude (what
+        // `ps_script_content` returns) keeps the split.
+        let prelude_len = templates::PRELUDE.len();
+        let with_prelude = text.starts_with(templates::PRELUDE)
+            && secret_spans
+                .first()
+                .is_none_or(|span| span.start >= prelude_len);
+        if !with_prelude {
+            return Script {
+                body: text,
+                body_spans: secret_spans,
+                secrets,
+                with_prelude,
+                joined: OnceLock::new(),
+            };
+        }
+        Script {
+            body: text[prelude_len..].to_owned(),
+            body_spans: secret_spans
+                .into_iter()
+                .map(|span| span.start - prelude_len..span.end - prelude_len)
+                .collect(),
+            secrets,
+            with_prelude,
+            joined: OnceLock::new(),
+        }
+    }
+}
+
+fn marker_token() -> &'static str {
+    static TOKEN: OnceLock<String> = OnceLock::new();
+    TOKEN.get_or_init(|| format!("PuppetSensitive:{}", Uuid::new_v4().simple()))
+}
+
+/// The block comment that brackets each secret in the marked text form.
+pub fn secret_marker() -> &'static str {
+    static MARKER: OnceLock<String> = OnceLock::new();
+    MARKER.get_or_init(|| format!("<#{}#>", marker_token()))
+}
