@@ -9,8 +9,12 @@
 LAST_LONG_SUBJECT = 'ea8fbeb'
 SUBJECT_LIMIT = 72
 
+# CONTRIBUTING.md: one job per file. A production Rust file longer than this
+# (its lines before its `#[cfg(test)]` module) does more than one.
+RUST_FILE_LINE_LIMIT = 600
+
 desc 'cargo fmt --check, cargo clippy -D warnings, rubocop (.rubocop.yml), commit subjects'
-task lint: %w[lint:rust lint:ruby lint:commits]
+task lint: %w[lint:rust lint:rust_file_lines lint:ruby lint:commits]
 
 namespace :lint do
   desc 'cargo fmt --check and cargo clippy -D warnings'
@@ -36,5 +40,20 @@ namespace :lint do
     long = subjects.map(&:chomp).select { |line| line.split(' ', 2).last.length > SUBJECT_LIMIT }
     abort "Commit subjects over #{SUBJECT_LIMIT} characters (the detail goes in the body):\n#{long.join("\n")}" unless long.empty?
     puts "commit subjects: #{subjects.size} checked, none over #{SUBJECT_LIMIT} characters"
+  end
+  # Files compiled only for tests (the lifecycle's *tests.rs, test_support/)
+  # are not production code.
+  desc "No production Rust file over #{RUST_FILE_LINE_LIMIT} lines (before its #[cfg(test)] module)"
+  task :rust_file_lines do
+    files = Dir[File.join(ROOT, 'ext', '*', 'src', '**', '*.rs')].reject do |path|
+      path.end_with?('tests.rs') || path.include?('/test_support/')
+    end
+    long = files.filter_map do |path|
+      lines = File.readlines(path)
+      production = lines.index { |line| line.start_with?('#[cfg(test)]') } || lines.size
+      "#{path.delete_prefix("#{ROOT}/")}: #{production}" if production > RUST_FILE_LINE_LIMIT
+    end
+    abort "Production Rust files over #{RUST_FILE_LINE_LIMIT} lines (split them by job):\n#{long.join("\n")}" unless long.empty?
+    puts "rust file lines: #{files.size} production files, none over #{RUST_FILE_LINE_LIMIT} lines"
   end
 end
