@@ -276,91 +276,6 @@ fn map_from_ruby_at(ruby: &Ruby, hash: RHash, place: &Place) -> BindingResult<Ma
     }
 }
 
-/// Whether `from_ruby(value)` would give exactly `expected`, found without
-/// converting (no allocation): the binding hands a value it has just made
-/// in Ruby back to itself this way, across an overridable method that did
-/// not change it. False whenever that cannot be told cheaply (Sensitive,
-/// Timestamp, a big integer, a String in another encoding): the caller then
-/// converts, so a false answer is always safe.
-pub fn ruby_matches(ruby: &Ruby, value: RValue, expected: &Value) -> bool {
-    match expected {
-        Value::Nil => value.is_nil(),
-        Value::Bool(true) => value.as_raw() == ruby.qtrue().as_raw(),
-        Value::Bool(false) => value.as_raw() == ruby.qfalse().as_raw(),
-        // SAFETY: the borrowed str is compared and dropped before any other
-        // Ruby call, so the String cannot change or be collected meanwhile.
-        Value::Str(text) => {
-            RString::from_value(value).is_some_and(|string| text_is(ruby, string, text))
-        }
-        // A Symbol is unique to its name: the same object, whether it was
-        // interned here or made by Ruby.
-        Value::Symbol(name) => {
-            Symbol::from_value(value).is_some_and(|symbol| symbol_is_named(ruby, symbol, name))
-        }
-        Value::Int(number) => {
-            Integer::from_value(value).is_some_and(|integer| integer.to_i64().ok() == Some(*number))
-        }
-        Value::Float(number) => Float::from_value(value)
-            .is_some_and(|float| float.to_f64().to_bits() == number.to_bits()),
-        Value::Array(items) => RArray::from_value(value).is_some_and(|array| {
-            array.len() == items.len()
-                && items.iter().enumerate().all(|(index, item)| {
-                    match array.entry::<RValue>(index as isize) {
-                        Ok(entry) => ruby_matches(ruby, entry, item),
-                        Err(_) => false,
-                    }
-                })
-        }),
-        Value::Hash(map) => {
-            RHash::from_value(value).is_some_and(|hash| ruby_matches_map(ruby, hash, map))
-        }
-        Value::BigInt(_) | Value::Sensitive(_) | Value::Timestamp(_) => false,
-    }
-}
-
-/// Whether `from_ruby(symbol)` is `Value::Symbol(name)`, read from Ruby's
-/// own name String of the Symbol (`rb_sym2str`: no allocation, no lookup)
-/// rather than by interning `name` to compare IDs (a Symbol is unique to
-/// its name and encoding). The name converts as is when it is UTF-8, or
-/// ASCII in an ASCII encoding; anything else answers false, which is safe.
-fn symbol_is_named(ruby: &Ruby, symbol: Symbol, name: &str) -> bool {
-    symbol_name_string(symbol).is_some_and(|text| text_is(ruby, text, name))
-}
-
-/// Whether a String converts to exactly `expected`, told from its bytes
-/// and encoding without converting: the bytes are `expected`'s, and they
-/// are read as they are (UTF-8, or ASCII in an ASCII encoding). Anything
-/// else answers false, which is safe.
-fn text_is(ruby: &Ruby, text: RString, expected: &str) -> bool {
-    let encoding = text.enc_get();
-    let read_as_is = encoding == ruby.utf8_encindex()
-        || (expected.is_ascii()
-            && (encoding == ruby.usascii_encindex() || encoding == ruby.ascii8bit_encindex()));
-    // SAFETY: the borrowed bytes are compared and dropped before any other
-    // Ruby call, so the String cannot change or be collected meanwhile.
-    read_as_is && unsafe { text.as_slice() } == expected.as_bytes()
-}
-
-/// [`ruby_matches`] for a hash: the same entries in the same order.
-pub fn ruby_matches_map(ruby: &Ruby, hash: RHash, expected: &Map) -> bool {
-    if hash.len() != expected.len() {
-        return false;
-    }
-    let mut entries = expected.iter();
-    let mut all_match = true;
-    let walked = hash.foreach(|key: RValue, value: RValue| {
-        all_match = entries
-            .next()
-            .is_some_and(|(k, v)| ruby_matches(ruby, key, k) && ruby_matches(ruby, value, v));
-        Ok(if all_match {
-            ForEach::Continue
-        } else {
-            ForEach::Stop
-        })
-    });
-    walked.is_ok() && all_match
-}
-
 /// A Ruby String as an owned Rust one: strings in any encoding arrive as
 /// UTF-8; bytes that are not text in their own encoding are replaced rather
 /// than rejected, as Ruby's `scrub` does. The one lossy conversion of the
@@ -396,7 +311,7 @@ fn ascii_text(text: RString) -> Option<String> {
 
 /// `f` of the name of a hash key (a Symbol or a String), None for another
 /// key. An ASCII name is lent from Ruby's own String, not copied.
-pub fn with_key_name<R>(key: RValue, f: impl FnOnce(&str) -> R) -> Option<R> {
+fn with_key_name<R>(key: RValue, f: impl FnOnce(&str) -> R) -> Option<R> {
     let text = match Symbol::from_value(key) {
         Some(symbol) => symbol_name_string(symbol)?,
         None => RString::from_value(key)?,
@@ -417,7 +332,7 @@ pub fn with_key_name<R>(key: RValue, f: impl FnOnce(&str) -> R) -> Option<R> {
 }
 
 /// A Symbol's own frozen name String (`rb_sym2str`: no copy).
-fn symbol_name_string(symbol: Symbol) -> Option<RString> {
+pub(crate) fn symbol_name_string(symbol: Symbol) -> Option<RString> {
     // SAFETY: `rb_sym2str` returns the Symbol's name String, live as long
     // as the Symbol, which the caller holds.
     RString::from_value(unsafe { RValue::from_raw(rb_sys::rb_sym2str(symbol.as_raw())) })
@@ -469,121 +384,22 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 }
 
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
-    map_to_ruby_with(ruby, map, &mut Donors::default())
+    map_to_ruby_with(ruby, map, |_, _, _| None)
 }
 
-/// Where [`map_to_ruby_with`] finds a String value already made in Ruby,
-/// to pass on as that very String rather than as a new one.
-///
-/// A `Donors` holds Ruby values, so it lives on the machine stack only
-/// (a local, never boxed): the collector scans the stack and pins what it
-/// finds there.
-#[derive(Default)]
-pub struct Donors {
-    /// A hash whose equal String under the same key is passed on.
-    same_key: Option<RHash>,
-    /// A name_hash whose equal `name` String is passed on.
-    name_from: Option<RHash>,
-    /// A DSC answer's Strings, by the property they came under.
-    dsc_answer: Option<DscAnswerStrings>,
-}
-
-impl Donors {
-    /// Equal Strings of `hash` (if any), under the same key.
-    fn same_key(hash: Option<RHash>) -> Self {
-        Donors {
-            same_key: hash,
-            ..Donors::default()
-        }
-    }
-
-    /// What pwshlib 2.x's `invoke_get_method` returned: the Strings of
-    /// `answer`, a DSC answer as `invoke_dsc_resource` gives it (String
-    /// keys, PowerShell's casing), each under the attribute its property
-    /// becomes (`Ensure` under `dsc_ensure`), and `name` from `name_hash`.
-    pub fn get_result(answer: Option<RHash>, name_hash: Option<RHash>) -> BindingResult<Self> {
-        Ok(Donors {
-            same_key: None,
-            name_from: name_hash,
-            dsc_answer: answer.map(DscAnswerStrings::of).transpose()?,
-        })
-    }
-
-    fn string_for(
-        &mut self,
-        ruby: &Ruby,
-        key: &Value,
-        key_value: RValue,
-        text: &str,
-    ) -> Option<RValue> {
-        let name = key.key_name();
-        if let (Some(answer), Some(name)) = (self.dsc_answer.as_mut(), name) {
-            if let Some(found) = answer.take(ruby, name, text) {
-                return Some(found.as_value());
-            }
-        }
-        let donor = match self.name_from {
-            Some(name_hash) if name == Some("name") => name_hash,
-            _ => self.same_key?,
-        };
-        // A lookup by a Symbol or String key hashes and compares in C.
-        donor.get(key_value).filter(|given| {
-            RString::from_value(*given).is_some_and(|string| text_is(ruby, string, text))
-        })
-    }
-}
-
-/// How many String entries of a DSC answer are offered; an answer has one
-/// per property of its resource, and a property beyond these is made anew.
-const DSC_ANSWER_STRINGS: usize = 48;
-
-/// The String-valued entries of a DSC answer, each offered once.
-struct DscAnswerStrings {
-    entries: [Option<(RString, RString)>; DSC_ANSWER_STRINGS],
-}
-
-impl DscAnswerStrings {
-    fn of(answer: RHash) -> BindingResult<Self> {
-        let mut entries = [None; DSC_ANSWER_STRINGS];
-        let mut slots = entries.iter_mut();
-        answer.foreach(|key: RValue, value: RValue| {
-            if let (Some(key), Some(value)) = (RString::from_value(key), RString::from_value(value))
-            {
-                match slots.next() {
-                    Some(slot) => *slot = Some((key, value)),
-                    None => return Ok(ForEach::Stop),
-                }
-            }
-            Ok(ForEach::Continue)
-        })?;
-        Ok(DscAnswerStrings { entries })
-    }
-
-    /// The String of the property `attribute` comes from (`dsc_` and the
-    /// property's name in any case, as the Get result's munging names it),
-    /// when its text is `text`; taken, so that no two attributes share one.
-    fn take(&mut self, ruby: &Ruby, attribute: &str, text: &str) -> Option<RString> {
-        let property = attribute.strip_prefix("dsc_")?;
-        let slot = self.entries.iter_mut().find(|slot| {
-            slot.is_some_and(|(key, value)| {
-                // SAFETY: the key's bytes are compared and dropped before
-                // any other Ruby call, so it cannot change or be collected
-                // meanwhile.
-                unsafe { key.as_slice() }.eq_ignore_ascii_case(property.as_bytes())
-                    && text_is(ruby, value, text)
-            })
-        })?;
-        slot.take().map(|(_, value)| value)
-    }
-}
-
-/// Converts `map`, passing on the equal Strings `donors` hold.
-pub fn map_to_ruby_with(ruby: &Ruby, map: &Map, donors: &mut Donors) -> BindingResult<RHash> {
+/// Converts `map`; a String value is passed as the String `offered(key,
+/// key as made for Ruby, text)` answers, when it answers one (the Strings
+/// Ruby made already: `handover::Donors`), else made anew.
+pub fn map_to_ruby_with(
+    ruby: &Ruby,
+    map: &Map,
+    mut offered: impl FnMut(&Value, RValue, &str) -> Option<RValue>,
+) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
         let key = key_to_ruby(ruby, k)?;
         let given = match v {
-            Value::Str(text) => donors.string_for(ruby, k, key, text),
+            Value::Str(text) => offered(k, key, text),
             _ => None,
         };
         let value = match given {
@@ -604,13 +420,6 @@ pub fn map_to_ruby_with(ruby: &Ruby, map: &Map, donors: &mut Donors) -> BindingR
         }
     }
     Ok(hash)
-}
-
-/// [`map_to_ruby`], with each String value that `donor` (when there is
-/// one) holds, equal, under the same key passed as that very String rather
-/// than as a new one.
-pub fn map_to_ruby_reusing(ruby: &Ruby, map: &Map, donor: Option<RHash>) -> BindingResult<RHash> {
-    map_to_ruby_with(ruby, map, &mut Donors::same_key(donor))
 }
 
 /// A hash key. A String key is stored as Ruby's deduplicated frozen copy
@@ -666,6 +475,60 @@ pub fn hash_arg(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<Map> {
         }
         .into()),
     }
+}
+
+/// The value under `name` of a hash (a Symbol or a String key, as
+/// `Map::get_named` finds either; a String key is looked up as Ruby's
+/// shared frozen copy of the name: no new String per lookup), converted.
+/// `Ok(None)`: no such entry.
+pub fn hash_entry(ruby: &Ruby, hash: RHash, name: &str) -> BindingResult<Option<Value>> {
+    let value = hash
+        .get(symbol(ruby, name))
+        .or_else(|| hash.get(interned_string(name)?));
+    value.map(|value| from_ruby(ruby, value, name)).transpose()
+}
+
+/// The entries of a Ruby hash whose key (a Symbol or a String, as
+/// `Map::get_named` finds either) is one of `wanted`, converted; the others
+/// are passed over unconverted. None when a wanted entry does not convert.
+///
+/// A Symbol is unique to its name (`rb_intern` of a name that has a
+/// dynamic Symbol pins that one), so a Symbol key is matched by comparing
+/// it with the wanted names' Symbols, made once per call, without reading
+/// its name: the Resource API's hashes hold a dozen Symbol keys each, and
+/// it asks once per property. Only the bits are kept, to compare, never
+/// used as objects.
+pub fn hash_entries(ruby: &Ruby, hash: RHash, wanted: &[&str]) -> Option<Map> {
+    let wanted_symbols: Vec<u64> = wanted
+        .iter()
+        .map(|name| symbol(ruby, name).as_raw())
+        .collect();
+    let mut entries = Map::new();
+    let mut failed = false;
+    hash.foreach(|key: RValue, value: RValue| {
+        let found = if Symbol::from_value(key).is_some() {
+            wanted_symbols
+                .iter()
+                .position(|raw| *raw == key.as_raw())
+                .map(|index| (Value::Symbol(wanted[index].to_owned()), wanted[index]))
+        } else {
+            with_key_name(key, |name| wanted.iter().find(|w| **w == name).copied())
+                .flatten()
+                .and_then(|name| Some((from_ruby(ruby, key, "").ok()?, name)))
+        };
+        let Some((converted_key, name)) = found else {
+            return Ok(ForEach::Continue);
+        };
+        if let Ok(converted) = from_ruby(ruby, value, name) {
+            entries.0.push((converted_key, converted));
+            Ok(ForEach::Continue)
+        } else {
+            failed = true;
+            Ok(ForEach::Stop)
+        }
+    })
+    .ok()?;
+    (!failed).then_some(entries)
 }
 
 /// Resolves `A::B::C` from Object.

@@ -5,6 +5,7 @@ mod convert;
 mod dsc_base_provider;
 mod error;
 mod gvl;
+mod handover;
 mod literal;
 mod manager;
 

@@ -48,10 +48,9 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
 
 fn rb_cached_test_results(ruby: &Ruby, rb_self: Obj<DscBaseProvider>) -> BindingResult<RArray> {
     let entries: Vec<Map> = rb_self
-        .state
+        .run
         .borrow()
-        .lifecycle
-        .as_ref()
+        .lifecycle()
         .map(|l| {
             l.test_results
                 .values()
@@ -231,13 +230,16 @@ fn rb_scrub_known_secrets(
 }
 
 fn rb_collision_retry_seconds(rb_self: Obj<DscBaseProvider>) -> f64 {
-    rb_self.state.borrow().collision_wait_seconds()
+    rb_self.facts.borrow().collision_wait_seconds()
 }
 
+/// Sets the wait from Ruby; the running lifecycle uses it from now on.
 fn rb_set_collision_retry_seconds(rb_self: Obj<DscBaseProvider>, seconds: f64) -> f64 {
+    let mut facts = rb_self.facts.borrow_mut();
+    facts.set_collision_wait_seconds(seconds);
     rb_self
-        .state
+        .run
         .borrow_mut()
-        .set_collision_wait_seconds(seconds);
+        .apply_collision_wait(facts.collision_wait_seconds());
     seconds
 }

@@ -4,25 +4,20 @@
 //! `pwshlib_core::lifecycle`; these only convert values and reach the
 //! overridable methods through Ruby dispatch (`funcall` on self).
 
-use std::borrow::Cow;
-
 use magnus::{
-    block::Proc, method, prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::Opaque, Error,
-    IntoValue, RArray, RClass, RHash, Ruby, Symbol, TryConvert, Value as RValue,
+    block::Proc, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue, RArray,
+    RClass, RHash, Ruby, TryConvert, Value as RValue,
 };
-use pwshlib_core::cache::Identity;
-use pwshlib_core::lifecycle::{self, Insync, ProviderCallbacks, SetAction};
+use pwshlib_core::lifecycle::{self, Insync, ProviderCallbacks, SetAction, Unconvertible};
 use pwshlib_core::redact;
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::{Map, TypeDef, Value};
 
 use super::ruby_provider::RubyProvider;
 use super::DscBaseProvider;
-use crate::convert::{
-    from_ruby, hash_arg, interned_string, map_to_ruby, map_to_ruby_reusing, map_to_ruby_with,
-    ruby_matches_map, symbol, to_ruby, with_key_name, Donors,
-};
+use crate::convert::{from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, symbol, to_ruby};
 use crate::error::{self, BindingError, BindingResult};
+use crate::handover::{map_to_ruby_reusing, ruby_matches_map, Donors};
 
 /// Defines the entry points (Resource API and pwshlib 2.x names and
 /// arities). `get`'s optional argument is handled in Ruby, which calls the
@@ -126,20 +121,15 @@ fn rb_canonicalize(
     let given = |index: usize| -> Result<RValue, Error> { resources.entry(index as isize) };
     // The Resource API canonicalizes each resource three times in a run: as
     // it is made, as the target state of the transaction, and once more the
-    // Get result (its strict check). A resource canonicalized earlier in
-    // this run comes back unchanged (`lifecycle::canonicalize`); found by
-    // its namevars alone, it is returned as given, with no conversion either
-    // way. Only when debug messages are kept does it take the full path,
-    // which logs every resource it returns.
-    let mut already_canonical = vec![false; count];
-    if !provider.debug_enabled() {
-        let namevars = provider.typedef.identity_namevars();
-        for (index, known) in already_canonical.iter_mut().enumerate() {
-            *known = identity_of_ruby(ruby, given(index)?, namevars).is_some_and(|id| {
-                provider.with_state(|s| s.canonicalized.get_identity(&id).is_some())
-            });
-        }
-    }
+    // Get result (its strict check). Which come back as given is the core's
+    // decision, from their namevars alone: no conversion either way.
+    let already_canonical = lifecycle::canonical_as_given(&provider, count, |index, name| {
+        let hash = given(index)
+            .ok()
+            .and_then(RHash::from_value)
+            .ok_or(Unconvertible)?;
+        hash_entry(ruby, hash, name).map_err(|_| Unconvertible)
+    })?;
     // Every resource comes back as given: the given array is the answer,
     // as a provider that changes nothing returns it (the Resource API asks
     // with a new one-resource array each time and reads its first entry).
@@ -206,25 +196,6 @@ fn rb_canonicalize(
     Ok(out)
 }
 
-/// The identity of a resource hash from its namevars alone (the rest is not
-/// converted); None when it is not a hash or a namevar cannot be converted
-/// (the full conversion then reports it).
-fn identity_of_ruby(ruby: &Ruby, resource: RValue, namevars: &[String]) -> Option<Identity> {
-    let hash = RHash::from_value(resource)?;
-    let mut failed = false;
-    let identity = Identity::from_lookup(namevars, |name| {
-        // As `Map::get_named`: a Symbol or a String key (Ruby's shared
-        // frozen copy of the name: no new String per lookup).
-        let value = hash
-            .get(symbol(ruby, name))
-            .or_else(|| hash.get(interned_string(name)?))?;
-        let converted = from_ruby(ruby, value, name).ok();
-        failed |= converted.is_none();
-        converted.map(Cow::Owned)
-    });
-    (!failed).then_some(identity)
-}
-
 /// `_get(context, names)`: the Ruby `get(context, names = nil)` calls it.
 fn rb_get(
     ruby: &Ruby,
@@ -272,11 +243,21 @@ fn rb_insync(
         Value::Str(s) | Value::Symbol(s) => s,
         other => other.to_string(),
     };
-    if let Some((is_hash, should_hash)) =
-        insync_arguments_in_brief(ruby, &provider, &name, &property, is_hash, should_hash)
-    {
-        let answer =
-            lifecycle::insync(&provider, &name, &property, is_hash.as_ref(), &should_hash)?;
+    // The Resource API asks once per property with the same two whole
+    // hashes: the core answers from the few entries it reads when it can.
+    let in_brief = lifecycle::insync_in_brief(
+        &provider,
+        &name,
+        &property,
+        |wanted| hash_entries(ruby, RHash::from_value(should_hash)?, wanted),
+        |wanted| {
+            if is_hash.is_nil() {
+                return Some(None);
+            }
+            hash_entries(ruby, RHash::from_value(is_hash)?, wanted).map(Some)
+        },
+    )?;
+    if let Some(answer) = in_brief {
         return insync_to_ruby(ruby, &answer);
     }
     let is_hash = if is_hash.is_nil() {
@@ -287,93 +268,6 @@ fn rb_insync(
     let should_hash = resource_arg(ruby, &provider.typedef, &name, should_hash, "should_hash")?;
     let answer = lifecycle::insync(&provider, &name, &property, is_hash.as_ref(), &should_hash)?;
     insync_to_ruby(ruby, &answer)
-}
-
-/// The attributes `lifecycle::insync` reads, for a comparison by property
-/// (`validation_mode` other than `resource`) of a resource canonicalized in
-/// this run: from the desired state the namevars, `validation_mode` and the
-/// property, from the current state the property. The Resource API asks
-/// once per property with the same two whole hashes; converting only these
-/// is most of the cost saved. None: convert the whole hashes, as before (a
-/// Test is due, the resource is unknown, which is also where a value that
-/// cannot go to PowerShell is reported, or a needed value does not convert).
-fn insync_arguments_in_brief(
-    ruby: &Ruby,
-    provider: &RubyProvider,
-    name: &Value,
-    property: &str,
-    is_hash: RValue,
-    should_hash: RValue,
-) -> Option<(Option<Map>, Map)> {
-    let should_hash = RHash::from_value(should_hash)?;
-    let namevars = provider.typedef.identity_namevars();
-    let mut wanted = vec![property, "validation_mode", "title"];
-    wanted.extend(namevars.iter().map(String::as_str));
-    let should = ruby_hash_entries(ruby, should_hash, &wanted)?;
-    let resource_mode = matches!(
-        should.get_named("validation_mode"),
-        Some(Value::Str(mode)) | Some(Value::Symbol(mode)) if mode.eq_ignore_ascii_case("resource")
-    );
-    if resource_mode {
-        return None;
-    }
-    let identity = lifecycle::invocation_identity(namevars, name, &should);
-    if !provider.with_state(|s| s.canonicalized.get_identity(&identity).is_some()) {
-        return None;
-    }
-    let is = if is_hash.is_nil() {
-        None
-    } else {
-        Some(ruby_hash_entries(
-            ruby,
-            RHash::from_value(is_hash)?,
-            &[property],
-        )?)
-    };
-    Some((is, should))
-}
-
-/// The entries of a Ruby hash whose key (a Symbol or a String, as
-/// `Map::get_named` finds either) is one of `wanted`, converted; the others
-/// are passed over unconverted. None when a wanted entry does not convert.
-///
-/// A Symbol is unique to its name (`rb_intern` of a name that has a
-/// dynamic Symbol pins that one), so a Symbol key is matched by comparing
-/// it with the wanted names' Symbols, made once per call, without reading
-/// its name: the Resource API's hashes hold a dozen Symbol keys each, and
-/// it asks once per property. Only the bits are kept, to compare, never
-/// used as objects.
-fn ruby_hash_entries(ruby: &Ruby, hash: RHash, wanted: &[&str]) -> Option<Map> {
-    let wanted_symbols: Vec<u64> = wanted
-        .iter()
-        .map(|name| symbol(ruby, name).as_raw())
-        .collect();
-    let mut entries = Map::new();
-    let mut failed = false;
-    hash.foreach(|key: RValue, value: RValue| {
-        let found = if Symbol::from_value(key).is_some() {
-            wanted_symbols
-                .iter()
-                .position(|raw| *raw == key.as_raw())
-                .map(|index| (Value::Symbol(wanted[index].to_owned()), wanted[index]))
-        } else {
-            with_key_name(key, |name| wanted.iter().find(|w| **w == name).copied())
-                .flatten()
-                .and_then(|name| Some((from_ruby(ruby, key, "").ok()?, name)))
-        };
-        let Some((converted_key, name)) = found else {
-            return Ok(magnus::r_hash::ForEach::Continue);
-        };
-        if let Ok(converted) = from_ruby(ruby, value, name) {
-            entries.0.push((converted_key, converted));
-            Ok(magnus::r_hash::ForEach::Continue)
-        } else {
-            failed = true;
-            Ok(magnus::r_hash::ForEach::Stop)
-        }
-    })
-    .ok()?;
-    (!failed).then_some(entries)
 }
 
 /// `set(context, changes)`: each change runs inside
@@ -422,14 +316,7 @@ fn rb_set(
             None => map_to_ruby(ruby, &should)?.as_value(),
         };
         // The Get of this resource failed (and was reported): no blind Set.
-        let namevars = provider.typedef.identity_namevars();
-        let identity = lifecycle::invocation_identity(namevars, &name_value, &should);
-        let get_failed = provider
-            .with_state(|s| s.failed_gets.get_identity(&identity).is_some())
-            .then(|| {
-                let title = lifecycle::title_of(&name_value);
-                lifecycle::get_failed_message(&provider.typedef, title.as_ref())
-            });
+        let get_failed = lifecycle::set_refused_after_failed_get(&provider, &name_value, &should)?;
         run_in_context_block(ruby, rb_self, context, name, should_rb, action, get_failed)?;
     }
     Ok(ruby.qnil().as_value())
@@ -494,29 +381,20 @@ fn raise_if_set_failed(
     };
     let to_err = |e: BindingError| error::to_exception(ruby, e);
     let name = from_ruby(ruby, name, "name").map_err(to_err)?;
-    let should = match from_ruby(ruby, should, "should").map_err(to_err)? {
-        Value::Hash(map) => map,
-        _ => Map::new(),
-    };
-    // The key `lifecycle::invoke_set_method` files a failed Set under.
-    let key = lifecycle::invocation_name_hash(&name, &should);
-    let failed = provider
-        .state
+    let should = from_ruby(ruby, should, "should").map_err(to_err)?;
+    let failure = provider
+        .run
         .borrow_mut()
-        .lifecycle
-        .as_mut()
-        .and_then(|l| l.failed_sets.remove(&key))
-        .is_some();
-    if failed {
-        return Err(error::to_exception(
+        .with_lifecycle(|lifecycle| lifecycle::take_set_failure(lifecycle, &name, &should))
+        .flatten();
+    match failure {
+        Some(message) => Err(error::to_exception(
             ruby,
-            BindingError::resource_failed(SET_FAILED_MESSAGE.to_owned()),
-        ));
+            BindingError::resource_failed(message.to_owned()),
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
-
-const SET_FAILED_MESSAGE: &str = "Invoke-DscResource Set did not succeed; see the error above";
 
 /// `create(context, name, should)` and `update(…)` (`UPDATE`) differ only
 /// in what they log: both Set `should`.
@@ -582,7 +460,7 @@ fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
     // `name` from name_hash: the result holds those very Strings where it
     // holds their text unchanged. (A result found cached has no answer.)
     let mut donors = Donors::get_result(provider.dsc_answer(), RHash::from_value(query))?;
-    let converted = map_to_ruby_with(ruby, &result, &mut donors)?.as_value();
+    let converted = donors.convert(ruby, &result)?.as_value();
     provider.hand_over(vec![Value::Hash(result)]);
     Ok(converted)
 }

@@ -22,13 +22,14 @@ use rustc_hash::FxHashSet;
 use super::run::{
     cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
 };
-use super::{current_fiber, private_state, DscBaseProvider, LentMap};
+use super::{private_state, DscBaseProvider};
 use crate::convert::{
     from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
-    map_from_ruby, map_to_ruby, map_to_ruby_reusing, names, ruby_matches, ruby_matches_map,
-    static_symbol, symbol, to_ruby, type_definition_from_context,
+    map_from_ruby, map_to_ruby, names, static_symbol, symbol, to_ruby,
+    type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
+use crate::handover::{map_to_ruby_reusing, EntryValues};
 
 /// The provider seen from the core lifecycle: state access plus Ruby
 /// dispatch for every overridable method and every `context` call.
@@ -40,19 +41,9 @@ pub(super) struct RubyProvider<'r> {
     /// Whether `context.debug` keeps messages; asked once per entry call,
     /// when the first debug message is due.
     debug_enabled: Cell<Option<bool>>,
-    /// What this entry call received from Ruby: a resource hash, or the
-    /// array of them `canonicalize` got. A resource the callbacks pass on
-    /// that equals one of them is passed as that very object, as pwshlib
-    /// 2.x passed `r` to `invoke_get_method` and its `name_hash` on to
-    /// `invoke_dsc_resource`, with no copy made. It is one of the entry
-    /// call's own arguments, so it stays alive (and in place: the machine
-    /// stack pins it) while this struct, on that stack too, exists.
-    received: Cell<Option<RValue>>,
-    /// The hash the last `invoke_dsc_resource` of this entry call answered
-    /// with: `invoke_get_method`'s result passes on its Strings, as pwshlib
-    /// 2.x returned that very hash, re-keyed. Only here, on the machine
-    /// stack with this struct, which the collector scans and pins.
-    dsc_answer: Cell<Option<RHash>>,
+    /// The Ruby values of this entry call its callbacks may pass on as
+    /// they are (`crate::handover`); on the machine stack with this struct.
+    values: EntryValues,
 }
 
 impl<'r> RubyProvider<'r> {
@@ -61,71 +52,50 @@ impl<'r> RubyProvider<'r> {
         provider: Obj<DscBaseProvider>,
         context: RValue,
     ) -> BindingResult<Self> {
-        let cached = provider.state.borrow().typedef.clone();
+        let cached = provider.facts.borrow().typedef();
         let typedef = if let Some(typedef) = cached {
             typedef
         } else {
             // Read with no borrow held: this calls into Ruby.
             let typedef = Arc::new(type_definition_from_context(ruby, context)?);
-            let mut state = provider.state.borrow_mut();
-            state.reset_lifecycle(&typedef);
-            state.typedef = Some(typedef.clone());
+            let mut facts = provider.facts.borrow_mut();
+            let wait = facts.collision_wait_seconds();
+            provider.run.borrow_mut().reset_lifecycle(&typedef, wait);
+            facts.learn_typedef(typedef.clone());
             typedef
         };
         // A call nested in a running entry call of the same context (the
         // Get that canonicalize makes, through Ruby dispatch) knows the
         // answer already.
-        let debug_enabled = {
-            let mut state = provider.state.borrow_mut();
-            state.entry_depth += 1;
-            state
-                .entry_debug
-                .filter(|(context_bits, _)| *context_bits == context.as_raw())
-                .map(|(_, enabled)| enabled)
-        };
+        let debug_enabled = provider.entry.borrow_mut().enter(context.as_raw());
         Ok(RubyProvider {
             ruby,
             provider,
             context,
             typedef,
             debug_enabled: Cell::new(debug_enabled),
-            received: Cell::new(None),
-            dsc_answer: Cell::new(None),
+            values: EntryValues::default(),
         })
     }
 
     /// `value` (an argument of the running entry call: a hash, or an array
     /// of hashes) is what later callbacks may pass on as it is.
     pub(super) fn set_received(&self, value: RValue) {
-        self.received.set(Some(value));
+        self.values.set_received(value);
     }
 
     /// The hash the last `invoke_dsc_resource` of this entry call answered
     /// with, if it answered with one.
     pub(super) fn dsc_answer(&self) -> Option<RHash> {
-        self.dsc_answer.get()
+        self.values.dsc_answer()
     }
 
-    /// `map` for Ruby: the received hash it equals (entries and order, no
-    /// allocation to tell), else a new hash. Equality is checked at the
-    /// moment of passing, so a hash changed in place meanwhile is not taken.
+    /// `map` for Ruby: the received hash it equals, else a new hash.
     fn ruby_hash_of(&self, map: &Map) -> BindingResult<RValue> {
-        if let Some(received) = self.received.get() {
-            if let Some(hash) = RHash::from_value(received) {
-                if ruby_matches_map(self.ruby, hash, map) {
-                    return Ok(received);
-                }
-            } else if let Some(array) = RArray::from_value(received) {
-                for index in 0..array.len() {
-                    let entry: RValue = array.entry(index as isize)?;
-                    if RHash::from_value(entry).is_some_and(|h| ruby_matches_map(self.ruby, h, map))
-                    {
-                        return Ok(entry);
-                    }
-                }
-            }
+        match self.values.received_equal_to(self.ruby, map) {
+            Some(received) => Ok(received),
+            None => Ok(map_to_ruby(self.ruby, map)?.as_value()),
         }
-        Ok(map_to_ruby(self.ruby, map)?.as_value())
     }
 
     /// For an entry call where a run's work on a type can begin
@@ -148,7 +118,8 @@ impl<'r> RubyProvider<'r> {
     /// where the vendored resources are found, as in pwshlib 2.x; read once
     /// per provider (per run), not per invocation.
     fn shared_load_path(&self) -> BindingResult<Arc<Vec<String>>> {
-        if let Some(cached) = self.provider.state.borrow().load_path.clone() {
+        let cached = self.provider.run.borrow().load_path();
+        if let Some(cached) = cached {
             return Ok(cached);
         }
         let load_path: RArray = self.provider.funcall("load_path", ())?;
@@ -158,89 +129,27 @@ impl<'r> RubyProvider<'r> {
             entries.push(text.to_string()?);
         }
         let entries = Arc::new(entries);
-        self.provider.state.borrow_mut().load_path = Some(entries.clone());
+        self.provider
+            .run
+            .borrow_mut()
+            .keep_load_path(entries.clone());
         Ok(entries)
     }
 
-    /// Remembers `values`, just converted for Ruby, in place of what was
-    /// handed over before: the next native method of this provider that
-    /// receives one of them unchanged takes it instead of converting it back.
+    /// Remembers `values`, just converted for Ruby (`Handover::hand_over`).
     pub(super) fn hand_over(&self, values: Vec<Value>) {
-        self.provider.state.borrow_mut().handed_over = values;
-    }
-
-    /// The value handed over that `value` (from Ruby) equals, taken; None
-    /// when there is none (an override made or changed it), and the caller
-    /// converts. Equality is checked, not assumed from identity: Ruby code
-    /// may have changed the object in place.
-    pub(super) fn take_handed(&self, value: RValue) -> Option<Value> {
-        let mut handed = std::mem::take(&mut self.provider.state.borrow_mut().handed_over);
-        let found = handed
-            .iter()
-            .position(|candidate| ruby_matches(self.ruby, value, candidate))
-            .map(|index| handed.swap_remove(index));
-        let mut state = self.provider.state.borrow_mut();
-        if state.handed_over.is_empty() {
-            state.handed_over = handed;
-        }
-        found
+        self.provider.handover.hand_over(values);
     }
 
     /// A hash argument: the map lent by the caller when it comes back
     /// unchanged (no copy either way), else converted (`convert::hash_arg`).
-    /// Borrowed for as long as this entry call runs: a lent map's frame is
-    /// suspended in the Ruby call that reached this one (see [`Self::lending`]).
     pub(super) fn hash_arg(&self, value: RValue, what: &str) -> BindingResult<Cow<'_, Map>> {
         if let Some(hash) = RHash::from_value(value) {
-            let lent = std::mem::take(&mut self.provider.state.borrow_mut().lent_arguments);
-            // SAFETY: each pointer of this Fiber is a Map of a frame of this
-            // Fiber suspended in the Ruby call that led here (`lending` takes
-            // them out when that call returns), so it is live and unchanged
-            // (borrowed shared) while this entry call, nested in that call
-            // and so ending first, runs.
-            let fiber = current_fiber();
-            let found = lent
-                .iter()
-                .filter(|lent| lent.fiber == fiber)
-                .map(|lent| unsafe { &*lent.map })
-                .find(|map| ruby_matches_map(self.ruby, hash, map));
-            self.provider.state.borrow_mut().lent_arguments = lent;
-            if let Some(map) = found {
+            if let Some(map) = self.provider.handover.lent_equal_to(self.ruby, hash) {
                 return Ok(Cow::Borrowed(map));
             }
         }
         hash_arg(self.ruby, value, what).map(Cow::Owned)
-    }
-
-    /// Runs `call` (a call through Ruby of an overridable method) with
-    /// `maps`, its hash arguments, lent to the native method it reaches:
-    /// that method takes one that comes back unchanged as it is, where a
-    /// copy was made for every call before. They are taken back when
-    /// `call` returns, or unwinds.
-    fn lending<R>(&self, maps: &[&Map], call: impl FnOnce() -> R) -> R {
-        struct Restore<'p> {
-            provider: &'p DscBaseProvider,
-            before: Vec<LentMap>,
-        }
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                self.provider.state.borrow_mut().lent_arguments = std::mem::take(&mut self.before);
-            }
-        }
-        let fiber = current_fiber();
-        let lent = maps
-            .iter()
-            .map(|map| LentMap {
-                map: *map as *const Map,
-                fiber,
-            })
-            .collect();
-        let before = std::mem::replace(&mut self.provider.state.borrow_mut().lent_arguments, lent);
-        let _restore = Restore {
-            provider: &self.provider,
-            before,
-        };
-        call()
     }
 
     fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -263,11 +172,7 @@ impl<'r> RubyProvider<'r> {
 
 impl Drop for RubyProvider<'_> {
     fn drop(&mut self) {
-        let mut state = self.provider.state.borrow_mut();
-        state.entry_depth = state.entry_depth.saturating_sub(1);
-        if state.entry_depth == 0 {
-            state.entry_debug = None;
-        }
+        self.provider.entry.borrow_mut().leave();
     }
 }
 
@@ -356,16 +261,15 @@ impl ProviderCallbacks for RubyProvider<'_> {
     }
 
     fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
-        f(self
-            .provider
-            .state
-            .borrow_mut()
-            .lifecycle_for(&self.typedef))
+        let mut run = self.provider.run.borrow_mut();
+        f(run.lifecycle_for(&self.typedef, || {
+            self.provider.facts.borrow().collision_wait_seconds()
+        }))
     }
 
     fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
         let arg = self.ruby_hash_of(name_hash)?;
-        let result: RValue = self.lending(&[name_hash], || {
+        let result: RValue = self.provider.handover.lending(&[name_hash], || {
             self.provider.funcall(
                 id(self.ruby, &names::INVOKE_GET_METHOD),
                 (self.context, arg),
@@ -374,7 +278,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         let Some(hash) = RHash::from_value(result) else {
             return Ok(None);
         };
-        match self.take_handed(result) {
+        match self.provider.handover.take_handed(self.ruby, result) {
             Some(Value::Hash(map)) => Ok(Some(map)),
             _ => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
         }
@@ -408,7 +312,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         // pwshlib 2.x selected the props out of name_hash: the same Strings.
         let props_arg = map_to_ruby_reusing(self.ruby, props, RHash::from_value(name_hash_arg))?;
         let method = frozen_literal(self.ruby, method.as_lowercase_str());
-        let result: RValue = self.lending(&[name_hash, props], || {
+        let result: RValue = self.provider.handover.lending(&[name_hash, props], || {
             self.provider.funcall(
                 id(self.ruby, &names::INVOKE_DSC_RESOURCE),
                 (self.context, name_hash_arg, props_arg, method),
@@ -417,10 +321,8 @@ impl ProviderCallbacks for RubyProvider<'_> {
         if result.is_nil() {
             return Ok(None);
         }
-        if let Some(answer) = RHash::from_value(result) {
-            self.dsc_answer.set(Some(answer));
-        }
-        match self.take_handed(result) {
+        self.values.keep_dsc_answer(result);
+        match self.provider.handover.take_handed(self.ruby, result) {
             Some(value) => Ok(Some(value)),
             None => Ok(Some(from_ruby(self.ruby, result, "result")?)),
         }
@@ -470,33 +372,31 @@ impl ProviderCallbacks for RubyProvider<'_> {
         &self,
         module_name: &str,
     ) -> BindingResult<Result<String, pwshlib_core::Error>> {
-        if let Some(found) = self.provider.state.borrow().vendored_paths.get(module_name) {
-            return Ok(Ok(found.clone()));
+        let cached = self.provider.run.borrow().vendored_path(module_name);
+        if let Some(found) = cached {
+            return Ok(Ok(found));
         }
         let load_path = self.shared_load_path()?;
         let found = vendored::vendored_modules_path(&load_path, module_name);
         if let Ok(path) = &found {
             self.provider
-                .state
+                .run
                 .borrow_mut()
-                .vendored_paths
-                .insert(module_name.to_owned(), path.clone());
+                .keep_vendored_path(module_name, path.clone());
         }
         Ok(found)
     }
 
     fn is_metaparam(&self, name: &str) -> bool {
-        let known = self.provider.state.borrow().metaparams.is_some();
-        if !known {
-            let set = metaparams(self.ruby).unwrap_or_default();
-            self.provider.state.borrow_mut().metaparams = Some(set);
+        let known = self.provider.facts.borrow().is_metaparam(name);
+        if let Some(known) = known {
+            return known;
         }
-        self.provider
-            .state
-            .borrow()
-            .metaparams
-            .as_ref()
-            .is_some_and(|set| set.contains(name))
+        // Read with no borrow held: this calls into Ruby.
+        let set = metaparams(self.ruby).unwrap_or_default();
+        let mut facts = self.provider.facts.borrow_mut();
+        facts.learn_metaparams(set);
+        facts.is_metaparam(name).unwrap_or(false)
     }
 
     fn logon_failed_already(&self, pair: &(String, String)) -> bool {
@@ -534,10 +434,10 @@ impl ProviderCallbacks for RubyProvider<'_> {
         }
         let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
         self.debug_enabled.set(Some(enabled));
-        let mut state = self.provider.state.borrow_mut();
-        if state.entry_debug.is_none() {
-            state.entry_debug = Some((self.context.as_raw(), enabled));
-        }
+        self.provider
+            .entry
+            .borrow_mut()
+            .remember_debug(self.context.as_raw(), enabled);
         enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {

@@ -14,6 +14,7 @@ use magnus::{
 };
 use pwshlib_core::run::{self, RunMarker};
 
+use super::state::Observed;
 use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
 use crate::convert::{interned, symbol};
 
@@ -153,7 +154,7 @@ pub(super) fn observe_run(
 ) -> Result<bool, magnus::Error> {
     let (last_reports_seen, last_loaders) = {
         let memo_marker = logon_memo().run_marker;
-        let state_marker = provider.state.borrow().run_marker;
+        let state_marker = provider.run.borrow().run_marker();
         match (memo_marker, state_marker) {
             (Some(memo), Some(state)) => (
                 memo.report.is_some() && state.report.is_some(),
@@ -170,15 +171,16 @@ pub(super) fn observe_run(
         }
         memo.run_marker = Some(now);
     }
-    let (new_run, first_call) = {
-        let mut state = provider.state.borrow_mut();
-        let first_call = state.run_marker.is_none();
-        let new_run = run::is_new_run(state.run_marker, now);
-        if new_run {
-            state.start_new_run();
-        }
-        state.run_marker = Some(now);
-        (new_run, first_call)
+    let Observed {
+        new_run,
+        first_call,
+    } = {
+        let facts = provider.facts.borrow();
+        let typedef = facts.typedef();
+        provider
+            .run
+            .borrow_mut()
+            .observe(now, typedef.as_deref(), || facts.collision_wait_seconds())
     };
     if new_run {
         // PowerShell is looked up again too (a PATH search), in case the

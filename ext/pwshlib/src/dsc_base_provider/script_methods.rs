@@ -47,7 +47,7 @@ fn invocable_from_ruby(
     let mut resource = InvocableResource::from_value(&value)?;
     let typedef = Obj::<DscBaseProvider>::try_convert(rb_self)
         .ok()
-        .and_then(|provider| provider.state.borrow().typedef.clone());
+        .and_then(|provider| provider.facts.borrow().typedef());
     if let Some(typedef) = typedef {
         resource.mark_secrets_by_type(&typedef);
     }

@@ -11,6 +11,9 @@
 //!   desired state merge into the attributes (and identity) of a call;
 //! - `resource_api`: the Resource API entry points (`canonicalize`, `get`,
 //!   `set`'s helpers, `insync?`) and the overridable `invoke_*_method`s;
+//! - `in_brief`: the answers a binding may give from part of a resource,
+//!   before converting it whole (a resource canonical as given, `insync?`
+//!   from the attributes it reads);
 //! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
 //!   run-as credential, output checks and collision retries;
 //! - `redaction`: what a message may show of the values it quotes.
@@ -25,15 +28,18 @@ use crate::script::{DscMethod, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
+mod in_brief;
 mod invocation;
 mod redaction;
 mod resource_api;
 
+pub use in_brief::{canonical_as_given, insync_in_brief, Unconvertible};
 pub use invocation::{invoke_dsc_resource, logon_key, specify_dsc_timeout};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
     canonicalize, delete_should, get, get_failed, get_failed_message, get_for_canonicalize, insync,
-    invoke_get_method, invoke_set_method, invoke_test_method, set_action, SetAction,
+    invoke_get_method, invoke_set_method, invoke_test_method, set_action,
+    set_refused_after_failed_get, take_set_failure, SetAction,
 };
 
 pub const COLLISION_MESSAGE: &str =

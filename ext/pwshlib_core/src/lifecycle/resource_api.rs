@@ -9,7 +9,8 @@ use super::redaction::{
 };
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
-    title_of_map, title_text, with_attributes_of, Insync, ProviderCallbacks, NOT_IN_DESIRED_STATE,
+    title_of_map, title_text, with_attributes_of, Insync, LifecycleState, ProviderCallbacks,
+    NOT_IN_DESIRED_STATE,
 };
 use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
@@ -20,6 +21,7 @@ use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
 const NOT_APPLIED_AFTER_GET_FAILED: &str = "not applied, because its current state could not be read (the DSC Get failed; see the error above)";
+const SET_FAILED_MESSAGE: &str = "Invoke-DscResource Set did not succeed; see the error above";
 const REBOOT_REQUIRED: &str = "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node";
 
 pub fn canonicalize<P: ProviderCallbacks>(
@@ -32,7 +34,7 @@ pub fn canonicalize<P: ProviderCallbacks>(
         // Every cache is keyed by the same namevars: one identity serves
         // all the lookups and inserts for this resource.
         let id = Identity::of(typedef.identity_namevars(), &resource);
-        if provider.with_state(|s| s.canonicalized.get_identity(&id).is_some()) {
+        if canonicalized_earlier(provider, &id) {
             // Already canonicalized in this run: this is the target state or
             // a Get result; return it unchanged and at no cost.
             out.push(resource);
@@ -66,6 +68,13 @@ pub fn canonicalize<P: ProviderCallbacks>(
         )
     })?;
     Ok(out)
+}
+
+/// Whether the resource of `id` was canonicalized earlier in this run:
+/// `canonicalize` returns it unchanged, and `insync?` may read it in brief
+/// (`in_brief`).
+pub(super) fn canonicalized_earlier<P: ProviderCallbacks>(provider: &P, id: &Identity) -> bool {
+    provider.with_state(|s| s.canonicalized.get_identity(id).is_some())
 }
 
 /// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
@@ -109,6 +118,40 @@ pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
 pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
     let title = title.map(shown).unwrap_or_default();
     format!("{}[{title}]: {NOT_APPLIED_AFTER_GET_FAILED}", typedef.name)
+}
+
+/// `set`'s change of the resource titled `name` (desired state `should`)
+/// when its Get failed earlier in the run (already reported): the message
+/// of the error that fails it, instead of a blind Set. None: set it.
+pub fn set_refused_after_failed_get<P: ProviderCallbacks>(
+    provider: &P,
+    name: &Value,
+    should: &Map,
+) -> Result<Option<String>, P::Error> {
+    let typedef = provider.typedef()?;
+    let identity = invocation_identity(typedef.identity_namevars(), name, should);
+    if !provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
+        return Ok(None);
+    }
+    Ok(Some(get_failed_message(&typedef, title_of(name).as_ref())))
+}
+
+/// After `create`/`update`/`delete` of the resource titled `name` with
+/// `should` (as they were passed): the message of the error that fails it
+/// when its Set failed (already reported through `context.err`), taken, so
+/// that the Resource API marks it failed and the run goes on. `should` is
+/// what `invoke_set_method` was given; anything but a hash stands for an
+/// empty one, as `invoke_set_method` files it.
+pub fn take_set_failure(
+    state: &mut LifecycleState,
+    name: &Value,
+    should: &Value,
+) -> Option<&'static str> {
+    let empty = Map::new();
+    let should = should.as_map().unwrap_or(&empty);
+    // The key `invoke_set_method` files a failed Set under.
+    let key = invocation_name_hash(name, should);
+    state.failed_sets.remove(&key).map(|_| SET_FAILED_MESSAGE)
 }
 
 pub fn get<P: ProviderCallbacks>(
@@ -416,7 +459,7 @@ pub fn insync<P: ProviderCallbacks>(
 }
 
 /// `validation_mode => resource`: DSC's Test judges the whole resource.
-fn validates_whole_resource(should_hash: &Map) -> bool {
+pub(super) fn validates_whole_resource(should_hash: &Map) -> bool {
     matches!(
         should_hash.get_named("validation_mode"),
         Some(Value::Str(m) | Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")

@@ -572,3 +572,199 @@ fn the_identity_of_a_call_is_the_identity_of_its_merged_name_hash() {
         }
     }
 }
+
+/// A namevar lookup over converted resources, as the binding's reads a
+/// Ruby hash: a resource that is not a hash cannot be read.
+fn namevars_of(
+    resources: &[Value],
+) -> impl FnMut(usize, &str) -> Result<Option<Value>, Unconvertible> + '_ {
+    |index, name| match &resources[index] {
+        Value::Hash(map) => Ok(map.get_named(name).cloned()),
+        _ => Err(Unconvertible),
+    }
+}
+
+#[test]
+fn a_resource_canonicalized_in_the_run_comes_back_as_given_only_when_debug_is_dropped() {
+    let provider = FakeProvider::new();
+    let m = manifest("property");
+    let mut other = manifest("property");
+    other.insert_symbol("dsc_destinationpath", s("c:\\other"));
+    let given = [Value::Hash(m.clone()), Value::Hash(other), s("not a hash")];
+    provider.debug_kept.set(false);
+    assert_eq!(
+        canonical_as_given(&provider, 3, namevars_of(&given)).unwrap(),
+        [false, false, false]
+    );
+    canonicalize(&provider, vec![m.clone()]).unwrap();
+    // Found by its namevars (in any case), whatever else it holds.
+    let mut same = m.clone();
+    same.insert_symbol("dsc_destinationpath", s("C:\\FOO"));
+    same.insert_symbol("dsc_contents", s("changed"));
+    let given = [Value::Hash(same), given[1].clone(), given[2].clone()];
+    assert_eq!(
+        canonical_as_given(&provider, 3, namevars_of(&given)).unwrap(),
+        [true, false, false]
+    );
+    // With debug kept, the full path logs each resource: nothing in brief.
+    provider.debug_kept.set(true);
+    assert_eq!(
+        canonical_as_given(&provider, 3, namevars_of(&given)).unwrap(),
+        [false, false, false]
+    );
+    assert_eq!(provider.methods(), [DscMethod::Get]);
+}
+
+/// The entries of `map` named in `names`, as the binding reads them.
+fn entries_of(map: &Map, names: &[&str]) -> Map {
+    map.iter()
+        .filter(|(key, _)| key.key_name().is_some_and(|name| names.contains(&name)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn insync_in_brief_answers_as_insync_for_a_known_resource_compared_by_property() {
+    let provider = FakeProvider::new();
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_contents", s("other"));
+    let whole_should = canonicalize(&provider, vec![m]).unwrap().remove(0);
+    let current = get(&provider, Some(vec![title()])).unwrap().remove(0);
+    let mut asked = Vec::new();
+    let answer = insync_in_brief(
+        &provider,
+        &title(),
+        "dsc_contents",
+        |names| {
+            asked.extend(names.iter().map(|n| (*n).to_owned()));
+            Some(entries_of(&whole_should, names))
+        },
+        |names| Some(Some(entries_of(&current, names))),
+    )
+    .unwrap();
+    // Only the property, how it is validated and the identity are read.
+    assert_eq!(asked[..3], ["dsc_contents", "validation_mode", "title"]);
+    assert!(!asked.iter().any(|n| n == "dsc_ensure"), "{asked:?}");
+    let whole = FakeProvider::new();
+    let mut m = manifest("property");
+    m.insert_symbol("dsc_contents", s("other"));
+    canonicalize(&whole, vec![m]).unwrap();
+    let expected = insync(
+        &whole,
+        &title(),
+        "dsc_contents",
+        Some(&current),
+        &whole_should,
+    )
+    .unwrap();
+    assert!(
+        matches!(expected, Insync::OutOfSync(Some(_))),
+        "{expected:?}"
+    );
+    assert_eq!(answer, Some(expected));
+    // The corrective check that follows is answered in brief too.
+    let again = insync_in_brief(
+        &provider,
+        &title(),
+        "dsc_contents",
+        |names| Some(entries_of(&whole_should, names)),
+        |names| Some(Some(entries_of(&current, names))),
+    )
+    .unwrap();
+    assert_eq!(again, Some(Insync::UseDefault));
+}
+
+#[test]
+fn insync_in_brief_declines_a_test_an_unknown_resource_and_what_does_not_convert() {
+    let provider = FakeProvider::new();
+    let by_test = canonicalize(&provider, vec![manifest("resource")])
+        .unwrap()
+        .remove(0);
+    let whole = |names: &[&str]| Some(entries_of(&by_test, names));
+    assert_eq!(
+        insync_in_brief(&provider, &title(), "dsc_contents", whole, |_| Some(None)).unwrap(),
+        None
+    );
+    let unknown = FakeProvider::new();
+    let should = manifest("property");
+    assert_eq!(
+        insync_in_brief(
+            &unknown,
+            &title(),
+            "dsc_contents",
+            |names| Some(entries_of(&should, names)),
+            |_| Some(None)
+        )
+        .unwrap(),
+        None
+    );
+    let known = FakeProvider::new();
+    let should = canonicalize(&known, vec![manifest("property")])
+        .unwrap()
+        .remove(0);
+    let no_should = insync_in_brief(&known, &title(), "dsc_contents", |_| None, |_| Some(None));
+    assert_eq!(no_should.unwrap(), None);
+    let no_is = insync_in_brief(
+        &known,
+        &title(),
+        "dsc_contents",
+        |names| Some(entries_of(&should, names)),
+        |_| None,
+    );
+    assert_eq!(no_is.unwrap(), None);
+    // Declining asked PowerShell nothing more than the one Get.
+    assert_eq!(known.methods(), [DscMethod::Get]);
+    assert_eq!(provider.methods(), [DscMethod::Get]);
+}
+
+#[test]
+fn a_set_after_a_failed_get_is_refused_and_a_failed_set_is_taken_once() {
+    let provider = FakeProvider::new();
+    provider
+        .answers
+        .borrow_mut()
+        .push_back(ExecuteOutput::default());
+    let m = manifest("property");
+    canonicalize(&provider, vec![m.clone()]).unwrap();
+    let refused = set_refused_after_failed_get(&provider, &title(), &m).unwrap();
+    assert_eq!(
+        refused,
+        Some(get_failed_message(&provider.typedef, Some(&s("Title"))))
+    );
+    let mut other = manifest("property");
+    other.insert_symbol("dsc_destinationpath", s("c:\\other"));
+    let other_title = Value::Hash(name_hash_of(&Value::Hash(Map(vec![
+        (Value::sym("name"), s("Other")),
+        (Value::sym("dsc_destinationpath"), s("c:\\other")),
+    ]))));
+    assert_eq!(
+        set_refused_after_failed_get(&provider, &other_title, &other).unwrap(),
+        None
+    );
+    // A Set that returns nothing has failed (and was reported).
+    provider
+        .answers
+        .borrow_mut()
+        .push_back(ExecuteOutput::default());
+    invoke_set_method(&provider, &other_title, &other).unwrap();
+    let should = Value::Hash(other.clone());
+    let failure = take_set_failure(&mut provider.state.borrow_mut(), &other_title, &should);
+    assert!(
+        failure.is_some_and(|m| m.contains("did not succeed")),
+        "{failure:?}"
+    );
+    assert_eq!(
+        take_set_failure(&mut provider.state.borrow_mut(), &other_title, &should),
+        None
+    );
+    // A Set that succeeds leaves nothing to take.
+    provider
+        .answers
+        .borrow_mut()
+        .push_back(out(r#"{"rebootrequired":false,"errormessage":""}"#));
+    invoke_set_method(&provider, &other_title, &other).unwrap();
+    assert_eq!(
+        take_set_failure(&mut provider.state.borrow_mut(), &other_title, &should),
+        None
+    );
+}

@@ -42,6 +42,8 @@ pub struct FakeProvider {
     pub in_desired_state: Cell<bool>,
     /// (level, message): every message logged, the title in front.
     pub logs: RefCell<Vec<(String, String)>>,
+    /// What `debug_enabled` answers (true unless a test says otherwise).
+    pub debug_kept: Cell<bool>,
     pub sleeps: RefCell<Vec<f64>>,
     logon_failures: RefCell<Vec<(String, String)>>,
 }
@@ -111,6 +113,7 @@ impl FakeProvider {
             system: RefCell::new(Map::default()),
             in_desired_state: Cell::new(true),
             logs: RefCell::new(Vec::new()),
+            debug_kept: Cell::new(true),
             sleeps: RefCell::new(Vec::new()),
             logon_failures: RefCell::new(Vec::new()),
         }
@@ -237,6 +240,10 @@ impl ProviderCallbacks for FakeProvider {
     fn describe_error(&self, error: &Error) -> String {
         error.to_string()
     }
+    fn debug_enabled(&self) -> bool {
+        self.debug_kept.get()
+    }
+
     fn debug(&self, message: &str) -> Result<(), Error> {
         self.log("debug", None, message);
         Ok(())
