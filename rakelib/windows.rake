@@ -11,8 +11,11 @@ WINDOWS_TARGET = 'x86_64-pc-windows-gnu'
 WINDOWS_RBCONFIG_SHIM = File.join(ROOT, 'rakelib', 'windows_rbconfig_shim')
 AGENT_ABIS = Pwshlib::AgentAbis
 
+# The platforms whose toolchain is this machine's first (the default one,
+# Puppet's own agent platform, among them), then those built in a root.
 def windows_platforms
-  @windows_platforms ||= ENV['PWSHLIB_WINDOWS_PLATFORMS']&.split || AGENT_ABIS.ci('windows').map(&:platform).uniq
+  @windows_platforms ||= ENV['PWSHLIB_WINDOWS_PLATFORMS']&.split ||
+                         AGENT_ABIS.ci('windows').partition { |row| row.where == 'host' }.flatten.map(&:platform).uniq
 end
 
 def windows_ruby_prefix(platform)
