@@ -76,11 +76,14 @@ module HostCSharp5
     end
   end
 
-  # A probe class in a file of its own, for mcs.
-  def probe_file(dir, body)
-    path = File.join(dir, 'probe.cs')
-    File.write(path, probe(body))
-    path
+  # [success, output] of mcs on the host's C# with a probe class (member
+  # `body`) in a file of its own.
+  def compile_probe_with_mcs(body)
+    Dir.mktmpdir('pwshlib-mcs-probe') do |dir|
+      path = File.join(dir, 'probe.cs')
+      File.write(path, probe(body))
+      compile_with_mcs(path)
+    end
   end
 
   # A class added to the host's namespace, with one member `body`.
@@ -138,27 +141,21 @@ module HostCSharp5
     end
 
     it 'fails a C# 6 construct: the null-propagating operator' do
-      Dir.mktmpdir do |dir|
-        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static string F(object o) { return o?.ToString(); }'))
-        expect(success).to be(false)
-        expect(output).to include('error CS1644')
-      end
+      success, output = HostCSharp5.compile_probe_with_mcs('internal static string F(object o) { return o?.ToString(); }')
+      expect(success).to be(false)
+      expect(output).to include('error CS1644')
     end
 
     it 'fails on a warning' do
-      Dir.mktmpdir do |dir|
-        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static void F() { int unused; }'))
-        expect(success).to be(false)
-        expect(output).to include('error CS0168')
-      end
+      success, output = HostCSharp5.compile_probe_with_mcs('internal static void F() { int unused; }')
+      expect(success).to be(false)
+      expect(output).to include('error CS0168')
     end
 
     it 'fails an API that .NET Framework 4.7.2 lacks: the references are the 5.1 ones' do
-      Dir.mktmpdir do |dir|
-        success, output = HostCSharp5.compile_with_mcs(HostCSharp5.probe_file(dir, 'internal static int F() { return System.HashCode.Combine(1, 2); }'))
-        expect(success).to be(false)
-        expect(output).to match(/error CS0234|error CS0117/)
-      end
+      success, output = HostCSharp5.compile_probe_with_mcs('internal static int F() { return System.HashCode.Combine(1, 2); }')
+      expect(success).to be(false)
+      expect(output).to match(/error CS0234|error CS0117/)
     end
   end
 end
