@@ -63,9 +63,11 @@ module RealPwshDsc
     end
 
     # The stored properties of one resource, as the resource wrote them.
+    # One file per instance, named by its key's UTF-8 bytes in hex
+    # (Get-RealStatePath in the fixture module).
     def stored(resource, key)
-      path = File.join(state_dir, "#{resource}.json")
-      File.exist?(path) ? JSON.parse(File.read(path, encoding: 'UTF-8'))[key] : nil
+      path = File.join(state_dir, resource, "#{key.b.unpack1('H*')}.json")
+      File.exist?(path) ? JSON.parse(File.read(path, encoding: 'UTF-8')) : nil
     end
   end
 

@@ -20,30 +20,39 @@ enum RealMode {
 }
 
 function Get-RealStatePath {
-    param([string] $Resource)
+    # One file per resource instance, <State>/<Resource>/<key as UTF-8 hex>.json
+    # (any key is a valid file name so): a Get reads its own instance, as a
+    # real resource reads its one registry key or file, and costs the same
+    # however many instances the machine holds. (One file per type, read
+    # whole by every call, made a Get of 100 instances 4 times as slow as a
+    # Get of one: issue 32's benchmark measured the file, not the call.)
+    param([string] $Resource, [string] $Key)
     if ([string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
         throw 'PWSHLIB_REAL_DSC_STATE is not set: the fixture resources keep their state there'
     }
-    Join-Path $env:PWSHLIB_REAL_DSC_STATE "$Resource.json"
+    $Hex = [System.BitConverter]::ToString([System.Text.Encoding]::UTF8.GetBytes($Key)).Replace('-', '').ToLowerInvariant()
+    [System.IO.Path]::Combine($env:PWSHLIB_REAL_DSC_STATE, $Resource, "$Hex.json")
 }
 
 function Read-RealState {
-    param([string] $Resource)
-    $Path = Get-RealStatePath $Resource
-    $State = @{}
-    if (Test-Path -LiteralPath $Path) {
-        $Json = Get-Content -LiteralPath $Path -Raw -Encoding utf8 | ConvertFrom-Json
-        foreach ($Property in $Json.PSObject.Properties) {
-            $State[$Property.Name] = $Property.Value
-        }
-    }
-    $State
+    # The stored properties of one instance, or $null when it is absent.
+    param([string] $Resource, [string] $Key)
+    $Path = Get-RealStatePath $Resource $Key
+    if (-not [System.IO.File]::Exists($Path)) { return $null }
+    [System.IO.File]::ReadAllText($Path, [System.Text.Encoding]::UTF8) | ConvertFrom-Json
 }
 
 function Write-RealState {
-    param([string] $Resource, [hashtable] $State)
-    $Json = ConvertTo-Json -InputObject $State -Depth 10
-    [System.IO.File]::WriteAllText((Get-RealStatePath $Resource), $Json, [System.Text.UTF8Encoding]::new($false))
+    # Stores one instance's properties; $null removes it.
+    param([string] $Resource, [string] $Key, $Stored)
+    $Path = Get-RealStatePath $Resource $Key
+    if ($null -eq $Stored) {
+        [System.IO.File]::Delete($Path)
+        return
+    }
+    $null = [System.IO.Directory]::CreateDirectory([System.IO.Path]::GetDirectoryName($Path))
+    $Json = ConvertTo-Json -InputObject $Stored -Depth 10
+    [System.IO.File]::WriteAllText($Path, $Json, [System.Text.UTF8Encoding]::new($false))
 }
 
 function ConvertTo-RealPlain {
@@ -127,7 +136,7 @@ class RealSetting {
 
     [RealSetting] Get() {
         Write-RealCall 'RealSetting' 'Get' $this.Properties()
-        $Stored = (Read-RealState 'RealSetting')[$this.Name]
+        $Stored = Read-RealState 'RealSetting' $this.Name
         $Result = [RealSetting]::new()
         $Result.Name = $this.Name
         if ($null -eq $Stored) {
@@ -148,7 +157,7 @@ class RealSetting {
 
     [bool] Test() {
         Write-RealCall 'RealSetting' 'Test' $this.Properties()
-        $Stored = (Read-RealState 'RealSetting')[$this.Name]
+        $Stored = Read-RealState 'RealSetting' $this.Name
         if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
         if ($null -eq $Stored) { return $false }
         $Wanted = ConvertTo-RealPlain $this.Properties()
@@ -159,16 +168,12 @@ class RealSetting {
 
     [void] Set() {
         Write-RealCall 'RealSetting' 'Set' $this.Properties()
-        $State = Read-RealState 'RealSetting'
-        if ($this.Ensure -eq [RealEnsure]::Absent) {
-            $State.Remove($this.Name)
-        }
-        else {
+        $Plain = $null
+        if ($this.Ensure -ne [RealEnsure]::Absent) {
             $Plain = ConvertTo-RealPlain $this.Properties()
             $Plain.Remove('Ensure')
-            $State[$this.Name] = $Plain
         }
-        Write-RealState 'RealSetting' $State
+        Write-RealState 'RealSetting' $this.Name $Plain
     }
 }
 
@@ -214,7 +219,7 @@ class RealPool {
 
     [RealPool] Get() {
         Write-RealCall 'RealPool' 'Get' $this.Properties()
-        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        $Stored = Read-RealState 'RealPool' $this.Name
         $Result = [RealPool]::new()
         $Result.Name = $this.Name
         if ($null -eq $Stored) {
@@ -233,7 +238,7 @@ class RealPool {
 
     [bool] Test() {
         Write-RealCall 'RealPool' 'Test' $this.Properties()
-        $Stored = (Read-RealState 'RealPool')[$this.Name]
+        $Stored = Read-RealState 'RealPool' $this.Name
         if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
         if ($null -eq $Stored) { return $false }
         $Wanted = ConvertTo-RealPlain $this.Properties()
@@ -243,16 +248,12 @@ class RealPool {
 
     [void] Set() {
         Write-RealCall 'RealPool' 'Set' $this.Properties()
-        $State = Read-RealState 'RealPool'
-        if ($this.Ensure -eq [RealEnsure]::Absent) {
-            $State.Remove($this.Name)
-        }
-        else {
+        $Plain = $null
+        if ($this.Ensure -ne [RealEnsure]::Absent) {
             $Plain = ConvertTo-RealPlain $this.Properties()
             $Plain.Remove('Ensure')
-            $State[$this.Name] = $Plain
         }
-        Write-RealState 'RealPool' $State
+        Write-RealState 'RealPool' $this.Name $Plain
     }
 }
 

@@ -13,7 +13,7 @@ function Get-TargetResource {
         [string] $UserName
     )
     Write-RealCall 'RealAccount' 'Get' $PSBoundParameters
-    $Stored = (Read-RealState 'RealAccount')[$UserName]
+    $Stored = Read-RealState 'RealAccount' $UserName
     if ($null -eq $Stored) {
         return @{ UserName = $UserName; Ensure = 'Absent'; Password = $null; FullName = $null }
     }
@@ -31,7 +31,7 @@ function Test-TargetResource {
         [string] $FullName
     )
     Write-RealCall 'RealAccount' 'Test' $PSBoundParameters
-    $Stored = (Read-RealState 'RealAccount')[$UserName]
+    $Stored = Read-RealState 'RealAccount' $UserName
     if ($Ensure -eq 'Absent') { return $null -eq $Stored }
     if ($null -eq $Stored) { return $false }
     ($Stored.FullName -ceq $FullName) -and ($null -eq $Password -or $Stored.Password.password -ceq $Password.GetNetworkCredential().Password)
@@ -46,14 +46,11 @@ function Set-TargetResource {
         [string] $FullName
     )
     Write-RealCall 'RealAccount' 'Set' $PSBoundParameters
-    $State = Read-RealState 'RealAccount'
-    if ($Ensure -eq 'Absent') {
-        $State.Remove($UserName)
+    $Stored = $null
+    if ($Ensure -ne 'Absent') {
+        $Stored = [ordered]@{ UserName = $UserName; Password = (ConvertTo-RealPlain $Password); FullName = $FullName }
     }
-    else {
-        $State[$UserName] = [ordered]@{ UserName = $UserName; Password = (ConvertTo-RealPlain $Password); FullName = $FullName }
-    }
-    Write-RealState 'RealAccount' $State
+    Write-RealState 'RealAccount' $UserName $Stored
 }
 
 Export-ModuleMember -Function Get-TargetResource, Test-TargetResource, Set-TargetResource
