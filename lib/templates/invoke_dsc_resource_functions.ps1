@@ -120,8 +120,17 @@ function Add-PwshlibVendoredModulePath {
         $Path = $Path.Replace('/', '\')
     }
     $Wanted = $Path.TrimEnd('\', '/')
-    $ProcessEntries = @("$env:PSModulePath".Split($Separator) | ForEach-Object { $_.TrimEnd('\', '/') })
-    if ($ProcessEntries -notcontains $Wanted) {
+    # Loops rather than ForEach-Object here and below: this runs before
+    # every DSC call, and a pipeline costs more than the whole comparison.
+    # -eq compares strings without regard to case, as -contains did.
+    $InProcess = $false
+    foreach ($Entry in "$env:PSModulePath".Split($Separator)) {
+        if ($Entry.TrimEnd('\', '/') -eq $Wanted) {
+            $InProcess = $true
+            break
+        }
+    }
+    if (-not $InProcess) {
         if ([string]::IsNullOrEmpty($env:PSModulePath)) {
             $env:PSModulePath = $Path
         }
@@ -148,12 +157,11 @@ function Add-PwshlibVendoredModulePath {
         }
         # An entry counts as present written either way: as stored, or
         # with its %VARIABLES% expanded.
-        $MachineEntries = @("$Machine".Split($Separator) | ForEach-Object {
-                $_.TrimEnd('\', '/')
-                [System.Environment]::ExpandEnvironmentVariables($_).TrimEnd('\', '/')
-            })
-        if ($MachineEntries -contains $Wanted) {
-            return $null
+        foreach ($Entry in "$Machine".Split($Separator)) {
+            if ($Entry.TrimEnd('\', '/') -eq $Wanted -or
+                [System.Environment]::ExpandEnvironmentVariables($Entry).TrimEnd('\', '/') -eq $Wanted) {
+                return $null
+            }
         }
         $Munged = if ([string]::IsNullOrEmpty($Machine)) { $Path } else { $Machine + $Separator + $Path }
         $Key.SetValue('PSModulePath', $Munged, $Kind)
@@ -307,24 +315,38 @@ function ConvertTo-PwshlibCanonicalResult {
     if ($null -eq $Result) {
         return $Table
     }
+    # Names and values in order, read with foreach statements (a pipeline
+    # per result cost more than the conversion itself).
+    $Names = [System.Collections.Generic.List[string]]::new()
+    $Values = [System.Collections.Generic.List[object]]::new()
     if ($Result -is [Microsoft.Management.Infrastructure.CimInstance]) {
-        $Properties = @($Result.CimInstanceProperties | ForEach-Object { @{ Name = $_.Name; Value = $_.Value } })
+        foreach ($Property in $Result.CimInstanceProperties) { $Names.Add($Property.Name); $Values.Add($Property.Value) }
     }
     elseif ($Result -is [System.Collections.IDictionary]) {
-        $Properties = @($Result.Keys | ForEach-Object { @{ Name = [string] $_; Value = $Result[$_] } })
+        foreach ($Key in $Result.Keys) { $Names.Add([string] $Key); $Values.Add($Result[$Key]) }
     }
     else {
-        $Properties = @($Result.PSObject.Properties | ForEach-Object { @{ Name = $_.Name; Value = $_.Value } })
+        foreach ($Property in $Result.PSObject.Properties) { $Names.Add($Property.Name); $Values.Add($Property.Value) }
     }
-    foreach ($Property in $Properties) {
-        if ($Property.Name -in @('PSComputerName', 'CimClass', 'CimInstanceProperties', 'CimSystemProperties')) {
+    for ($Index = 0; $Index -lt $Names.Count; $Index++) {
+        $Name = $Names[$Index]
+        if ($Name -in 'PSComputerName', 'CimClass', 'CimInstanceProperties', 'CimSystemProperties') {
             continue
         }
-        $Value = ConvertTo-PwshlibCanonicalValue -Value $Property.Value -Depth 1
-        if ($Property.Name -eq 'Ensure' -and $null -eq $Value) {
+        $Value = $Values[$Index]
+        # Text and plain numbers and booleans stay as they are (but empty
+        # text, which reads as $null) without a call of
+        # ConvertTo-PwshlibCanonicalValue, which would give the same.
+        if ($Value -is [string]) {
+            if ($Value.Length -eq 0) { $Value = $null }
+        }
+        elseif ($null -ne $Value -and -not ($Value -is [System.ValueType] -and $Value -isnot [enum] -and $Value -isnot [datetime])) {
+            $Value = ConvertTo-PwshlibCanonicalValue -Value $Value -Depth 1
+        }
+        if ($Name -eq 'Ensure' -and $null -eq $Value) {
             $Value = 'Present'
         }
-        $Table[$Property.Name] = $Value
+        $Table[$Name] = $Value
     }
     $Table
 }
@@ -539,7 +561,13 @@ function Invoke-PwshlibDirect {
     if ($Resolved.Kind -eq 'Class') {
         $Resource = $Resolved.Type::new()
         foreach ($Key in $Property.Keys) {
-            $Resource.$Key = ConvertFrom-PwshlibCimValue -Value $Property[$Key]
+            $Value = $Property[$Key]
+            # ConvertFrom-PwshlibCimValue changes CIM instances and arrays
+            # only: other values skip the call.
+            if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -or $Value -is [array]) {
+                $Value = ConvertFrom-PwshlibCimValue -Value $Value
+            }
+            $Resource.$Key = $Value
         }
         switch ($Method) {
             'Get' { return $Resource.Get() }
@@ -674,7 +702,7 @@ function Invoke-PwshlibDscResource {
         }
         # Direct, but for the escape hatch and a run-as account (which only
         # the 5.1 LCM can start the resource as).
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) | ForEach-Object { $Merged.Add($_) }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) | & { process { $Merged.Add($_) } }
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
