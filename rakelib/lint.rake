@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# The lints: cargo fmt and clippy (with -D warnings) over the workspace, and
+# The lints: cargo fmt, clippy and rustdoc (with -D warnings) over the workspace, and
 # Debian's rubocop over the Ruby.
 
 # CONTRIBUTING.md: a subject says what changed in at most this many
@@ -13,14 +13,17 @@ SUBJECT_LIMIT = 72
 # (its lines before its `#[cfg(test)]` module) does more than one.
 RUST_FILE_LINE_LIMIT = 600
 
-desc 'cargo fmt --check, cargo clippy -D warnings, rubocop (.rubocop.yml), commit subjects'
+desc 'cargo fmt --check, cargo clippy and rustdoc -D warnings, rubocop (.rubocop.yml), commit subjects'
 task lint: %w[lint:rust lint:rust_file_lines lint:ruby lint:commits]
 
 namespace :lint do
-  desc 'cargo fmt --check and cargo clippy -D warnings'
+  desc 'cargo fmt --check, cargo clippy -D warnings, and rustdoc -D warnings'
   task :rust do
     cargo 'fmt', '--all', '--check'
     cargo 'clippy', '--workspace', '--all-targets', '--', '-D', 'warnings'
+    # The crates' own documentation (not their dependencies'): a link from
+    # a public item to a private one is a broken link in the built docs.
+    sh({ 'RUSTDOCFLAGS' => '-D warnings' }, 'cargo', 'doc', '--workspace', '--no-deps', '--quiet', chdir: ROOT)
   end
 
   # Debian's rubocop (script/setup installs it); `rubocop -a` fixes the safe

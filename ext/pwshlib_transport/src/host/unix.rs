@@ -184,7 +184,7 @@ fn is_slice_over(error: &io::Error) -> bool {
 
 /// Interrupt plumbing for one blocking call. [`Cancel::unblock`] may run in
 /// a signal handler, so it only does an atomic store; waits see it within
-/// [`WAKE_SLICE`].
+/// `WAKE_SLICE` (50 ms).
 #[derive(Default)]
 pub struct Cancel {
     woken: AtomicBool,
