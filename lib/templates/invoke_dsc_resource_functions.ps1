@@ -384,7 +384,7 @@ function Get-PwshlibFileStamp {
 function Find-PwshlibDscModule {
     # The manifest (.psd1) that -ModuleName of Invoke-DscResource names: a
     # path to it (script-based resources), or a name (class-based ones)
-    # found on PSModulePath, where the generated script has put the
+    # found on PSModulePath, where Invoke-PwshlibDscResource has put the
     # vendored folder, as <name>/<version>/<name>.psd1 or <name>/<name>.psd1.
     # With a RequiredVersion, only that version. $null when not found: the
     # caller falls back to Invoke-DscResource, whose error says why.
@@ -663,10 +663,12 @@ function Invoke-PwshlibDscResource {
     # outcome as a single line of compressed JSON, the only output the
     # provider reads; when the resource wrote to its warning, verbose,
     # debug or information streams (or Write-Host), a line of JSON with
-    # those records comes first ({"pwshlib_streams":[{kind,text}...]}). The
-    # machine-level PSModulePath is put back by the generated script's own
-    # try/finally, which also covers the lines that build credentials and
-    # CIM instances before this call.
+    # those records comes first ({"pwshlib_streams":[{kind,text}...]}).
+    # -VendoredPath (the resource's vendored folder, when known) is added
+    # to PSModulePath for the call (Add-PwshlibVendoredModulePath), and the
+    # machine-level value it may change is put back in the finally below,
+    # whatever the call does (a finally also runs when the pipeline is
+    # stopped).
     #
     # The call is made directly (the class of the resource, or its
     # <Method>-TargetResource function, loaded once per host runspace) unless
@@ -678,7 +680,9 @@ function Invoke-PwshlibDscResource {
         [Parameter(Mandatory = $true)]
         [hashtable] $InvokeParams,
 
-        [switch] $ThroughInvokeDscResource
+        [switch] $ThroughInvokeDscResource,
+
+        [string] $VendoredPath
     )
     # The outcome of a Set, and of any failed Get or Set.
     $Response = [ordered]@{
@@ -690,6 +694,7 @@ function Invoke-PwshlibDscResource {
     # The output of the call and the records of its streams, collected as they
     # come, so that what the resource wrote before it failed is shown too.
     $Merged = [System.Collections.Generic.List[object]]::new()
+    $PwshlibPSModulePathRestore = $null
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -699,6 +704,9 @@ function Invoke-PwshlibDscResource {
             # names the resource and the reason. Checked before the call,
             # so nothing runs as the wrong account.
             throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+        }
+        if (-not [string]::IsNullOrEmpty($VendoredPath)) {
+            $PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path $VendoredPath
         }
         # Direct, but for the escape hatch and a run-as account (which only
         # the 5.1 LCM can start the resource as).
@@ -747,6 +755,9 @@ function Invoke-PwshlibDscResource {
         else {
             $PwshlibOutput = $Response
         }
+    }
+    finally {
+        Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore
     }
     if ($Streams.Count -gt 0) {
         ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4

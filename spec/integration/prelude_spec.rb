@@ -18,10 +18,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   let(:prelude) { File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1')) }
   let(:vendored) { File.join(PWSHLIB_ROOT, 'spec/fixtures/modules/dscfixtures/lib/puppet_x/pwshlibfixturedsc/dsc_resources') }
   let(:module_path) { File.join(vendored, 'PwshlibFixtureDsc/PwshlibFixtureDsc.psd1') }
-  let(:call_and_restore) do
-    "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
-      "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
-  end
+  let(:call) { "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '#{vendored}'\n" }
 
   around do |example|
     Dir.mktmpdir('pwshlib-prelude') do |dir|
@@ -58,14 +55,13 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
                       prelude: prelude).bytesize
   end
 
-  # Every body puts the vendored folder on PSModulePath first and runs the
-  # rest in the try whose finally restores it (issue 10, item 11).
+  # Every body's call carries the vendored folder, which the prelude puts
+  # on PSModulePath and restores (issue 10, item 11; issue 32).
   def body_for(method, properties)
     "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n" \
-      "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{vendored}'\ntry {\n" \
       "$InvokeParams = @{Name = 'FixtureFile'; Method = '#{method}'; Property = @{#{properties}}; " \
       "ModuleName = @{ModuleName = '#{module_path}'; RequiredVersion = '1.2.0'}}\n" \
-      "#{call_and_restore}"
+      "#{call}"
   end
 
   it 'sends the prelude with the first call only; an in-sync Get and a Set carry their own lines alone' do
@@ -87,10 +83,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     set_call = sent[1][:bytes]
     # Exact, apart from the checkout's path to the vendored module, which
     # each body holds twice (request ids below 10 take 7 bytes: `"id":3,`).
-    # The PSModulePath line and the try/finally around the call (issue 10,
-    # item 11) added 167 bytes to each frame, besides the path.
-    expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(609)
-    expect(set_call - module_path.bytesize - vendored.bytesize).to eq(654)
+    # The call's -VendoredPath (issue 10, item 11) adds 17 bytes to each
+    # frame besides the path; with a line of its own and a try/finally
+    # around the call, before issue 32, it added 167.
+    expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(459)
+    expect(set_call - module_path.bytesize - vendored.bytesize).to eq(504)
     expect(in_sync_get).to be <= 1024 + vendored.bytesize
     expect(sent.first[:bytes]).to be > prelude.bytesize
   end
@@ -101,7 +98,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     scripts = context.logged(:debug).filter_map { |m| m[/Script:\n.*/m] }
     expect(scripts.size).to eq(2)
     expect(scripts).to all(start_with("Script:\n#{prelude}$script:ErrorActionPreference = 'Stop'\n"))
-    expect(scripts).to all(end_with(call_and_restore))
+    expect(scripts).to all(end_with(call))
   end
 
   it 'gives a restarted host the prelude again' do
@@ -161,6 +158,6 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     provider.get(context, [{ name: 'chain', dsc_destinationpath: path }])
     expect(fake.calls.size).to eq(1)
     expect(fake.calls.first.script).to start_with(prelude)
-    expect(fake.calls.first.script).to end_with(call_and_restore)
+    expect(fake.calls.first.script).to end_with(call)
   end
 end

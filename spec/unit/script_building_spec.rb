@@ -96,13 +96,12 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(positions).to all(be_an(Integer))
       expect(positions).to eq(positions.sort)
       # Every resource puts its vendored folder on PSModulePath (issue 10,
-      # item 11), and the rest of the body runs in the try whose finally
-      # restores the machine-level value.
-      munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{dsc_vendored}'"
-      expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq("#{munge}\n")
-      expect(body.lines[2..3]).to eq(["#{munge}\n", "try {\n"])
-      expect(body).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
-                               "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n")
+      # item 11): the call carries it, and the prelude restores the
+      # machine-level value in its own finally (issue 32).
+      munge = " -VendoredPath '#{dsc_vendored}'"
+      expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq(munge)
+      expect(body).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams#{munge}\n")
+      expect(body).not_to include('try {')
     end
 
     it 'embeds the shipped prelude verbatim' do
@@ -122,16 +121,11 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       )
     end
 
-    it 'adds the vendored path to PSModulePath before the call and restores it in a finally around the rest' do
+    it 'hands the vendored path to the call, which adds it to PSModulePath and restores it' do
       script = provider.remove_secret_identifiers(provider.ps_script_content(resource))
-      munge = "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '#{class_vendored}'"
-      expect(provider.munge_psmodulepath(resource)).to eq("#{munge}\n")
-      expect(script).to include("#{munge}\ntry {\n")
-      expect(script.index(munge)).to be < script.index('$InvokeParams = @{')
-      expect(script).to end_with(
-        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\n" \
-        "Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
-      )
+      munge = " -VendoredPath '#{class_vendored}'"
+      expect(provider.munge_psmodulepath(resource)).to eq(munge)
+      expect(script).to end_with("}}\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams#{munge}\n")
       expect(script).not_to include('-PSModulePathRestore')
     end
   end

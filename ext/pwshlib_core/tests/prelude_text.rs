@@ -275,11 +275,17 @@ fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
         assert_eq!(thrown.len(), 1);
         assert!(thrown[0].starts_with("throw \"The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): "), "{}", thrown[0]);
         assert!(thrown[0].contains("does not support PsDscRunAsCredential"));
-        // Then the call (issue 32: direct, or through Invoke-DscResource).
+        // Then the vendored folder on PSModulePath, then the call (issue
+        // 32: direct, or through Invoke-DscResource).
         assert!(
-            flat(text(code, statements[1])).starts_with("Invoke-PwshlibDscCall -InvokeParams $InvokeParams "),
+            flat(text(code, statements[1])).contains("Add-PwshlibVendoredModulePath -Path $VendoredPath"),
             "{}",
             text(code, statements[1])
+        );
+        assert!(
+            flat(text(code, statements[2])).starts_with("Invoke-PwshlibDscCall -InvokeParams $InvokeParams "),
+            "{}",
+            text(code, statements[2])
         );
     })
     .unwrap();
@@ -339,14 +345,15 @@ fn the_machine_psmodulepath_is_touched_only_on_5_1_through_the_registry() {
     .unwrap();
 }
 
-/// Item 11, the generated script: for every resource (MOF too) the
-/// PSModulePath line is the first generated line, and every statement after
-/// it sits in one try whose finally restores the machine value. A failure
-/// building a credential, a CIM instance or a `[DateTime]` cast then still
-/// runs the restore: PowerShell runs `finally` when its try block ends by a
-/// terminating error or by being stopped.
+/// Item 11, the generated script: for every resource (MOF too) the call
+/// carries the vendored folder, and nothing before it touches
+/// PSModulePath: the credential, CIM instance and `[DateTime]` lines run
+/// first, with nothing to undo if they fail. The prelude's
+/// `Invoke-PwshlibDscResource` adds the folder inside its try, whose
+/// finally restores the machine value: PowerShell runs `finally` when its
+/// try block ends by a terminating error or by being stopped.
 #[test]
-fn everything_after_the_psmodulepath_line_runs_inside_the_restoring_try() {
+fn the_call_adds_the_vendored_path_and_its_finally_restores_it() {
     let def = kitchen_sink(Some("MOF"), Some("1.2.0"));
     let should = resource(vec![
         ("dsc_name", s("x")),
@@ -365,32 +372,40 @@ fn everything_after_the_psmodulepath_line_runs_inside_the_restoring_try() {
         let mut cursor = list.walk();
         let statements: Vec<Node> = list.named_children(&mut cursor).collect();
         let texts: Vec<String> = statements.iter().map(|s| flat(text(body, *s))).collect();
-        assert_eq!(texts.len(), 4, "{texts:?}");
         assert!(texts[0].starts_with("$script:ErrorActionPreference = 'Stop'"));
         assert_eq!(
-            texts[2],
-            format!(
-                "$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '{VENDORED}'"
+            texts.last().unwrap(),
+            &format!(
+                "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '{VENDORED}'"
             )
         );
-        let attempt = statements[3];
-        assert_eq!(attempt.kind(), "try_statement");
-        let block = flat(text(body, attempt.child(1).unwrap()));
-        for inside in [
-            "$cred_",
-            "$cim_",
-            "[DateTime]'2024-01-01 10:00'",
-            "$InvokeParams = @{",
-            "Invoke-PwshlibDscResource -InvokeParams $InvokeParams",
-        ] {
-            assert!(block.contains(inside), "{inside} not in the try: {block}");
+        for before in &texts[..texts.len() - 1] {
+            assert!(!before.contains("PSModulePath"), "{before}");
         }
-        let finally = all(attempt, "finally_clause");
-        assert_eq!(finally.len(), 1);
-        assert_eq!(
-            flat(text(body, finally[0])),
-            "finally { Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore }"
+        assert!(all(tree.root_node(), "try_statement").is_empty(), "{body}");
+    })
+    .unwrap();
+    let code = templates::PRELUDE;
+    with_tree(code, |tree| {
+        let invoke = function(code, tree.root_node(), "Invoke-PwshlibDscResource");
+        let attempts = all(invoke, "try_statement");
+        let restoring: Vec<Node> = attempts
+            .iter()
+            .copied()
+            .filter(|attempt| {
+                all(*attempt, "finally_clause").iter().any(|f| {
+                    flat(text(code, *f))
+                        == "finally { Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore }"
+                })
+            })
+            .collect();
+        assert_eq!(restoring.len(), 1, "one try restores the machine value");
+        let block = flat(text(code, restoring[0].child(1).unwrap()));
+        assert!(
+            block.contains("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path $VendoredPath"),
+            "the folder is added inside the restoring try: {block}"
         );
+        assert!(block.contains("Invoke-PwshlibDscCall"), "{block}");
     })
     .unwrap();
 }

@@ -91,16 +91,12 @@ fn the_script_has_the_documented_shape() {
     };
     assert!(at("$InvokeParams = @{") < at("Invoke-PwshlibDscResource -InvokeParams $InvokeParams"));
     // Every resource puts its vendored folder on PSModulePath (item 11 of
-    // issue 10), and everything after that first generated line runs in
-    // the try whose finally puts the machine value back.
-    assert_eq!(
-        body.lines().nth(2).unwrap(),
-        format!("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '{VENDORED}'")
-    );
-    assert_eq!(body.lines().nth(3), Some("try {"));
-    assert!(body.ends_with(
-        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\nRestore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
-    ));
+    // issue 10): the call does, and puts the machine value back in its own
+    // finally, so the script has no try of its own (issue 32).
+    assert!(body.ends_with(&format!(
+        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '{VENDORED}'\n"
+    )));
+    assert!(!body.contains("try {"), "{body}");
     // The body defines nothing: every function comes from the prelude.
     assert!(templates::defined_functions(body).is_empty());
     assert!(!body.contains("function "));
@@ -115,12 +111,12 @@ fn the_body_of_a_get_and_of_a_set_is_small() {
     let (def, should) = ensurable();
     let get = build(&def, &should, DscMethod::Get);
     let set = build(&def, &should, DscMethod::Set);
-    // Each body carries the PSModulePath line and the try/finally around
-    // the call (issue 10, item 11): 244 bytes more than before, 108 of
-    // them this vendored path.
-    assert_eq!(get.body().len(), 662, "{}", get.body());
-    assert_eq!(set.body().len(), 725, "{}", set.body());
-    assert_eq!(get.text().len(), templates::PRELUDE.len() + 662);
+    // Each body carries the vendored path on the call (issue 10, item 11):
+    // 100 bytes more than without it, 83 of them the path. (With a line
+    // of its own and a try/finally around the call, before issue 32: 662.)
+    assert_eq!(get.body().len(), 518, "{}", get.body());
+    assert_eq!(set.body().len(), 581, "{}", set.body());
+    assert_eq!(get.text().len(), templates::PRELUDE.len() + 518);
     assert!(templates::PRELUDE.len() > 7000);
     let frame = |script: &Script| {
         let mut request = ExecuteRequest::new(script.body().to_owned(), None, None, &[] as &[&str]);
@@ -132,8 +128,8 @@ fn the_body_of_a_get_and_of_a_set_is_small() {
     };
     // Both frames include the request id (`"id":0,` here: the host numbers
     // requests from 1, so a real frame is as long until request 10).
-    assert_eq!(frame(&get), 800);
-    assert_eq!(frame(&set), 863);
+    assert_eq!(frame(&get), 650);
+    assert_eq!(frame(&set), 713);
 }
 
 #[test]
@@ -148,15 +144,9 @@ fn class_based_resources_name_the_module_and_munge_psmodulepath() {
         ),
         "{text}"
     );
-    let munge = line(text, "$PwshlibPSModulePathRestore = Add");
-    assert_eq!(
-        munge,
-        format!("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path '{VENDORED}'")
-    );
-    assert!(text.find(munge).unwrap() < text.find("$InvokeParams = @{").unwrap());
-    assert!(script.body().ends_with(
-        "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n}\nfinally {\nRestore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore\n}\n"
-    ));
+    assert!(script.body().ends_with(&format!(
+        "RequiredVersion = '0.3.1'}}}}\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '{VENDORED}'\n"
+    )));
     assert_parses(&script);
 }
 
@@ -203,7 +193,7 @@ fn credentials_are_built_into_variables_and_redacted() {
     ]);
     let get = build(&def, &should, DscMethod::Get);
     assert_eq!(
-        generated_lines(get.text())[1..],
+        generated_lines(get.text())[..],
         [
             "$cred_1 = New-PsCredential -User 'DOMAIN\\runner' -Password 'p''ss‘‘word'",
             "$InvokeParams = @{Name = 'KitchenSink'; Method = 'Get'; Property = @{psdscrunascredential = $cred_1; name = 'x'}; \
@@ -213,7 +203,7 @@ fn credentials_are_built_into_variables_and_redacted() {
     let set = build(&def, &should, DscMethod::Set);
     let redacted = set.redacted();
     assert_eq!(
-        generated_lines(&redacted)[1..3],
+        generated_lines(&redacted)[..2],
         [
             format!(
                 "$cred_1 = New-PsCredential -User 'DOMAIN\\runner' -Password {REDACTION_MARKER}"
@@ -289,7 +279,7 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
         ),
     ]);
     let script = build(&def, &should, DscMethod::Set);
-    let lines = &generated_lines(script.text())[1..];
+    let lines = &generated_lines(script.text())[..];
     assert_eq!(
         lines[..6],
         [
@@ -338,7 +328,7 @@ fn a_class_based_resources_embedded_instances_are_made_by_the_prelude() {
         ),
     ]);
     let script = build(&def, &should, DscMethod::Set);
-    let lines = &generated_lines(script.text())[1..];
+    let lines = &generated_lines(script.text())[..];
     assert_eq!(
         lines[..9],
         [

@@ -8,21 +8,20 @@ use pwshlib_sim::outcome::Outcome;
 use pwshlib_sim::psvalue::PsValue;
 use serde_json::{json, Value as Json};
 
-/// The generated lines of a Set for a kitchen-sink type, as the script
-/// builder writes them: the PSModulePath line of a Class-based resource,
-/// credentials, nested CIM instances, `$InvokeParams`.
+/// The generated parts of a Set for a kitchen-sink type, as the script
+/// builder writes them: the quoted vendored path its call carries (first
+/// line), then credentials, nested CIM instances, `$InvokeParams`.
 const KITCHEN_SINK_SET_GENERATED: &str = include_str!("fixtures/kitchen_sink_set_generated.ps1");
 
 /// The whole script, joined as `Script::into_script` joins it: the prelude
-/// (as this build embeds it), the header, the PSModulePath line, then the
-/// other generated lines and the call inside the try whose finally puts
-/// PSModulePath back.
+/// (as this build embeds it), the header, the generated lines, then the
+/// call with the vendored path (the fixture's first line).
 fn kitchen_sink_set() -> String {
-    use pwshlib_core::script::{HEADER, INVOKE_CALL, RESTORE_MODULE_PATH, TRY_OPEN};
+    use pwshlib_core::script::{HEADER, INVOKE_CALL, VENDORED_PATH_PARAMETER};
     use pwshlib_core::templates;
-    let (module_path, rest) = KITCHEN_SINK_SET_GENERATED.split_once('\n').unwrap();
+    let (vendored, rest) = KITCHEN_SINK_SET_GENERATED.split_once('\n').unwrap();
     format!(
-        "{}{HEADER}{module_path}\n{TRY_OPEN}{rest}{INVOKE_CALL}\n{RESTORE_MODULE_PATH}",
+        "{}{HEADER}{rest}{INVOKE_CALL}{VENDORED_PATH_PARAMETER}{vendored}\n",
         templates::PRELUDE
     )
 }

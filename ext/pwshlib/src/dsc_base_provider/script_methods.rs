@@ -187,9 +187,10 @@ fn random_variable_name(ruby: &Ruby, _rb_self: RValue) -> RString {
     ruby.str_new(&core_script::random_variable_name("var_"))
 }
 
-/// `munge_psmodulepath(resource)`: the PSModulePath block of a
-/// Class-based resource's script (empty for others). Thin entry: the
-/// script builder emits it.
+/// `munge_psmodulepath(resource)`: what puts the vendored folder on
+/// PSModulePath in a resource's script, the call's ` -VendoredPath '…'`
+/// argument (empty when the folder is unknown). Thin entry: the script
+/// builder emits it.
 fn munge_psmodulepath(ruby: &Ruby, rb_self: RValue, resource: RValue) -> BindingResult<RString> {
     Ok(ruby.str_new(&parts_from_ruby(ruby, rb_self, resource)?.module_path))
 }

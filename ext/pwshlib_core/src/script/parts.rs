@@ -4,7 +4,7 @@
 use super::builder::Builder;
 use super::{
     direct_disabled_by_env, random_variable_name, DscMethod, InvocableResource, Script, HEADER,
-    INVOKE_CALL, RESTORE_MODULE_PATH, THROUGH_INVOKE_DSC_RESOURCE, TRY_OPEN,
+    INVOKE_CALL, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;
@@ -16,8 +16,9 @@ use crate::value::Map;
 /// `prepare_cim_instances` and `invoke_params` each return one of them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScriptParts {
-    /// Adds the vendored path to PSModulePath (every resource whose vendored
-    /// folder is known); empty otherwise.
+    /// The call's argument that adds the vendored path to PSModulePath
+    /// (`-VendoredPath '…'`, for every resource whose vendored folder is
+    /// known); empty otherwise.
     pub module_path: String,
     /// `$cred_… = New-PsCredential …` lines.
     pub credentials: TrackedText,
@@ -47,7 +48,7 @@ impl ScriptParts {
                     searched: "the vendored path contains a NUL character".into(),
                 }
             })?;
-            format!("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path {path}\n")
+            format!("{VENDORED_PATH_PARAMETER}{path}")
         } else {
             String::new()
         };
@@ -64,22 +65,15 @@ impl ScriptParts {
     pub fn into_script(self) -> Script {
         let mut out = TrackedText::with_capacity(
             HEADER.len()
-                + self.module_path.len()
-                + TRY_OPEN.len()
                 + self.credentials.text().len()
                 + self.cim_instances.text().len()
                 + self.invoke_params.text().len()
                 + INVOKE_CALL.len()
                 + THROUGH_INVOKE_DSC_RESOURCE.len()
-                + RESTORE_MODULE_PATH.len()
+                + self.module_path.len()
                 + 2,
         );
         out.push(HEADER);
-        let restores = !self.module_path.is_empty();
-        if restores {
-            out.push(&self.module_path);
-            out.push(TRY_OPEN);
-        }
         out.append(self.credentials);
         out.append(self.cim_instances);
         out.append(self.invoke_params);
@@ -88,10 +82,8 @@ impl ScriptParts {
         if self.through_invoke_dsc_resource {
             out.push(THROUGH_INVOKE_DSC_RESOURCE);
         }
+        out.push(&self.module_path);
         out.push("\n");
-        if restores {
-            out.push(RESTORE_MODULE_PATH);
-        }
         Script::from_tracked(out).with_prelude()
     }
 }

@@ -184,15 +184,12 @@ pub fn line<'a>(script: &'a str, start: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no line starting with {start:?} in:\n{script}"))
 }
 
-/// The generated lines (credentials, CIM instances, InvokeParams, PSModulePath).
+/// The generated lines (credentials, CIM instances, InvokeParams).
 pub fn generated_lines(script: &str) -> Vec<&str> {
     script
         .lines()
         .filter(|l| {
-            l.starts_with("$cred_")
-                || l.starts_with("$cim_")
-                || l.starts_with("$InvokeParams")
-                || l.starts_with("$PwshlibPSModulePathRestore = Add")
+            l.starts_with("$cred_") || l.starts_with("$cim_") || l.starts_with("$InvokeParams")
         })
         .collect()
 }
