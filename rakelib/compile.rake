@@ -10,10 +10,10 @@ CARGO_LIBRARY = case RbConfig::CONFIG['host_os']
                 else 'libpwshlib.so'
                 end
 
-desc 'Build the native library (release) and copy it to lib/pwshlib/pwshlib.so'
+desc 'Build the native library (release, where cargo builds) and copy it to lib/pwshlib/pwshlib.so'
 task :compile do
   cargo 'build', '--release', '-p', 'pwshlib', '-p', 'pwshlib-sim'
-  built = File.join(ROOT, 'target', 'release', CARGO_LIBRARY)
+  built = CargoTarget.release(CARGO_LIBRARY)
   install_library(built, NATIVE_LIB)
   # The loader takes a prebuilt library for this Ruby first: one left by an
   # earlier `rake prebuilt` would otherwise shadow what was just built.

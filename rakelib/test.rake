@@ -10,7 +10,7 @@ task :cargo_test do
 end
 
 def rspec(*args)
-  env = { 'PWSHLIB_SIM' => SIM_BIN }
+  env = { 'PWSHLIB_SIM' => CargoTarget.sim }
   sh env, 'rspec', *args, chdir: ROOT
 end
 

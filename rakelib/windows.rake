@@ -60,8 +60,15 @@ def windows_in_root?(platform)
   windows_row(platform).where != 'host'
 end
 
+# On this machine, where cargo builds everything else (CargoTarget: the
+# target directory CARGO_TARGET_DIR or .cargo/config.toml name), so
+# script/windows-check's test build and pwshlib-sim.exe are found there. A
+# root's build stays in the checkout, under target/<platform>: the root sees
+# only the folders bound into it (the checkout, the Windows Ruby), and its
+# build scripts, linked against the root's libraries, must not meet the
+# host's.
 def windows_target_dir(platform)
-  windows_in_root?(platform) ? File.join(ROOT, 'target', platform) : File.join(ROOT, 'target')
+  windows_in_root?(platform) ? File.join(ROOT, 'target', platform) : CargoTarget.dir
 end
 
 def windows_library(platform)
@@ -71,7 +78,9 @@ end
 # The wrapper rb-sys runs as RUBY for a platform: the Linux Ruby, with the
 # Windows Ruby's RbConfig (rakelib/windows_rbconfig_shim/rbconfig.rb says
 # why and how). In a root, the wrapper runs the root's Ruby (/usr/bin/ruby):
-# this one's path may not exist there. Returns the wrapper's directory.
+# this one's path may not exist there. Returns the wrapper's directory, in
+# the checkout's target/ whatever cargo's target directory: it is not
+# cargo's output, and a root sees the checkout.
 def windows_rbconfig_shim_dir(platform, host_ruby: RbConfig.ruby)
   dir = File.join(ROOT, 'target', 'rbconfig-shim', platform)
   FileUtils.mkdir_p(dir)
@@ -145,6 +154,7 @@ def compile_windows(platform)
        '--', 'cargo', *args, chdir: ROOT
   else
     env = windows_cargo_env(platform, clang_include_dir: clang_builtin_include_dir, rbconfig_shim: windows_rbconfig_shim_dir(platform))
+    env['CARGO_TARGET_DIR'] = windows_target_dir(platform)
     sh env, 'cargo', *args, '-p', 'pwshlib-sim', chdir: ROOT
   end
   puts "Windows library for Ruby #{row.key}: #{windows_library(platform)}"
