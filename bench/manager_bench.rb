@@ -8,7 +8,10 @@ require 'socket'
 
 root = File.expand_path('..', __dir__)
 $LOAD_PATH.unshift(File.join(root, 'lib'))
-ENV['PWSHLIB_POWERSHELL'] ||= File.join(root, 'target', 'release', 'pwshlib-sim')
+ENV['PWSHLIB_POWERSHELL'] ||= begin
+  require_relative '../script/cargo_target'
+  CargoTarget.sim
+end
 require 'pwsh'
 
 manager = Pwsh::Manager.instance(Pwsh::Manager.pwsh_path, Pwsh::Manager.pwsh_args)

@@ -2,7 +2,7 @@
 
 # The pwshlib demo: applies examples/demo.pp twice with `puppet apply`, with
 # the scaffolded fixture providers talking to the simulated PowerShell host
-# (target/release/pwshlib-sim) on a fresh, empty simulated machine. It shows
+# (pwshlib-sim, where cargo built it) on a fresh, empty simulated machine. It shows
 #   1. the first run's changes,
 #   2. the second run's "no changes",
 #   3. what PowerShell was asked to do (the simulator's call log),
@@ -12,11 +12,12 @@ require 'fileutils'
 require 'json'
 require 'open3'
 require 'tmpdir'
+require_relative '../script/cargo_target'
 
 ROOT = File.expand_path('..', __dir__)
 MANIFEST = File.join(ROOT, 'examples', 'demo.pp')
 MODULE_PATH = File.join(ROOT, 'spec', 'fixtures', 'modules')
-SIM = ENV['PWSHLIB_SIM'] || File.join(ROOT, 'target', 'release', 'pwshlib-sim')
+SIM = ENV['PWSHLIB_SIM'] || CargoTarget.sim
 # A piece of the demo's Sensitive password (see demo.pp): it must never show.
 SECRET_PIECE = 'every `quote`'
 

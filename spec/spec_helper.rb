@@ -8,7 +8,11 @@ require 'puppet/resource_api'
 PWSHLIB_ROOT = File.expand_path('..', __dir__)
 FIXTURE_MODULE_PATH = File.join(PWSHLIB_ROOT, 'spec', 'fixtures', 'modules')
 FIXTURE_MODULE_LIB = File.join(FIXTURE_MODULE_PATH, 'dscfixtures', 'lib')
-PWSHLIB_SIM = ENV['PWSHLIB_SIM'] || File.join(PWSHLIB_ROOT, 'target', 'release', 'pwshlib-sim')
+# Where cargo built it (rake passes it on; script/cargo_target.rb asks cargo otherwise).
+PWSHLIB_SIM = ENV['PWSHLIB_SIM'] || begin
+  require_relative '../script/cargo_target'
+  CargoTarget.sim
+end
 
 [File.join(PWSHLIB_ROOT, 'lib'), FIXTURE_MODULE_LIB].each do |dir|
   $LOAD_PATH.unshift(dir) unless $LOAD_PATH.include?(dir)

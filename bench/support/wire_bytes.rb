@@ -17,7 +17,10 @@ require 'puppet'
 require 'puppet/resource_api'
 Puppet.initialize_settings(%w[confdir vardir codedir logdir rundir publicdir].flat_map { |s| ["--#{s}", scratch] })
 require 'puppet/provider/dsc_base_provider/dsc_base_provider'
-ENV['PWSHLIB_POWERSHELL'] ||= File.join(root, 'target', 'release', 'pwshlib-sim')
+ENV['PWSHLIB_POWERSHELL'] ||= begin
+  require_relative '../../script/cargo_target'
+  CargoTarget.sim
+end
 
 type = Puppet::Type.type(:dsc_fixturefile)
 provider_class = Puppet::ResourceApi.load_provider('dsc_fixturefile')

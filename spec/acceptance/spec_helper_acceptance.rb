@@ -12,11 +12,12 @@ require 'securerandom'
 require 'tmpdir'
 require 'time'
 require 'yaml'
+require_relative '../../script/cargo_target'
 
 module Acceptance
   ROOT = File.expand_path('../..', __dir__)
   MODULE_PATH = File.join(ROOT, 'spec', 'fixtures', 'modules')
-  SIM = ENV['PWSHLIB_SIM'] || File.join(ROOT, 'target', 'release', 'pwshlib-sim')
+  SIM = ENV['PWSHLIB_SIM'] || CargoTarget.sim
   # A run that takes longer than this is hung: kill it and fail the example.
   RUN_DEADLINE_SECONDS = Integer(ENV.fetch('PWSHLIB_ACCEPTANCE_RUN_DEADLINE', '240'))
 

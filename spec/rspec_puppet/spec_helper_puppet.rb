@@ -29,5 +29,8 @@ end
 # empty machine of its own, so no real PowerShell is looked for.
 sim_dir = Dir.mktmpdir('pwshlib-rspec-puppet-')
 at_exit { FileUtils.rm_rf(sim_dir) }
-ENV['PWSHLIB_POWERSHELL'] ||= ENV['PWSHLIB_SIM'] || File.join(PWSHLIB_ROOT, 'target', 'release', 'pwshlib-sim')
+ENV['PWSHLIB_POWERSHELL'] ||= ENV['PWSHLIB_SIM'] || begin
+  require_relative '../../script/cargo_target'
+  CargoTarget.sim
+end
 ENV['PWSHLIB_SIM_STATE'] ||= File.join(sim_dir, 'state.json')
