@@ -8,7 +8,8 @@ require_relative '../../script/cargo_target'
 
 # script/cargo_target.rb, the one place that asks cargo where it builds
 # (issue 43): it must honour what cargo honours (CARGO_TARGET_DIR,
-# build.target-dir in a .cargo/config.toml). Each lookup runs in a child Ruby (the
+# build.target-dir in a .cargo/config.toml), and nothing else may look for
+# the build at a path of its own. Each lookup runs in a child Ruby (the
 # answer is kept per process), in this checkout or in a one-file package.
 RSpec.describe 'script/cargo_target.rb, where cargo builds' do
   root = File.expand_path('../..', __dir__)
@@ -113,5 +114,28 @@ RSpec.describe 'script/cargo_target.rb, where cargo builds' do
     first = CargoTarget.dir(@package)
     expect(first).to start_with('/')
     expect(CargoTarget.dir(@package)).to eq(first)
+  end
+
+  # Every task, script, example, spec helper and bench finds the library and
+  # pwshlib-sim through the lookup: none names a profile folder under the
+  # checkout's target/ (script/cargo_target.rb's header says what may stay
+  # under target/).
+  it "is the only way the tree finds cargo's build" do
+    sources = Dir.glob(%w[Rakefile rakelib/**/* script/**/* .ci/* spec/**/*.rb bench/**/* examples/* ext/**/*.{rb,rs}], base: root)
+                 .reject { |path| path == 'spec/packaging/cargo_target_spec.rb' || path.start_with?('spec/fixtures/') }
+                 .select { |path| File.file?(File.join(root, path)) }
+    expect(sources).to include('Rakefile', 'rakelib/compile.rake', 'examples/demo.rb', 'spec/spec_helper.rb', 'script/test-root', '.ci/run')
+    # target/release, $root/target/$target/release, 'target', 'release', …
+    # (not a variable that holds a target triple: "$target/release").
+    profile_path = %r{(?<![\w$])target/(\$\{?\w+\}?/|x86_64[\w-]*/)?(release|debug)\b|'target',\s*('[\w-]+',\s*)?'(release|debug)'}
+    found = sources.flat_map do |path|
+      text = File.binread(File.join(root, path))
+      next [] if text.include?("\0")
+
+      text.force_encoding(Encoding::UTF_8).scrub.lines.each_with_index.filter_map do |line, index|
+        "#{path}:#{index + 1}: #{line.strip}" if line.match?(profile_path)
+      end
+    end
+    expect(found).to eq([])
   end
 end
