@@ -312,3 +312,184 @@ class RealNoisy {
         }
     }
 }
+
+# The nested class of RealVault's endpoints: a secret member (ApiKey).
+class RealVaultEndpoint {
+    [DscProperty(Key)]
+    [string] $Address
+
+    [DscProperty()]
+    [string] $ApiKey
+}
+
+# Secrets in every place a manifest can put one (issue 38): a credential
+# that Get needs too (Mandatory: the type says mandatory_for_get), a
+# Sensitive string, a hashtable with secrets inside (and an array and a
+# hashtable within it), an array of nested class objects with a secret
+# member, and an array of secrets. Get returns them all, as stored.
+#
+# Unlike the resources above, its code never hands a value to a command
+# (cmdlet or function): module logging records every command's parameter
+# values, and this resource proves that pwshlib leaks nothing into
+# PowerShell's logs, so it must leak nothing itself. It works in class
+# methods and .NET calls only (neither is a command), and keeps its state
+# as JSON through System.Text.Json and PowerShell's JsonObject class, not
+# ConvertTo-Json/ConvertFrom-Json.
+[DscResource()]
+class RealVault {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
+    [DscProperty(Mandatory)]
+    [PSCredential] $Credential
+
+    [DscProperty()]
+    [string] $Secret
+
+    [DscProperty()]
+    [hashtable] $Settings
+
+    [DscProperty()]
+    [RealVaultEndpoint[]] $Endpoints
+
+    [DscProperty()]
+    [string[]] $Phrases
+
+    [DscProperty()]
+    [string] $Note
+
+    # A value as the state file keeps it: a credential as user and password
+    # (in the clear: a test artefact), an enum by name, dictionaries with
+    # their keys sorted, class objects as dictionaries of their properties.
+    static [object] Plain([object] $Value) {
+        if ($null -eq $Value) { return $null }
+        if ($Value -is [PSCredential]) {
+            $Table = [System.Collections.Generic.SortedDictionary[string, object]]::new([System.StringComparer]::Ordinal)
+            $Table['password'] = $Value.GetNetworkCredential().Password
+            $Table['user'] = $Value.UserName
+            return $Table
+        }
+        if ($Value -is [enum]) { return $Value.ToString() }
+        if ($Value -is [string] -or $Value.GetType().IsPrimitive) { return $Value }
+        if ($Value -is [System.Collections.IDictionary]) {
+            $Table = [System.Collections.Generic.SortedDictionary[string, object]]::new([System.StringComparer]::Ordinal)
+            foreach ($Key in $Value.Keys) { $Table[[string] $Key] = [RealVault]::Plain($Value[$Key]) }
+            return $Table
+        }
+        if ($Value -is [System.Collections.IEnumerable]) {
+            $List = [System.Collections.Generic.List[object]]::new()
+            foreach ($Item in $Value) { $List.Add([RealVault]::Plain($Item)) }
+            return $List
+        }
+        if ($Value -is [RealVaultEndpoint]) {
+            $Table = [System.Collections.Generic.SortedDictionary[string, object]]::new([System.StringComparer]::Ordinal)
+            $Table['Address'] = $Value.Address
+            $Table['ApiKey'] = $Value.ApiKey
+            return $Table
+        }
+        return [string] $Value
+    }
+
+    static [string] Json([object] $Value) {
+        return [System.Text.Json.JsonSerializer]::Serialize([RealVault]::Plain($Value), [object])
+    }
+
+    static [string] StatePath([string] $Key) {
+        if ([string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
+            throw 'PWSHLIB_REAL_DSC_STATE is not set: the fixture resources keep their state there'
+        }
+        $Hex = [System.Convert]::ToHexString([System.Text.Encoding]::UTF8.GetBytes($Key)).ToLowerInvariant()
+        return [System.IO.Path]::Combine($env:PWSHLIB_REAL_DSC_STATE, 'RealVault', "$Hex.json")
+    }
+
+    [System.Collections.IDictionary] Properties() {
+        $Table = [System.Collections.Specialized.OrderedDictionary]::new()
+        $Table['Name'] = $this.Name
+        $Table['Ensure'] = $this.Ensure
+        $Table['Credential'] = $this.Credential
+        $Table['Secret'] = $this.Secret
+        $Table['Settings'] = $this.Settings
+        $Table['Endpoints'] = $this.Endpoints
+        $Table['Phrases'] = $this.Phrases
+        $Table['Note'] = $this.Note
+        return $Table
+    }
+
+    # Appends the call to calls.jsonl, as Write-RealCall does for the others.
+    [void] Log([string] $Method) {
+        $Call = [System.Collections.Specialized.OrderedDictionary]::new()
+        $Call['resource'] = 'RealVault'
+        $Call['method'] = $Method
+        $Call['properties'] = $this.Properties()
+        $Call['pid'] = [System.Environment]::ProcessId
+        $Path = [System.IO.Path]::Combine($env:PWSHLIB_REAL_DSC_STATE, 'calls.jsonl')
+        [System.IO.File]::AppendAllText($Path, [RealVault]::Json($Call) + "`n", [System.Text.UTF8Encoding]::new($false))
+    }
+
+    # The stored properties (without Ensure) as a hashtable, or $null.
+    [hashtable] Stored() {
+        $Path = [RealVault]::StatePath($this.Name)
+        if (-not [System.IO.File]::Exists($Path)) { return $null }
+        $Problem = $null
+        $Text = [System.IO.File]::ReadAllText($Path, [System.Text.Encoding]::UTF8)
+        $Table = [Microsoft.PowerShell.Commands.JsonObject]::ConvertFromJson($Text, $true, [ref] $Problem)
+        if ($null -ne $Problem) { throw $Problem.Exception }
+        return $Table
+    }
+
+    [string] Wanted() {
+        $Table = $this.Properties()
+        $Table.Remove('Ensure')
+        return [RealVault]::Json($Table)
+    }
+
+    [RealVault] Get() {
+        $this.Log('Get')
+        $Stored = $this.Stored()
+        $Result = [RealVault]::new()
+        $Result.Name = $this.Name
+        if ($null -eq $Stored) {
+            $Result.Ensure = [RealEnsure]::Absent
+            return $Result
+        }
+        $Result.Ensure = [RealEnsure]::Present
+        $Secure = [System.Security.SecureString]::new()
+        foreach ($Char in ([string] $Stored['Credential']['password']).ToCharArray()) { $Secure.AppendChar($Char) }
+        $Result.Credential = [PSCredential]::new([string] $Stored['Credential']['user'], $Secure)
+        $Result.Secret = $Stored['Secret']
+        $Result.Settings = $Stored['Settings']
+        if ($null -ne $Stored['Endpoints']) {
+            $Result.Endpoints = foreach ($Item in $Stored['Endpoints']) {
+                $Endpoint = [RealVaultEndpoint]::new()
+                $Endpoint.Address = $Item['Address']
+                $Endpoint.ApiKey = $Item['ApiKey']
+                $Endpoint
+            }
+        }
+        $Result.Phrases = $Stored['Phrases']
+        $Result.Note = $Stored['Note']
+        return $Result
+    }
+
+    [bool] Test() {
+        $this.Log('Test')
+        $Path = [RealVault]::StatePath($this.Name)
+        if ($this.Ensure -eq [RealEnsure]::Absent) { return -not [System.IO.File]::Exists($Path) }
+        if (-not [System.IO.File]::Exists($Path)) { return $false }
+        return [System.IO.File]::ReadAllText($Path, [System.Text.Encoding]::UTF8) -ceq $this.Wanted()
+    }
+
+    [void] Set() {
+        $this.Log('Set')
+        $Path = [RealVault]::StatePath($this.Name)
+        if ($this.Ensure -eq [RealEnsure]::Absent) {
+            [System.IO.File]::Delete($Path)
+            return
+        }
+        $null = [System.IO.Directory]::CreateDirectory([System.IO.Path]::GetDirectoryName($Path))
+        [System.IO.File]::WriteAllText($Path, $this.Wanted(), [System.Text.UTF8Encoding]::new($false))
+    }
+}
