@@ -699,6 +699,156 @@ namespace PwshlibHost
     }
 
     // A malformed frame: the host answers with an error frame and leaves.
+    // A DSC call's secrets, bound as data (docs/protocol.md, "Secrets";
+    // issue 38). PowerShell logs what it compiles and runs: script block
+    // logging (event 4104) records every script's text, transcription the
+    // commands, module logging (event 4103) every parameter a module's
+    // command is bound to, and AMSI sees each script. A secret written into
+    // the request's code as a literal, or handed to ConvertTo-SecureString
+    // as a string, reaches them all. So the manager sends each secret in the
+    // request's "secrets" and the code names it by variable; this class
+    // sets those variables in the runspace (SessionStateProxy.SetVariable:
+    // no PowerShell runs for it), and builds a credential's PSCredential,
+    // its password a SecureString, here. The code then runs with no secret
+    // in its text and passes no secret to a command as a string.
+    public static class SecretValues
+    {
+        // Binds each secret of a request as a global variable of the
+        // runspace, before the code runs. ResetRunspaceState after the
+        // reply removes them with every other global variable.
+        public static void Bind(Runspace runspace, object secrets)
+        {
+            if (secrets == null) { return; }
+            List<object> list = secrets as List<object>;
+            if (list == null) { throw new FormatException("the request's secrets must be a list"); }
+            foreach (object item in list)
+            {
+                Dictionary<string, object> secret = item as Dictionary<string, object>;
+                if (secret == null) { throw new FormatException("each of the request's secrets must be an object"); }
+                string name = Member(secret, "name");
+                if (name.Length == 0) { throw new FormatException("a secret of the request has no name"); }
+                runspace.SessionStateProxy.SetVariable(name, ValueOf(name, secret));
+            }
+        }
+
+        private static string Member(Dictionary<string, object> secret, string member)
+        {
+            object value;
+            if (!secret.TryGetValue(member, out value) || value == null) { return string.Empty; }
+            return value as string ?? Convert.ToString(value, CultureInfo.InvariantCulture);
+        }
+
+        // The value as the same literal would give it in PowerShell. No
+        // message here quotes the value: only the variable's name and kind.
+        private static object ValueOf(string name, Dictionary<string, object> secret)
+        {
+            string kind = Member(secret, "kind");
+            string text = Member(secret, "value");
+            switch (kind)
+            {
+                case "string":
+                    return text;
+                case "integer":
+                    return Integer(name, text);
+                case "real":
+                    double real;
+                    if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
+                    throw new FormatException("the secret $" + name + " is not a number");
+                case "bool":
+                    object flag;
+                    if (secret.TryGetValue("value", out flag) && flag is bool) { return flag; }
+                    throw new FormatException("the secret $" + name + " is not a boolean");
+                case "credential":
+                    return Credential(Member(secret, "user"), Member(secret, "password"));
+                default:
+                    throw new FormatException("the secret $" + name + " has an unknown kind '" + kind + "'");
+            }
+        }
+
+        // As PowerShell types an integer literal: Int32, else Int64, else
+        // Decimal, else Double (Parser's ScanNumber).
+        private static object Integer(string name, string text)
+        {
+            NumberStyles sign = NumberStyles.AllowLeadingSign;
+            int small;
+            if (int.TryParse(text, sign, CultureInfo.InvariantCulture, out small)) { return small; }
+            long large;
+            if (long.TryParse(text, sign, CultureInfo.InvariantCulture, out large)) { return large; }
+            decimal huge;
+            if (decimal.TryParse(text, sign, CultureInfo.InvariantCulture, out huge)) { return huge; }
+            double real;
+            if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
+            throw new FormatException("the secret $" + name + " is not an integer");
+        }
+
+        // A PSCredential whose password is a SecureString built here, char
+        // by char: no ConvertTo-SecureString, which module logging records
+        // with its -String. An empty password is an empty SecureString.
+        public static PSCredential Credential(string user, string password)
+        {
+            SecureString secure = new SecureString();
+            foreach (char c in password) { secure.AppendChar(c); }
+            secure.MakeReadOnly();
+            return new PSCredential(user, secure);
+        }
+
+        // An MSFT_Credential CIM instance from a credential, made as
+        // New-CimInstance -ClientOnly makes one (CimCmdlets'
+        // CimNewCimInstance: new CimInstance(className), then each entry
+        // CimProperty.Create(name, value, CimFlags.None), which infers the
+        // CIM type from the .NET value), but without handing the password
+        // to a command as a string. Through reflection: this file compiles
+        // against System.Management.Automation alone (5.1's Add-Type), and
+        // Microsoft.Management.Infrastructure is loaded where CIM exists
+        // (the GAC on Windows PowerShell 5.1, $PSHOME on pwsh 7; pwsh on
+        // Linux has the assembly but no libmi, so the constructor throws
+        // there, as New-CimInstance does).
+        public static object NewCredentialInstance(PSCredential credential)
+        {
+            if (credential == null) { throw new ArgumentNullException("credential"); }
+            Assembly mmi = CimAssembly();
+            Type instanceType = mmi.GetType("Microsoft.Management.Infrastructure.CimInstance", true);
+            Type propertyType = mmi.GetType("Microsoft.Management.Infrastructure.CimProperty", true);
+            Type flagsType = mmi.GetType("Microsoft.Management.Infrastructure.CimFlags", true);
+            object instance = Activator.CreateInstance(instanceType, new object[] { "MSFT_Credential" });
+            object none = Enum.ToObject(flagsType, 0);
+            MethodInfo create = propertyType.GetMethod("Create", new Type[] { typeof(string), typeof(object), flagsType });
+            object properties = instanceType.GetProperty("CimInstanceProperties").GetValue(instance, null);
+            MethodInfo add = properties.GetType().GetMethod("Add", new Type[] { propertyType });
+            add.Invoke(properties, new object[] { create.Invoke(null, new object[] { "UserName", credential.UserName, none }) });
+            add.Invoke(properties, new object[] { create.Invoke(null, new object[] { "Password", credential.GetNetworkCredential().Password, none }) });
+            return instance;
+        }
+
+        // The PSCredential of an MSFT_Credential CIM instance (what a
+        // class-based resource takes where the LCM would have converted it).
+        public static PSCredential CredentialOf(object instance)
+        {
+            if (instance == null) { throw new ArgumentNullException("instance"); }
+            object properties = instance.GetType().GetProperty("CimInstanceProperties").GetValue(instance, null);
+            string user = string.Empty;
+            string password = string.Empty;
+            foreach (object property in (System.Collections.IEnumerable)properties)
+            {
+                Type type = property.GetType();
+                string name = Convert.ToString(type.GetProperty("Name").GetValue(property, null), CultureInfo.InvariantCulture);
+                string value = Convert.ToString(type.GetProperty("Value").GetValue(property, null), CultureInfo.InvariantCulture);
+                if (string.Equals(name, "UserName", StringComparison.OrdinalIgnoreCase)) { user = value; }
+                if (string.Equals(name, "Password", StringComparison.OrdinalIgnoreCase)) { password = value; }
+            }
+            return Credential(user, password);
+        }
+
+        private static Assembly CimAssembly()
+        {
+            foreach (Assembly loaded in AppDomain.CurrentDomain.GetAssemblies())
+            {
+                if (string.Equals(loaded.GetName().Name, "Microsoft.Management.Infrastructure", StringComparison.OrdinalIgnoreCase)) { return loaded; }
+            }
+            return Assembly.Load("Microsoft.Management.Infrastructure, Version=1.0.0.0, Culture=neutral, PublicKeyToken=31bf3856ad364e35");
+        }
+    }
+
     public sealed class ProtocolException : Exception
     {
         public ProtocolException(string message) : base(message) { }
@@ -787,6 +937,9 @@ namespace PwshlibHost
         private const int ProtocolVersion = 1;
         // The prelude mechanism this host offers in its hello.
         private const int PreludeVersion = 1;
+        // The secret binding this host offers in its hello (a request's
+        // "secrets", bound by SecretValues before the code runs).
+        private const int SecretsVersion = 1;
         private const int MaxFrameLength = 268435456;
         // Reading: strict UTF-8, invalid bytes throw instead of becoming
         // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
@@ -865,6 +1018,7 @@ namespace PwshlibHost
             hello.Add(Field("pid", processId));
             hello.Add(Field("host", hostName));
             hello.Add(Field("prelude", PreludeVersion));
+            hello.Add(Field("secrets", SecretsVersion));
             WriteFrame(hello);
             while (true)
             {
@@ -1423,6 +1577,7 @@ namespace PwshlibHost
                     Environment.CurrentDirectory = workingDir;
                 }
                 psHost.Reset();
+                SecretValues.Bind(runspace, Get(request, "secrets"));
 
                 ps = PowerShell.Create();
                 ps.Runspace = runspace;

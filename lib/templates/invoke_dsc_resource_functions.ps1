@@ -68,6 +68,37 @@ function New-PwshlibEmbeddedInstance {
     $Property
 }
 
+function New-PwshlibCredentialInstance {
+    # A credential inside an embedded instance, from the PSCredential the
+    # host bound for the call (docs/protocol.md, "Secrets"): never a plain
+    # password handed to a command, which module logging would record.
+    #
+    # A class-based resource on PowerShell 6 and 7 takes the credential as
+    # it is (New-PwshlibEmbeddedInstance's reasons). Anywhere else the value
+    # is an MSFT_Credential CIM instance, as DSC's MOF schemas declare it
+    # and the 5.1 LCM takes it: the host's compiled code builds it from the
+    # credential (New-CimInstance would need the password as a string in
+    # its -Property). Outside pwshlib's host (a script run by hand, a
+    # pwshlib 2.x host) there is no such code, and New-CimInstance it is.
+    param(
+        [Parameter(Mandatory = $true)]
+        [System.Management.Automation.PSCredential] $Credential,
+
+        [switch] $ClassBased
+    )
+    if ($ClassBased -and $PSVersionTable.PSEdition -eq 'Core') {
+        return $Credential
+    }
+    $Builder = 'PwshlibHost.SecretValues' -as [type]
+    if ($null -ne $Builder) {
+        return $Builder::NewCredentialInstance($Credential)
+    }
+    New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{
+        UserName = $Credential.UserName
+        Password = $Credential.GetNetworkCredential().Password
+    }
+}
+
 function New-PwshlibEmbeddedInstanceArray {
     # An array of the embedded instances of a class-based resource (made by
     # New-PwshlibEmbeddedInstance): typed CimInstance[] for the LCM of
@@ -532,12 +563,23 @@ function ConvertFrom-PwshlibCimValue {
     # class. On PowerShell 7 the values are hashtables already.
     param($Value)
     if ($Value -is [Microsoft.Management.Infrastructure.CimInstance]) {
+        if ($Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
+            # Through the host's compiled code where it runs, before any
+            # member is read: no command or function receives the password
+            # as a string (module logging).
+            $Builder = 'PwshlibHost.SecretValues' -as [type]
+            if ($null -ne $Builder) {
+                return $Builder::CredentialOf($Value)
+            }
+            $Table = @{}
+            foreach ($Property in $Value.CimInstanceProperties) {
+                $Table[$Property.Name] = $Property.Value
+            }
+            return New-PsCredential -User $Table.UserName -Password $Table.Password
+        }
         $Table = @{}
         foreach ($Property in $Value.CimInstanceProperties) {
             $Table[$Property.Name] = ConvertFrom-PwshlibCimValue -Value $Property.Value
-        }
-        if ($Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
-            return New-PsCredential -User $Table.UserName -Password $Table.Password
         }
         return $Table
     }

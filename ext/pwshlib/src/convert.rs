@@ -87,6 +87,7 @@ pub mod names {
     pub static INVOKE_DSC_RESOURCE: LazyId = LazyId::new("invoke_dsc_resource");
     pub static PS_MANAGER: LazyId = LazyId::new("ps_manager");
     pub static EXECUTE_WITH_PRELUDE: LazyId = LazyId::new("execute_with_prelude");
+    pub static EXECUTE_DSC: LazyId = LazyId::new("execute_dsc");
     pub static STDOUT: LazyId = LazyId::new("stdout");
     pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
     pub static NATIVE_STDOUT: LazyId = LazyId::new("native_stdout");

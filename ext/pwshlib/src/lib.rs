@@ -3,6 +3,7 @@
 
 mod convert;
 mod dsc_base_provider;
+mod dsc_script;
 mod error;
 mod gvl;
 mod handover;
@@ -25,6 +26,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn init(ruby: &Ruby) -> Result<(), Error> {
     dsc_base_provider::init(ruby)?;
     manager::init(ruby)?;
+    dsc_script::init(ruby)?;
     literal::init(ruby)?;
     Ok(())
 }

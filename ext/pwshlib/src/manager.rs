@@ -26,9 +26,10 @@ use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
     SET_OVERRIDE_HINT,
 };
-use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
+use pwshlib_transport::protocol::{self, BoundSecret, ExecuteRequest, ExecuteResult};
 
 use crate::convert::lossy_string;
+use crate::dsc_script::DscScript;
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
 
@@ -83,6 +84,32 @@ impl Drop for Shared {
         if let Some(host) = self.host.get_mut().take() {
             host.destroy();
         }
+    }
+}
+
+/// A request's code: as given, or a DSC call's data form with the secrets
+/// it binds and its inline form for a host that cannot bind.
+struct RequestCode {
+    code: String,
+    secrets: Vec<BoundSecret>,
+    inline: Option<String>,
+}
+
+impl RequestCode {
+    fn plain(code: RString) -> RequestCode {
+        RequestCode {
+            code: lossy_string(code),
+            secrets: Vec::new(),
+            inline: None,
+        }
+    }
+}
+
+/// The DSC prelude (`templates::PRELUDE`) under its id.
+fn dsc_prelude() -> Prelude<'static> {
+    Prelude {
+        id: templates::prelude_id(),
+        code: templates::PRELUDE,
     }
 }
 
@@ -241,6 +268,7 @@ impl Manager {
             )?;
         let (code,) = args.required;
         let (timeout, working_dir, env_vars) = args.optional;
+        let code = RequestCode::plain(code);
         rb_self.run(ruby, code, timeout, working_dir, env_vars, None)
     }
 
@@ -269,23 +297,45 @@ impl Manager {
                 templates::PRELUDE_NAME
             )));
         }
-        let prelude = Prelude {
-            id: templates::prelude_id(),
-            code: templates::PRELUDE,
+        let code = RequestCode::plain(code);
+        rb_self.run(
+            ruby,
+            code,
+            timeout,
+            working_dir,
+            env_vars,
+            Some(dsc_prelude()),
+        )
+    }
+
+    /// `execute_dsc(script, timeout_ms = nil)`: runs one DSC call's
+    /// `Pwshlib::DscScript` after the DSC prelude. Its lines go as the code
+    /// and its secrets in the request's `secrets`, bound by the host before
+    /// the code runs (docs/protocol.md, "Secrets"); a host that cannot
+    /// bind gets the inline form, the secrets set by literals. The script
+    /// never becomes a Ruby String.
+    fn execute_dsc(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
+        let args = scan_args::<(&DscScript,), (Option<Value>,), (), (), (), ()>(args)?;
+        let (script,) = args.required;
+        let (timeout,) = args.optional;
+        let secrets = script.secrets();
+        let code = RequestCode {
+            inline: (!secrets.is_empty()).then(|| script.0.inline_body().to_owned()),
+            code: script.0.body().to_owned(),
+            secrets,
         };
-        rb_self.run(ruby, code, timeout, working_dir, env_vars, Some(prelude))
+        rb_self.run(ruby, code, timeout, None, None, Some(dsc_prelude()))
     }
 
     fn run(
         &self,
         ruby: &Ruby,
-        code: RString,
+        code: RequestCode,
         timeout: Option<Value>,
         working_dir: Option<Value>,
         env_vars: Option<Value>,
         prelude: Option<Prelude<'static>>,
     ) -> BindingResult<RHash> {
-        let code = lossy_string(code);
         let timeout_ms = optional_timeout(timeout)?;
         let working_dir = match working_dir.filter(|v| !v.is_nil()) {
             Some(dir) => Some(lossy_string(RString::try_convert(dir)?)),
@@ -298,7 +348,9 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let request = ExecuteRequest::new(code, timeout_ms, working_dir, &env_vars);
+        let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
+        request.secrets = code.secrets;
+        request.inline_code = code.inline;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {
@@ -331,7 +383,7 @@ impl Manager {
     }
 
     /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
-    /// prelude_version:, prelude:}` of the current host: what crossed the
+    /// prelude_version:, secrets_version:, prelude:}` of the current host: what crossed the
     /// connection (frames whole), the prelude mechanism the host offered and
     /// the id of the prelude it holds (nil when none). Zeros and nils once
     /// the host is gone.
@@ -339,14 +391,14 @@ impl Manager {
         // The lock is taken without the GVL: a call that holds it through a
         // wake-up needs the GVL back before it can let go.
         let shared = &rb_self.shared;
-        let (stats, version, installed) = without_gvl(
+        let (stats, (version, secrets), installed) = without_gvl(
             || match shared.host.lock().as_ref() {
                 Some(host) => (
                     host.wire_stats(),
-                    host.prelude_version(),
+                    (host.prelude_version(), host.secrets_version()),
                     host.installed_prelude().map(str::to_owned),
                 ),
-                None => (WireStats::default(), 0, None),
+                None => (WireStats::default(), (0, 0), None),
             },
             || {},
         )
@@ -358,6 +410,7 @@ impl Manager {
         hash.aset(ruby.to_symbol("last_sent"), stats.last_sent)?;
         hash.aset(ruby.to_symbol("last_received"), stats.last_received)?;
         hash.aset(ruby.to_symbol("prelude_version"), version)?;
+        hash.aset(ruby.to_symbol("secrets_version"), secrets)?;
         hash.aset(ruby.to_symbol("prelude"), installed)?;
         Ok(hash)
     }
@@ -521,6 +574,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         "execute_with_prelude",
         method!(Manager::execute_with_prelude, -1),
     )?;
+    class.define_method("execute_dsc", method!(Manager::execute_dsc, -1))?;
     class.define_method("wire_stats", method!(Manager::wire_stats, 0))?;
     class.define_method("alive?", method!(Manager::is_alive, 0))?;
     class.define_method("exit", method!(Manager::exit, 0))?;

@@ -5,6 +5,7 @@
 //! [`lifecycle::ProviderCallbacks`]; the binding answers through Ruby and
 //! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
 
+pub mod bound;
 pub mod cim_type;
 pub mod error;
 pub mod literal;

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use crate::bound::BoundValue;
 use crate::cim_type::CimType;
 use crate::error::{Error, Result};
 use crate::secrecy::peel;
@@ -140,6 +141,11 @@ pub struct TrackedText {
     secrets: Vec<String>,
     secret_depth: usize,
     secret_start: usize,
+    /// Binding mode (a DSC call's script): each secret leaf is written as
+    /// [`crate::bound::SENTINEL`] and its value kept here, in order, for
+    /// the host to bind (`bound.rs`). Off: secrets are literals.
+    binds: bool,
+    leaves: Vec<BoundValue>,
 }
 
 impl TrackedText {
@@ -156,8 +162,34 @@ impl TrackedText {
         }
     }
 
+    /// An empty text in binding mode: secret leaves become sentinels, their
+    /// values [`TrackedText::into_bound`] gives back.
+    pub fn binding() -> Self {
+        TrackedText {
+            binds: true,
+            ..TrackedText::default()
+        }
+    }
+
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The text (with a sentinel for each secret leaf), the leaves' values
+    /// in order, and the plain texts of the secrets.
+    pub fn into_bound(self) -> (String, Vec<BoundValue>, Vec<String>) {
+        (self.text, self.leaves, self.secrets)
+    }
+
+    /// Writes a leaf: `literal`, or in binding mode inside a secret a
+    /// sentinel, `bound` kept for the host.
+    fn leaf(&mut self, literal: &str, bound: impl FnOnce() -> BoundValue) {
+        if self.binds && self.in_secret() {
+            self.text.push(crate::bound::SENTINEL);
+            self.leaves.push(bound());
+        } else {
+            self.text.push_str(literal);
+        }
     }
 
     pub fn spans(&self) -> &[Range<usize>] {
@@ -188,7 +220,13 @@ impl TrackedText {
     /// Appends another tracked text, keeping its secret spans.
     pub fn append(&mut self, other: TrackedText) {
         let offset = self.text.len();
-        let (text, spans, secrets) = other.into_parts();
+        self.leaves.extend(other.leaves);
+        let TrackedText {
+            text,
+            spans,
+            secrets,
+            ..
+        } = other;
         self.text.push_str(&text);
         self.spans
             .extend(spans.into_iter().map(|r| r.start + offset..r.end + offset));
@@ -235,13 +273,13 @@ impl TrackedText {
         })?;
         self.note(text);
         if self.in_secret() {
-            // The escaped form is what the real script holds; guard it too.
+            // The escaped form is what an inline script holds; guard it too.
             let escaped = &literal[1..literal.len() - 1];
             if escaped != text {
                 self.secrets.push(escaped.to_owned());
             }
         }
-        self.push(&literal);
+        self.leaf(&literal, || BoundValue::Text(text.to_owned()));
         Ok(())
     }
 
@@ -254,9 +292,9 @@ impl TrackedText {
     pub fn datetime(&mut self, timestamp: Timestamp) {
         let iso = timestamp.to_iso8601();
         self.note(&iso);
-        self.push("[DateTime]'");
-        self.push(&iso);
-        self.push("'");
+        self.push("[DateTime]");
+        let literal = format!("'{iso}'");
+        self.leaf(&literal, || BoundValue::Text(iso));
     }
 
     /// `[DateTime]'<text>'` for a date-time given as text.
@@ -282,12 +320,12 @@ impl TrackedText {
     pub fn value(&mut self, value: &Value, attribute: &str) -> Result<()> {
         match value {
             Value::Nil => self.push("$null"),
-            Value::Bool(true) => self.push("$true"),
-            Value::Bool(false) => self.push("$false"),
+            Value::Bool(true) => self.leaf("$true", || BoundValue::Bool(true)),
+            Value::Bool(false) => self.leaf("$false", || BoundValue::Bool(false)),
             Value::Int(i) => {
                 let text = i.to_string();
                 self.note(&text);
-                self.push(&text);
+                self.leaf(&text, || BoundValue::Integer(text.clone()));
             }
             Value::BigInt(text) => {
                 let digits = text.strip_prefix('-').unwrap_or(text);
@@ -298,7 +336,7 @@ impl TrackedText {
                     });
                 }
                 self.note(text);
-                self.push(text);
+                self.leaf(text, || BoundValue::Integer(text.clone()));
             }
             Value::Float(f) => {
                 let text = format_float(*f).ok_or_else(|| Error::InvalidValue {
@@ -306,7 +344,7 @@ impl TrackedText {
                     message: format!("the number {f} has no PowerShell literal"),
                 })?;
                 self.note(&text);
-                self.push(&text);
+                self.leaf(&text, || BoundValue::Real(text.clone()));
             }
             Value::Str(s) | Value::Symbol(s) => self.string(s, attribute)?,
             Value::Timestamp(t) => self.datetime(*t),

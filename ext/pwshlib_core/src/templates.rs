@@ -70,6 +70,7 @@ mod tests {
             [
                 "New-PsCredential",
                 "New-PwshlibEmbeddedInstance",
+                "New-PwshlibCredentialInstance",
                 "New-PwshlibEmbeddedInstanceArray",
                 "Add-PwshlibVendoredModulePath",
                 "Restore-PwshlibVendoredModulePath",

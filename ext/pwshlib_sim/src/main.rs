@@ -148,15 +148,26 @@ fn serve(args: &Args) -> i32 {
 /// would (README.md).
 const OLD_HOST_ENV: &str = "PWSHLIB_SIM_NO_PRELUDE";
 
+/// Set (to anything) to play a host that holds preludes but binds no
+/// secrets: its hello offers none, and it ignores a request's `secrets`
+/// (README.md), so the manager sends their inline form.
+const NO_SECRETS_ENV: &str = "PWSHLIB_SIM_NO_SECRETS";
+
 /// Hello, then requests until exit or EOF.
 fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
     let offers_preludes = std::env::var_os(OLD_HOST_ENV).is_none();
+    let binds_secrets = offers_preludes && std::env::var_os(NO_SECRETS_ENV).is_none();
     let hello = Message::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         pid: std::process::id(),
         host: format!("pwshlib-sim {}", env!("CARGO_PKG_VERSION")),
         prelude: if offers_preludes {
             protocol::PRELUDE_VERSION
+        } else {
+            0
+        },
+        secrets: if binds_secrets {
+            protocol::SECRETS_VERSION
         } else {
             0
         },
@@ -182,6 +193,9 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
             Ok(Some(Message::Execute(mut request))) => {
                 if !offers_preludes {
                     request.prelude = None;
+                }
+                if !binds_secrets {
+                    request.secrets.clear();
                 }
                 let id = request.id;
                 let (result, answer_twice) = execute(&request, &mut session);
@@ -260,7 +274,7 @@ fn run_code(
         Ok(saved) => saved,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let outcome = dsc::handle(&request.code, &tree, request.timeout_ms)
+    let outcome = dsc::handle_bound(&request.code, &tree, request.timeout_ms, &request.secrets)
         .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
     let result = carry_out(outcome, deadline, request.timeout_ms);
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)

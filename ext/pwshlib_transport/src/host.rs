@@ -95,6 +95,8 @@ pub struct Host {
     last_request_id: u64,
     /// The prelude mechanism the host offered in its hello (0: none).
     prelude_version: u32,
+    /// The secret binding the host offered in its hello (0: none).
+    secrets_version: u32,
     /// The prelude this host session holds, by id: set when a result says
     /// its code ran with it. A new host (after a crash, a kill or a restart)
     /// starts with none, so it is sent the prelude again.
@@ -129,6 +131,11 @@ impl Host {
     /// The prelude mechanism the host offered (0: none, an older host).
     pub fn prelude_version(&self) -> u32 {
         self.prelude_version
+    }
+
+    /// The secret binding the host offered (0: none, an older host).
+    pub fn secrets_version(&self) -> u32 {
+        self.secrets_version
     }
 
     /// The id of the prelude this host session holds, if any.

@@ -16,6 +16,9 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// The prelude mechanism this codec speaks (the `hello` frame's `prelude`;
 /// absent or 0 means the host has none, as hosts before it).
 pub const PRELUDE_VERSION: u32 = 1;
+/// The secret binding this codec speaks (the `hello` frame's `secrets`;
+/// absent or 0: the host binds nothing, and gets secrets as literals).
+pub const SECRETS_VERSION: u32 = 1;
 /// The largest payload either side accepts: 256 MiB.
 pub const MAX_FRAME_LEN: usize = 256 * 1024 * 1024;
 /// `timeout_ms` when the caller gives none: 300 s.
@@ -54,6 +57,10 @@ pub enum Message {
         /// The prelude mechanism the host offers; 0 (or absent) for none.
         #[serde(default, skip_serializing_if = "is_zero")]
         prelude: u32,
+        /// The secret binding the host offers (a request's `secrets`); 0
+        /// (or absent) for none.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        secrets: u32,
     },
     /// Manager → host: run code.
     Execute(ExecuteRequest),
@@ -82,6 +89,52 @@ pub struct ExecuteRequest {
     /// offers preludes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prelude: Option<PreludeRef>,
+    /// Variables the host binds in the runspace before the code runs
+    /// (docs/protocol.md, "Secrets"): a DSC call's secrets travel here,
+    /// never in its code. Only to a host whose hello offered `secrets`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<BoundSecret>,
+    /// The code to send instead, with the secrets set by literals in it,
+    /// when the host cannot bind them. Never on the wire.
+    #[serde(skip)]
+    pub inline_code: Option<String>,
+}
+
+/// One variable a host binds: its name (without `$`) and value.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundSecret {
+    pub name: String,
+    #[serde(flatten)]
+    pub value: SecretValue,
+}
+
+/// A bound variable's value, by kind. The host makes a `System.String`, an
+/// integer typed as PowerShell types the same literal, a `System.Double`, a
+/// `System.Boolean`, or a `PSCredential` whose password is a
+/// `SecureString` it builds.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SecretValue {
+    String { value: String },
+    Integer { value: String },
+    Real { value: String },
+    Bool { value: bool },
+    Credential { user: String, password: String },
+}
+
+/// Only the name and the kind: a request may be shown (`{:?}`) in an
+/// error or a test's failure, its secrets never.
+impl std::fmt::Debug for BoundSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.value {
+            SecretValue::String { .. } => "string",
+            SecretValue::Integer { .. } => "integer",
+            SecretValue::Real { .. } => "real",
+            SecretValue::Bool { .. } => "bool",
+            SecretValue::Credential { .. } => "credential",
+        };
+        write!(f, "BoundSecret({} {kind}, redacted)", self.name)
+    }
 }
 
 /// Which prelude a request runs with, and its text when the host does not
@@ -121,6 +174,8 @@ impl ExecuteRequest {
             working_dir,
             env,
             prelude: None,
+            secrets: Vec::new(),
+            inline_code: None,
         }
     }
 }

@@ -28,6 +28,7 @@ use crate::convert::{
     map_from_ruby, map_to_ruby, names, static_symbol, symbol, to_ruby,
     type_definition_from_context,
 };
+use crate::dsc_script::DscScript;
 use crate::error::{BindingError, BindingResult};
 use crate::handover::{map_to_ruby_reusing, EntryValues};
 
@@ -334,9 +335,13 @@ impl ProviderCallbacks for RubyProvider<'_> {
         execute_output(self.ruby, result)
     }
 
-    /// A manager that knows the DSC prelude (this library's `Pwsh::Manager`)
-    /// gets only the lines of this call; any other (a pwshlib 2.x manager,
-    /// a test double) gets the whole script through `execute`.
+    /// This library's `Pwsh::Manager` takes the script as it is
+    /// (`execute_dsc`): its lines, and its secrets as data for the host to
+    /// bind, never a Ruby String. Any other manager gets the inline form
+    /// (the secrets set by literals, as pwshlib 2.x sent them): a manager
+    /// with `execute_with_prelude` only the lines of this call, any other
+    /// (a pwshlib 2.x manager, a test double) the whole script through
+    /// `execute`.
     fn execute_script(
         &self,
         script: &Script,
@@ -345,15 +350,19 @@ impl ProviderCallbacks for RubyProvider<'_> {
         let manager: RValue = self
             .provider
             .funcall(id(self.ruby, &names::PS_MANAGER), ())?;
-        let execute_with_prelude = id(self.ruby, &names::EXECUTE_WITH_PRELUDE);
-        let takes_prelude =
-            script.has_prelude() && manager.respond_to(execute_with_prelude, false)?;
-        let result: RValue = if takes_prelude {
+        let result: RValue = if script.has_prelude()
+            && manager.respond_to(id(self.ruby, &names::EXECUTE_DSC), false)?
+        {
+            let wrapped = self.ruby.obj_wrap(DscScript(script.clone()));
+            manager.funcall(id(self.ruby, &names::EXECUTE_DSC), (wrapped, timeout_ms))?
+        } else if script.has_prelude()
+            && manager.respond_to(id(self.ruby, &names::EXECUTE_WITH_PRELUDE), false)?
+        {
             manager.funcall(
-                execute_with_prelude,
+                id(self.ruby, &names::EXECUTE_WITH_PRELUDE),
                 (
                     frozen_literal(self.ruby, templates::PRELUDE_NAME),
-                    script.body(),
+                    script.inline_body(),
                     timeout_ms,
                 ),
             )?

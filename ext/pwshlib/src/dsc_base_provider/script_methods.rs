@@ -195,18 +195,24 @@ fn munge_psmodulepath(ruby: &Ruby, rb_self: RValue, resource: RValue) -> Binding
     Ok(ruby.str_new(&parts_from_ruby(ruby, rb_self, resource)?.module_path))
 }
 
-type ScriptSection = (&'static str, fn(ScriptParts) -> TrackedText);
+type ScriptSection = (
+    &'static str,
+    fn(&ScriptParts) -> pwshlib_core::Result<TrackedText>,
+);
 
-/// The sections of a script that 2.x offered one by one (marked text):
-/// `prepare_credentials` (the `New-PsCredential` lines),
-/// `prepare_cim_instances` (the `New-CimInstance` lines, nested instances
+/// The sections of a script that 2.x offered one by one (marked text, in
+/// the inline form: each section sets the secret variables it uses by
+/// literals first): `prepare_credentials` (the `New-PsCredential` lines),
+/// `prepare_cim_instances` (the embedded instance lines, nested instances
 /// first) and `invoke_params` (the `$InvokeParams = @{…}` line). Thin
 /// entries: variable names are fresh on every call, so combine sections
 /// only through `ps_script_content`.
 const SCRIPT_SECTIONS: [ScriptSection; 3] = [
-    ("prepare_credentials", |parts| parts.credentials),
-    ("prepare_cim_instances", |parts| parts.cim_instances),
-    ("invoke_params", |parts| parts.invoke_params),
+    ("prepare_credentials", ScriptParts::inline_credentials),
+    ("prepare_cim_instances", |parts| {
+        parts.cim_instances.inline()
+    }),
+    ("invoke_params", |parts| parts.invoke_params.inline()),
 ];
 
 fn script_section<const INDEX: usize>(
@@ -216,7 +222,7 @@ fn script_section<const INDEX: usize>(
 ) -> BindingResult<RString> {
     let (_, section) = SCRIPT_SECTIONS[INDEX];
     let parts = parts_from_ruby(ruby, rb_self, resource)?;
-    marked(ruby, &Script::from_tracked(section(parts)))
+    marked(ruby, &Script::from_tracked(section(&parts)?))
 }
 
 type AttributeList = (&'static str, for<'t> fn(&'t TypeDef) -> Vec<&'t str>);

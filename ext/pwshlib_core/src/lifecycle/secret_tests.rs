@@ -423,7 +423,7 @@ fn set_with_unwrapped_secrets(value: &str) -> (String, String) {
 
 /// A script with its per-call `$cred_…`/`$cim_…` names made alike.
 fn without_variable_names(script: &str) -> String {
-    let names = regex::Regex::new(r"\$(cred|cim)_[0-9a-f]{32}").unwrap();
+    let names = regex::Regex::new(r"\$(cred|cim|secret)_[0-9a-f]{32}").unwrap();
     names.replace_all(script, "$${1}_NAME").into_owned()
 }
 

@@ -90,8 +90,9 @@ impl Redactor {
     /// The literal text of every secret span of the script, as PowerShell
     /// may quote it back.
     pub fn add_script(&mut self, script: &Script) {
-        for span in script.body_secret_spans() {
-            let literal = &script.body()[span.clone()];
+        let inline = script.inline_body();
+        for span in script.inline_secret_spans() {
+            let literal = &inline[span];
             self.add_form(literal);
             self.add_lines(literal);
         }

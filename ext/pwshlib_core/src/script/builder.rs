@@ -3,9 +3,10 @@
 //! or a literal (typed where it is an empty array, a `[DateTime]` cast).
 
 use super::{InvocableResource, InvokeParameter};
+use crate::bound::{BoundValue, SecretBinding};
 use crate::cim_type::CimType;
 use crate::error::{Error, Result};
-use crate::literal::{powershell_type, TrackedText};
+use crate::literal::{powershell_type, quote, TrackedText};
 use crate::secrecy::peel;
 use crate::value::{Map, Value};
 
@@ -31,8 +32,9 @@ pub(super) fn is_credential_hash(value: &Value) -> bool {
 
 pub(super) struct Builder<'n> {
     pub(super) names: &'n mut dyn FnMut(&str) -> String,
-    /// `$cred_… = New-PsCredential …` lines.
-    pub(super) credentials: TrackedText,
+    /// The credentials, each a `$cred_…` variable the host binds to a
+    /// `PSCredential` it builds (`bound.rs`).
+    pub(super) credentials: Vec<SecretBinding>,
     /// `$cim_… = New-CimInstance …` lines, nested instances first.
     pub(super) cim_instances: TrackedText,
     /// A class-based resource: its embedded instances are made by the
@@ -53,19 +55,23 @@ pub(super) const NEW_CIM_INSTANCE: &str = " = New-CimInstance -ClientOnly -Class
 /// New-CimInstance at all). Issue 31, item 14.
 pub(super) const NEW_EMBEDDED_INSTANCE: &str = " = New-PwshlibEmbeddedInstance -ClassName ";
 
+/// Makes an embedded `MSFT_Credential` from a bound credential (followed
+/// by its variable's name): the prelude's `New-PwshlibCredentialInstance`.
+pub(super) const NEW_CREDENTIAL_INSTANCE: &str = " = New-PwshlibCredentialInstance -Credential $";
+
 impl<'n> Builder<'n> {
     pub(super) fn new(names: &'n mut dyn FnMut(&str) -> String, class_based: bool) -> Self {
         Builder {
             names,
-            credentials: TrackedText::new(),
-            cim_instances: TrackedText::new(),
+            credentials: Vec::new(),
+            cim_instances: TrackedText::binding(),
             class_based,
         }
     }
 
     pub(super) fn invoke_params(&mut self, resource: &InvocableResource) -> Result<TrackedText> {
         // Most parameter lines of a Get or a Set fit in this.
-        let mut out = TrackedText::with_capacity(512);
+        let mut out = TrackedText::binding();
         out.push("$InvokeParams = @{Name = ");
         out.string(&resource.friendly_name, "Name")?;
         out.push("; Method = ");
@@ -205,22 +211,35 @@ impl<'n> Builder<'n> {
         }
     }
 
-    /// `$cred_… = New-PsCredential -User '…' -Password '…'`; the password is
-    /// always a secret, the user when it is Sensitive.
-    fn credential(&mut self, value: &Value, secret: bool, attribute: &str) -> Result<String> {
+    /// A credential: a `$cred_…` variable, bound by the host to a
+    /// `PSCredential` whose password is a `SecureString` it builds, so that
+    /// no command (`ConvertTo-SecureString`, `New-Object`, a prelude
+    /// function) ever receives the password as a string, which PowerShell's
+    /// module logging would record. The user is a secret when Sensitive.
+    pub(super) fn credential(
+        &mut self,
+        value: &Value,
+        secret: bool,
+        attribute: &str,
+    ) -> Result<String> {
         let (_, hash_secret) = peel(value);
-        let secret = secret || hash_secret;
         let (user, user_secret, password) = credential_parts(value, attribute)?;
+        // Refused here as a literal would be: no NUL reaches the host.
+        for text in [user, password] {
+            quote(text).map_err(|_| Error::InvalidValue {
+                attribute: attribute.to_owned(),
+                message: "a string with a NUL character cannot be passed to PowerShell".into(),
+            })?;
+        }
         let variable = (self.names)("cred_");
-        let mut line = TrackedText::new();
-        line.push("$");
-        line.push(&variable);
-        line.push(" = New-PsCredential -User ");
-        line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
-        line.push(" -Password ");
-        line.secret_string(password, attribute)?;
-        line.push("\n");
-        self.credentials.append(line);
+        self.credentials.push(SecretBinding {
+            name: variable.clone(),
+            value: BoundValue::Credential {
+                user: user.to_owned(),
+                user_secret: secret || hash_secret || user_secret,
+                password: password.to_owned(),
+            },
+        });
         Ok(variable)
     }
 }

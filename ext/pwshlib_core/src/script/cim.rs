@@ -4,8 +4,8 @@
 //! typed or refused here.
 
 use super::builder::{
-    credential_parts, is_cim_hash, is_credential_hash, kind_name, named_entry, typed_empty_array,
-    Builder, NEW_CIM_INSTANCE, NEW_EMBEDDED_INSTANCE,
+    is_cim_hash, is_credential_hash, kind_name, named_entry, typed_empty_array, Builder,
+    NEW_CIM_INSTANCE, NEW_CREDENTIAL_INSTANCE, NEW_EMBEDDED_INSTANCE,
 };
 use crate::error::{Error, Result};
 use crate::literal::{powershell_type, TrackedText};
@@ -65,7 +65,7 @@ impl Builder<'_> {
                 })
             }
         };
-        let mut properties = TrackedText::new();
+        let mut properties = TrackedText::binding();
         properties.maybe_secret(secret, |w| w.refuse_case_duplicate_keys(map, attribute))?;
         properties.push("@{");
         let mut first = true;
@@ -112,7 +112,7 @@ impl Builder<'_> {
         }
         properties.push("}");
         let variable = (self.names)("cim_");
-        let mut line = TrackedText::new();
+        let mut line = TrackedText::binding();
         line.push("$");
         line.push(&variable);
         line.push(self.instance_command());
@@ -157,7 +157,7 @@ impl Builder<'_> {
             return;
         }
         let variable = (self.names)("cim_");
-        let mut line = TrackedText::new();
+        let mut line = TrackedText::binding();
         line.push("$");
         line.push(&variable);
         line.push(" = New-PwshlibEmbeddedInstanceArray -Instances @(");
@@ -169,26 +169,29 @@ impl Builder<'_> {
     }
 
     /// A credential inside a CIM instance, as DSC's MOF schemas declare it:
-    /// an `MSFT_Credential` instance with `UserName` and `Password`
-    /// (New-CimInstance cannot take a PSCredential). The password is always
-    /// a secret, the user when it is Sensitive.
+    /// an `MSFT_Credential` instance (New-CimInstance cannot take a
+    /// PSCredential). The prelude's `New-PwshlibCredentialInstance` makes
+    /// it from the bound `PSCredential` (through the host's compiled code,
+    /// so no command receives the password as a string), or, for a
+    /// class-based resource on PowerShell 7, passes the credential on
+    /// as the class takes it.
     fn credential_instance(
         &mut self,
         value: &Value,
         secret: bool,
         attribute: &str,
     ) -> Result<String> {
-        let (user, user_secret, password) = credential_parts(value, attribute)?;
+        let credential = self.credential(value, secret, attribute)?;
         let variable = (self.names)("cim_");
-        let mut line = TrackedText::new();
+        let mut line = TrackedText::binding();
         line.push("$");
         line.push(&variable);
-        line.push(self.instance_command());
-        line.push("'MSFT_Credential' -Property @{UserName = ");
-        line.maybe_secret(secret || user_secret, |w| w.string(user, attribute))?;
-        line.push("; Password = ");
-        line.secret_string(password, attribute)?;
-        line.push("}\n");
+        line.push(NEW_CREDENTIAL_INSTANCE);
+        line.push(&credential);
+        if self.class_based {
+            line.push(" -ClassBased");
+        }
+        line.push("\n");
         self.cim_instances.append(line);
         Ok(variable)
     }

@@ -15,11 +15,12 @@
 
 mod builder;
 mod cim;
+mod inline;
 mod parts;
 mod resource;
 mod text;
 
-pub use parts::{build_script, build_script_with, script_for, ScriptParts};
+pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
 pub use resource::{InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};
 

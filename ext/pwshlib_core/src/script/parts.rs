@@ -2,10 +2,12 @@
 //! [`Script`]; and the entry points that build one.
 
 use super::builder::Builder;
+use super::inline::inline_lines;
 use super::{
     direct_disabled_by_env, random_variable_name, DscMethod, InvocableResource, Script, HEADER,
     INVOKE_CALL, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
+use crate::bound::{bind_leaves, SecretBinding};
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;
 use crate::typedef::TypeDef;
@@ -13,27 +15,57 @@ use crate::value::Map;
 
 /// The generated sections of a script, before they are joined with the
 /// templates. The Ruby methods `munge_psmodulepath`, `prepare_credentials`,
-/// `prepare_cim_instances` and `invoke_params` each return one of them.
+/// `prepare_cim_instances` and `invoke_params` each return one of them (in
+/// the inline form: see [`ScriptParts::inline_credentials`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScriptParts {
     /// The call's argument that adds the vendored path to PSModulePath
     /// (`-VendoredPath '…'`, for every resource whose vendored folder is
     /// known); empty otherwise.
     pub module_path: String,
-    /// `$cred_… = New-PsCredential …` lines.
-    pub credentials: TrackedText,
+    /// The credentials, each bound to a `$cred_…` variable.
+    pub credentials: Vec<SecretBinding>,
     /// `$cim_… = New-CimInstance …` lines, nested instances first.
-    pub cim_instances: TrackedText,
+    pub cim_instances: BoundText,
     /// The `$InvokeParams = @{…}` line.
-    pub invoke_params: TrackedText,
+    pub invoke_params: BoundText,
     /// The call goes through `Invoke-DscResource` (`PWSHLIB_DSC_DIRECT=0`)
     /// rather than to the resource directly.
     pub through_invoke_dsc_resource: bool,
 }
 
+/// A section whose secret leaves are variables: its text, the leaves
+/// bound under those names, and their plain texts (for redaction).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BoundText {
+    pub text: String,
+    pub bindings: Vec<SecretBinding>,
+    pub secrets: Vec<String>,
+}
+
+impl BoundText {
+    fn new(tracked: TrackedText, names: &mut dyn FnMut(&str) -> String) -> BoundText {
+        let (text, leaves, secrets) = tracked.into_bound();
+        let (text, bindings) = bind_leaves(&text, leaves, names);
+        BoundText {
+            text,
+            bindings,
+            secrets,
+        }
+    }
+
+    /// The section on its own in the inline form: its bound variables set
+    /// by literals, then its text (pwshlib 2.x's section methods).
+    pub fn inline(&self) -> Result<TrackedText> {
+        let mut out = inline_lines(&self.bindings)?;
+        out.push(&self.text);
+        Ok(out)
+    }
+}
+
 impl ScriptParts {
     /// Builds the sections; `names` makes each variable name from a prefix
-    /// (`cred_` or `cim_`).
+    /// (`cred_`, `cim_` or `secret_`).
     pub fn build(
         resource: &InvocableResource,
         names: &mut dyn FnMut(&str) -> String,
@@ -52,45 +84,56 @@ impl ScriptParts {
         } else {
             String::new()
         };
+        let Builder {
+            names,
+            credentials,
+            cim_instances,
+            ..
+        } = builder;
         Ok(ScriptParts {
             module_path,
-            credentials: builder.credentials,
-            cim_instances: builder.cim_instances,
-            invoke_params,
+            credentials,
+            cim_instances: BoundText::new(cim_instances, names),
+            invoke_params: BoundText::new(invoke_params, names),
             through_invoke_dsc_resource: direct_disabled_by_env(),
         })
     }
 
+    /// The credential lines in the inline form (`$cred_… =
+    /// New-PsCredential …`): pwshlib 2.x's `prepare_credentials`.
+    pub fn inline_credentials(&self) -> Result<TrackedText> {
+        inline_lines(&self.credentials)
+    }
+
     /// Joins the sections with the header and templates into the script.
-    pub fn into_script(self) -> Script {
-        let mut out = TrackedText::with_capacity(
+    pub fn into_script(self) -> Result<Script> {
+        let mut body = String::with_capacity(
             HEADER.len()
-                + self.credentials.text().len()
-                + self.cim_instances.text().len()
-                + self.invoke_params.text().len()
+                + self.cim_instances.text.len()
+                + self.invoke_params.text.len()
                 + INVOKE_CALL.len()
                 + THROUGH_INVOKE_DSC_RESOURCE.len()
                 + self.module_path.len()
                 + 2,
         );
-        out.push(HEADER);
-        out.append(self.credentials);
-        out.append(self.cim_instances);
-        out.append(self.invoke_params);
-        ensure_newline(&mut out);
-        out.push(INVOKE_CALL);
-        if self.through_invoke_dsc_resource {
-            out.push(THROUGH_INVOKE_DSC_RESOURCE);
+        body.push_str(HEADER);
+        body.push_str(&self.cim_instances.text);
+        body.push_str(&self.invoke_params.text);
+        if !body.ends_with('\n') {
+            body.push('\n');
         }
-        out.push(&self.module_path);
-        out.push("\n");
-        Script::from_tracked(out).with_prelude()
-    }
-}
-
-fn ensure_newline(out: &mut TrackedText) {
-    if !out.text().ends_with('\n') {
-        out.push("\n");
+        body.push_str(INVOKE_CALL);
+        if self.through_invoke_dsc_resource {
+            body.push_str(THROUGH_INVOKE_DSC_RESOURCE);
+        }
+        body.push_str(&self.module_path);
+        body.push('\n');
+        let mut bindings = self.credentials;
+        bindings.extend(self.cim_instances.bindings);
+        bindings.extend(self.invoke_params.bindings);
+        let mut secrets = self.cim_instances.secrets;
+        secrets.extend(self.invoke_params.secrets);
+        Ok(Script::bound(body, bindings, secrets)?.with_prelude())
     }
 }
 
@@ -105,7 +148,7 @@ pub fn build_script_with(
     resource: &InvocableResource,
     names: &mut dyn FnMut(&str) -> String,
 ) -> Result<Script> {
-    Ok(ScriptParts::build(resource, names)?.into_script())
+    ScriptParts::build(resource, names)?.into_script()
 }
 
 /// From a type definition, a resource hash, a method and Ruby's load path to

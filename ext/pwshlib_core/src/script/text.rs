@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use uuid::Uuid;
 
+use crate::bound::SecretBinding;
 use crate::error::{Error, Result};
 use crate::literal::{read_single_quoted, TrackedText};
 use crate::secrecy::{
@@ -14,24 +15,41 @@ use crate::secrecy::{
 };
 use crate::templates;
 
-/// A finished script: the real text for PowerShell, the byte ranges of every
-/// secret literal in it, and the plain texts of those secrets.
+/// A finished script: the lines of one DSC call, the secrets it refers to
+/// by variable (bound by the host, `bound.rs`), and the plain texts of
+/// those secrets.
+///
+/// Two forms come from it. The data form, [`Script::body`] with
+/// [`Script::bindings`], is what a host that binds secrets receives: its
+/// text holds no secret at all (issue 38). The inline form,
+/// [`Script::text`], sets each bound variable by a literal in front of the
+/// lines: for a manager that cannot bind, and, redacted, for `--debug`.
 ///
 /// The prelude ([`templates::PRELUDE`], some 14 KB) is not copied in front
-/// of each call's lines: a host holding it needs only [`Script::body`], and
-/// the whole text is joined on first use (a `--debug` dump, a manager that
+/// of each call's lines: a host holding it needs only the body, and the
+/// whole text is joined on first use (a `--debug` dump, a manager that
 /// takes whole scripts). Joining it on every call was a third of the cost
 /// of an in-sync Get (`rake bench`).
 #[derive(Debug, Clone, Default)]
 pub struct Script {
     /// The lines of this call: the whole text when there is no prelude.
     body: String,
-    /// Byte ranges of the secret literals in `body`.
+    /// Byte ranges of secret literals written into `body` itself: only in
+    /// a script read from text (the pwshlib 2.x marked form); a built
+    /// script binds its secrets instead.
     body_spans: Vec<Range<usize>>,
+    /// The variables the body refers to, for the host to bind.
+    bindings: Vec<SecretBinding>,
+    /// The inline form's lines that set `bindings` by literals, and the
+    /// byte ranges of those literals in it.
+    prefix: String,
+    prefix_spans: Vec<Range<usize>>,
     secrets: Vec<String>,
     /// Whether the text starts with the prelude, in front of `body`.
     with_prelude: bool,
-    /// The prelude and the body, joined when first asked for.
+    /// The prefix and the body, joined when first asked for.
+    inline: OnceLock<String>,
+    /// The prelude, the prefix and the body, joined when first asked for.
     joined: OnceLock<String>,
 }
 
@@ -39,21 +57,43 @@ impl PartialEq for Script {
     fn eq(&self, other: &Script) -> bool {
         self.body == other.body
             && self.body_spans == other.body_spans
+            && self.bindings == other.bindings
+            && self.prefix == other.prefix
             && self.secrets == other.secrets
             && self.with_prelude == other.with_prelude
     }
 }
 
 impl Script {
+    /// A script whose secrets, if any, are literals in its text.
     pub fn from_tracked(tracked: TrackedText) -> Script {
         let (body, body_spans, secrets) = tracked.into_parts();
         Script {
             body,
             body_spans,
             secrets,
-            with_prelude: false,
-            joined: OnceLock::new(),
+            ..Script::default()
         }
+    }
+
+    /// A script whose body refers to `bindings` by variable; `secrets` are
+    /// their plain texts (for the redaction's checks).
+    pub(super) fn bound(
+        body: String,
+        bindings: Vec<SecretBinding>,
+        secrets: Vec<String>,
+    ) -> Result<Script> {
+        let (prefix, prefix_spans, mut prefix_secrets) =
+            super::inline::inline_lines(&bindings)?.into_parts();
+        prefix_secrets.extend(secrets);
+        Ok(Script {
+            body,
+            bindings,
+            prefix,
+            prefix_spans,
+            secrets: prefix_secrets,
+            ..Script::default()
+        })
     }
 
     /// This script with [`templates::PRELUDE`] in front (it ends with a
@@ -75,43 +115,83 @@ impl Script {
         }
     }
 
-    /// The whole text PowerShell runs, prelude included. Never log it.
+    /// The whole text PowerShell runs when nothing is bound: the prelude,
+    /// the lines that set the bound variables by literals, the body. Never
+    /// log it.
     pub fn text(&self) -> &str {
         if !self.with_prelude {
-            return &self.body;
+            return self.inline_body();
         }
         self.joined.get_or_init(|| {
-            let mut text = String::with_capacity(templates::PRELUDE.len() + self.body.len());
+            let inline = self.inline_body();
+            let mut text = String::with_capacity(templates::PRELUDE.len() + inline.len());
             text.push_str(templates::PRELUDE);
-            text.push_str(&self.body);
+            text.push_str(inline);
             text
         })
     }
 
     /// True when the text starts with [`templates::PRELUDE`], so that a host
-    /// holding the prelude needs only [`Script::body`].
+    /// holding the prelude needs only the body.
     pub fn has_prelude(&self) -> bool {
         self.with_prelude
     }
 
-    /// The lines of this call alone: the text after the prelude (all of it
-    /// when there is none). Every secret is in here.
+    /// The lines of this call alone, in the data form: the text after the
+    /// prelude, referring to [`Script::bindings`] by variable. A built
+    /// script holds no secret here.
     pub fn body(&self) -> &str {
         &self.body
+    }
+
+    /// The variables [`Script::body`] refers to, for the host to bind.
+    pub fn bindings(&self) -> &[SecretBinding] {
+        &self.bindings
+    }
+
+    /// The lines of this call in the inline form: the bound variables set
+    /// by literals, then the body. What a manager that holds the prelude
+    /// but cannot bind runs. Never log it.
+    pub fn inline_body(&self) -> &str {
+        if self.prefix.is_empty() {
+            return &self.body;
+        }
+        self.inline.get_or_init(|| {
+            let mut text = String::with_capacity(self.prefix.len() + self.body.len());
+            text.push_str(&self.prefix);
+            text.push_str(&self.body);
+            text
+        })
     }
 
     /// Byte ranges of the secret literals in [`Script::text`], in order.
     pub fn secret_spans(&self) -> Vec<Range<usize>> {
         let shift = self.prelude_len();
-        self.body_spans
+        let body_shift = shift + self.prefix.len();
+        self.prefix_spans
             .iter()
             .map(|span| span.start + shift..span.end + shift)
+            .chain(
+                self.body_spans
+                    .iter()
+                    .map(|span| span.start + body_shift..span.end + body_shift),
+            )
             .collect()
     }
 
-    /// Byte ranges of the secret literals in [`Script::body`], in order.
-    pub fn body_secret_spans(&self) -> &[Range<usize>] {
-        &self.body_spans
+    /// Byte ranges of the secret literals in [`Script::inline_body`], in
+    /// order.
+    pub fn inline_secret_spans(&self) -> Vec<Range<usize>> {
+        let shift = self.prefix.len();
+        self.prefix_spans
+            .iter()
+            .cloned()
+            .chain(
+                self.body_spans
+                    .iter()
+                    .map(|span| span.start + shift..span.end + shift),
+            )
+            .collect()
     }
 
     /// The text between the secrets: everything the redacted rendering keeps.
@@ -163,7 +243,7 @@ impl Script {
     /// [`REDACTION_MARKER`], or, if a secret would then still show (say the
     /// secret is that marker text), by a random marker that lets none show.
     pub fn redacted(&self) -> String {
-        if self.body_spans.is_empty() {
+        if self.body_spans.is_empty() && self.prefix_spans.is_empty() {
             return self.text().to_owned();
         }
         let guarded = self.guarded_secrets();
@@ -231,8 +311,7 @@ impl Script {
                 body: text,
                 body_spans: secret_spans,
                 secrets,
-                with_prelude,
-                joined: OnceLock::new(),
+                ..Script::default()
             };
         }
         Script {
@@ -243,7 +322,7 @@ impl Script {
                 .collect(),
             secrets,
             with_prelude,
-            joined: OnceLock::new(),
+            ..Script::default()
         }
     }
 }

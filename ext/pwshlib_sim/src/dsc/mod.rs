@@ -13,11 +13,12 @@ mod reading;
 mod running;
 
 pub use comparing::values_equal;
-pub use reading::{read_invocation, read_invocation_in, Edition};
+pub use reading::{read_invocation, read_invocation_bound, read_invocation_in, Edition};
 pub use running::run;
 
 use pwshlib_core::pslint;
 use pwshlib_core::script::DscMethod;
+use pwshlib_transport::protocol::BoundSecret;
 use serde_json::{json, Value as Json};
 use tree_sitter::Tree;
 
@@ -67,7 +68,19 @@ pub fn call_kind(invocation: &Invocation, edition: Edition) -> &'static str {
 /// The main loop's entry point: `tree` is the parse of `code` (which the
 /// main loop has checked); reads the environment of the process.
 pub fn handle(code: &str, tree: &Tree, timeout_ms: u64) -> Option<Outcome> {
-    handle_parsed(code, tree, timeout_ms, &|name| std::env::var(name).ok())
+    handle_bound(code, tree, timeout_ms, &[])
+}
+
+/// [`handle`] with the variables the request binds (its `secrets`).
+pub fn handle_bound(
+    code: &str,
+    tree: &Tree,
+    timeout_ms: u64,
+    bound: &[BoundSecret],
+) -> Option<Outcome> {
+    handle_parsed(code, tree, timeout_ms, bound, &|name| {
+        std::env::var(name).ok()
+    })
 }
 
 /// [`handle`] with an explicit environment, for tests (the process
@@ -78,7 +91,7 @@ pub fn handle_with_env(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
     match pslint::parse_tree(code) {
-        Some(tree) => handle_parsed(code, &tree, timeout_ms, env),
+        Some(tree) => handle_parsed(code, &tree, timeout_ms, &[], env),
         None => Some(Outcome::error(NO_PARSER.to_owned())),
     }
 }
@@ -87,6 +100,7 @@ fn handle_parsed(
     code: &str,
     tree: &Tree,
     timeout_ms: u64,
+    bound: &[BoundSecret],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
     // Reading a script evaluates its literals; a script that never names
@@ -95,7 +109,7 @@ fn handle_parsed(
     if !contains_ignore_ascii_case(code, INVOKE_PARAMS) {
         return None;
     }
-    let invocation = match read_invocation_in(code, tree, running::edition(env)) {
+    let invocation = match read_invocation_bound(code, tree, running::edition(env), bound) {
         Ok(None) => return None,
         Ok(Some(invocation)) => invocation,
         // Real PowerShell would stop the script before Invoke-DscResource:

@@ -3,6 +3,7 @@
 
 use pwshlib_core::pslint;
 use pwshlib_core::script::DscMethod;
+use pwshlib_transport::protocol::{BoundSecret, SecretValue};
 use tree_sitter::{Node, Tree};
 
 use super::{Invocation, INVOKE_PARAMS, NO_PARSER};
@@ -41,9 +42,25 @@ pub fn read_invocation_in(
     tree: &Tree,
     edition: Edition,
 ) -> Result<Option<Invocation>, String> {
+    read_invocation_bound(code, tree, edition, &[])
+}
+
+/// [`read_invocation_in`] with the variables the request binds before the
+/// code runs (its `secrets`, as host.ps1's C# binds them: a credential is a
+/// PSCredential, a number typed as its literal would be).
+pub fn read_invocation_bound(
+    code: &str,
+    tree: &Tree,
+    edition: Edition,
+    bound: &[BoundSecret],
+) -> Result<Option<Invocation>, String> {
     let root = tree.root_node();
+    let mut evaluator = Evaluator::new(code);
+    for secret in bound {
+        evaluator.assign(&secret.name, bound_value(&secret.value));
+    }
     let mut reader = ScriptReader {
-        evaluator: Evaluator::new(code),
+        evaluator,
         invoke_params: None,
         constructor_error: None,
         edition,
@@ -63,6 +80,25 @@ pub fn read_invocation_in(
     let mut invocation = invocation_from(&params)?;
     invocation.through_invoke_dsc_resource = reader.through_invoke_dsc_resource;
     Ok(Some(invocation))
+}
+
+/// A bound secret as the value the host gives its variable.
+fn bound_value(value: &SecretValue) -> PsValue {
+    match value {
+        SecretValue::String { value } => PsValue::Str(value.clone()),
+        // Int32 or Int64 as PowerShell types the literal; beyond them a
+        // Decimal or Double, played as a float.
+        SecretValue::Integer { value } => value.parse::<i64>().map_or_else(
+            |_| PsValue::Float(value.parse::<f64>().unwrap_or(f64::NAN)),
+            PsValue::Int,
+        ),
+        SecretValue::Real { value } => PsValue::Float(value.parse::<f64>().unwrap_or(f64::NAN)),
+        SecretValue::Bool { value } => PsValue::Bool(*value),
+        SecretValue::Credential { user, password } => PsValue::Credential {
+            user: user.clone(),
+            password: password.clone(),
+        },
+    }
 }
 
 struct ScriptReader<'src> {
@@ -219,6 +255,32 @@ impl ScriptReader<'_> {
                 }
             }
             Ok(PsValue::Cim { class, properties })
+        } else if eq_ignore_case(name, "New-PwshlibCredentialInstance") {
+            // The prelude's: from a PSCredential the host bound, an
+            // MSFT_Credential CIM instance (built by the host's compiled
+            // code from the credential), or for a class-based resource on
+            // PowerShell 7 the credential itself.
+            let (user, password) = match argument("Credential") {
+                Some(PsValue::Credential { user, password }) => (user.clone(), password.clone()),
+                _ => {
+                    return Err(format!(
+                        "{name}: Cannot process argument transformation on parameter 'Credential'. A PSCredential is required"
+                    ))
+                }
+            };
+            let class_based = arguments
+                .iter()
+                .any(|(name, value)| eq_ignore_case(name, "ClassBased") && value.is_none());
+            if class_based && self.edition == Edition::Core {
+                return Ok(PsValue::Credential { user, password });
+            }
+            Ok(PsValue::Cim {
+                class: "MSFT_Credential".to_owned(),
+                properties: vec![
+                    ("UserName".to_owned(), PsValue::Str(user)),
+                    ("Password".to_owned(), PsValue::Str(password)),
+                ],
+            })
         } else if eq_ignore_case(name, "New-PwshlibEmbeddedInstanceArray") {
             let items = match argument("Instances") {
                 Some(PsValue::Array(items) | PsValue::TypedArray { items, .. }) => items.clone(),
@@ -278,6 +340,7 @@ impl ScriptReader<'_> {
 fn is_constructor(name: &str) -> bool {
     [
         "New-PsCredential",
+        "New-PwshlibCredentialInstance",
         "New-CimInstance",
         "New-PwshlibEmbeddedInstance",
         "New-PwshlibEmbeddedInstanceArray",

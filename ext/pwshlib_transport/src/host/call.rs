@@ -33,6 +33,13 @@ impl Host {
         prelude: Prelude<'_>,
         mut request: ExecuteRequest,
     ) -> Result<Call, HostFailure> {
+        if self.secrets_version < protocol::SECRETS_VERSION {
+            // A host that cannot bind gets the secrets as literals.
+            request.secrets.clear();
+            if let Some(inline) = request.inline_code.take() {
+                request.code = inline;
+            }
+        }
         if self.prelude_version < protocol::PRELUDE_VERSION {
             request.code.insert_str(0, prelude.code);
             request.prelude = None;

@@ -183,13 +183,17 @@ impl Spawning {
             self.connection = Some(connection);
             return Spawned::Woken(self);
         }
-        match prelude_version_of(hello) {
-            Ok(prelude_version) => Spawned::Done(Ok(self.into_host(connection, prelude_version))),
+        match versions_of(hello) {
+            Ok(versions) => Spawned::Done(Ok(self.into_host(connection, versions))),
             Err(problem) => Spawned::Done(Err(self.starting.fail(problem))),
         }
     }
 
-    fn into_host(mut self, connection: Connection, prelude_version: u32) -> Host {
+    fn into_host(
+        mut self,
+        connection: Connection,
+        (prelude_version, secrets_version): (u32, u32),
+    ) -> Host {
         Host {
             child: self
                 .starting
@@ -202,6 +206,7 @@ impl Spawning {
             owner_pid: std::process::id(),
             last_request_id: 0,
             prelude_version,
+            secrets_version,
             installed_prelude: None,
             wire: WireStats::default(),
             lost: false,
@@ -217,14 +222,16 @@ enum Connected {
     Failed(String),
 }
 
-/// The prelude version a hello offers, or why the host cannot be used.
-fn prelude_version_of(hello: Result<Option<Message>, FrameError>) -> Result<u32, String> {
+/// The prelude and secret binding versions a hello offers, or why the
+/// host cannot be used.
+fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<(u32, u32), String> {
     match hello {
         Ok(Some(Message::Hello {
             protocol: protocol::PROTOCOL_VERSION,
             prelude,
+            secrets,
             ..
-        })) => Ok(prelude),
+        })) => Ok((prelude, secrets)),
         Ok(Some(Message::Hello { protocol, .. })) => Err(format!(
             "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
             protocol::PROTOCOL_VERSION

@@ -1,0 +1,75 @@
+//! `Pwshlib::DscScript`: one DSC call's script as the provider built it,
+//! handed to `Pwsh::Manager#execute_dsc` without becoming a Ruby String.
+//! It carries the call's lines and the secrets they refer to by variable,
+//! which the host binds (docs/protocol.md, "Secrets"): so the secrets
+//! never cross into Ruby as text, nor into PowerShell as code.
+//!
+//! It holds owned Rust data only (no Ruby value), so it needs no marking.
+
+use magnus::{method, prelude::*, Error, RArray, Ruby};
+use pwshlib_core::bound::{BoundValue, SecretBinding};
+use pwshlib_core::script::Script;
+use pwshlib_transport::protocol::{BoundSecret, SecretValue};
+
+#[magnus::wrap(class = "Pwshlib::DscScript", free_immediately, size)]
+pub struct DscScript(pub Script);
+
+impl DscScript {
+    /// The call's lines in the data form: no secret in them.
+    fn body(&self) -> String {
+        self.0.body().to_owned()
+    }
+
+    /// The names of the variables the host binds, without `$`.
+    fn secret_names(ruby: &Ruby, rb_self: &Self) -> RArray {
+        ruby.ary_from_iter(rb_self.0.bindings().iter().map(|b| b.name.clone()))
+    }
+
+    /// The call's lines, with how many secrets are bound; never a secret.
+    fn inspect(&self) -> String {
+        format!(
+            "#<Pwshlib::DscScript {} bound secret(s)>\n{}",
+            self.0.bindings().len(),
+            self.0.body()
+        )
+    }
+
+    /// What the host binds before the call, in the wire's form.
+    pub fn secrets(&self) -> Vec<BoundSecret> {
+        self.0.bindings().iter().map(wire_secret).collect()
+    }
+}
+
+fn wire_secret(binding: &SecretBinding) -> BoundSecret {
+    let value = match &binding.value {
+        BoundValue::Text(value) => SecretValue::String {
+            value: value.clone(),
+        },
+        BoundValue::Integer(value) => SecretValue::Integer {
+            value: value.clone(),
+        },
+        BoundValue::Real(value) => SecretValue::Real {
+            value: value.clone(),
+        },
+        BoundValue::Bool(value) => SecretValue::Bool { value: *value },
+        BoundValue::Credential { user, password, .. } => SecretValue::Credential {
+            user: user.clone(),
+            password: password.clone(),
+        },
+    };
+    BoundSecret {
+        name: binding.name.clone(),
+        value,
+    }
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let module = ruby.define_module("Pwshlib")?;
+    let class = module.define_class("DscScript", ruby.class_object())?;
+    class.undef_default_alloc_func();
+    class.define_method("body", method!(DscScript::body, 0))?;
+    class.define_method("secret_names", method!(DscScript::secret_names, 0))?;
+    class.define_method("inspect", method!(DscScript::inspect, 0))?;
+    class.define_method("to_s", method!(DscScript::inspect, 0))?;
+    Ok(())
+}
