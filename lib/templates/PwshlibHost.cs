@@ -1661,7 +1661,20 @@ namespace PwshlibHost
                 string native = null;
                 if (forPrelude)
                 {
-                    stdout = output.Count > 0 ? OutString(runspace, output) : null;
+                    // The DSC prelude leaves its lines in a variable rather
+                    // than the pipeline, which transcription records.
+                    object kept = runspace.SessionStateProxy.GetVariable(DscOutputVariable);
+                    PSObject wrapped = kept as PSObject;
+                    string[] held = (wrapped != null ? wrapped.BaseObject : kept) as string[];
+                    if (held != null)
+                    {
+                        runspace.SessionStateProxy.SetVariable(DscOutputVariable, null);
+                        stdout = OutLines(held, output.Count > 0 ? OutString(runspace, output) : null);
+                    }
+                    else
+                    {
+                        stdout = output.Count > 0 ? OutString(runspace, output) : null;
+                    }
                     native = hostText;
                 }
                 else
@@ -1680,6 +1693,22 @@ namespace PwshlibHost
             {
                 if (ps != null) { ps.Dispose(); }
             }
+        }
+
+        // The global variable where the DSC prelude's
+        // Invoke-PwshlibDscResource leaves its lines of JSON (string[]) in
+        // this host: not in the pipeline, whose output transcription
+        // records, and a Get's result may hold what the system keeps secret
+        // (issue 38).
+        private const string DscOutputVariable = "PwshlibDscOutput";
+
+        // The prelude's lines after whatever else the code wrote to the
+        // pipeline, each ended as Out-String ends a string.
+        private static string OutLines(string[] lines, string before)
+        {
+            StringBuilder text = new StringBuilder(before ?? string.Empty);
+            foreach (string line in lines) { text.Append(line).Append(Environment.NewLine); }
+            return text.ToString();
         }
 
         // $LASTEXITCODE -as [int]: null, or a value that does not convert,

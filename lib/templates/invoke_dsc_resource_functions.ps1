@@ -801,8 +801,18 @@ function Invoke-PwshlibDscResource {
     finally {
         Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore
     }
+    $Lines = [System.Collections.Generic.List[string]]::new()
     if ($Streams.Count -gt 0) {
-        ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4
+        $Lines.Add((ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4))
     }
-    ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10
+    $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
+    if ($null -ne ('PwshlibHost.SecretValues' -as [type])) {
+        # pwshlib's host reads the lines from this variable after the call
+        # (PwshlibHost.cs, DscOutputVariable): transcription records a
+        # pipeline's output, and a Get's result may hold what the system
+        # keeps secret. A variable's value is in no PowerShell log.
+        $global:PwshlibDscOutput = $Lines.ToArray()
+        return
+    }
+    $Lines.ToArray()
 }
