@@ -36,9 +36,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # Each call the provider makes, with the bytes of its request frame.
   def record_calls(manager)
     sent = []
-    allow(manager).to receive(:execute_with_prelude).and_wrap_original do |original, *args|
+    # The provider hands this library's manager a Pwshlib::DscScript
+    # (execute_dsc, issue 38): its lines, and its secrets as data.
+    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
-      sent << { body: args[1], bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
+      sent << { body: args[0].body, bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
       result
     end
     allow(provider).to receive(:ps_manager).and_return(manager)
@@ -113,7 +115,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     fresh = restarted.ps_manager
     expect(fresh.pid).not_to eq(first_pid)
     sent_again = []
-    allow(fresh).to receive(:execute_with_prelude).and_wrap_original do |original, *args|
+    allow(fresh).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
       sent_again << fresh.wire_stats.merge(stdout: result[:stdout], errormessage: result[:errormessage])
       result

@@ -22,6 +22,21 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
     "pw#{index}~#{text}"
   end
 
+  # A secret as a single-quoted PowerShell literal.
+  def quoted(secret)
+    "'#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'"
+  end
+
+  # In a script's inline form (issue 38), the line that sets the variable
+  # a property names (`secret = $secret_…` in the call's lines) to `value`,
+  # in front of the call's lines.
+  def inline_assignment(property, value)
+    lambda do |script|
+      variable = script[/\b#{property} = \$(secret_\h{32})/, 1]
+      !variable.nil? && script.include?("\n$#{variable} = #{quoted(value)}\n")
+    end
+  end
+
   it 'never shows any of 1,000 generated passwords across a whole lifecycle' do
     passwords = Array.new(1000) { |i| password(i) }
     change_messages = []
@@ -176,7 +191,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
       expect(leaked).to be_empty
       sent = manager.calls.map(&:script)
       expect(sent.size).to eq(200)
-      expect(sent.last).to include("secret = '#{secrets.last.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+      expect(sent.last).to satisfy(&inline_assignment('secret', secrets.last))
     end
 
     # The pwshlib 2.x script helpers that an override of invoke_dsc_resource
@@ -192,7 +207,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
                    dsc_credential: { 'user' => 'u', 'password' => secret } }
         script = provider.ps_script_content(provider.invocable_resource(should, context, 'set'))
         sent = provider.remove_secret_identifiers(script)
-        expect(sent).to include("secret = '#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+        expect(sent).to satisfy(&inline_assignment('secret', secret))
         shown = provider.redact_secrets(script)
         expect(shown).not_to eq(sent)
         forms(secret).select { |form| shown.include?(form) }
@@ -215,7 +230,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
                                                  mof_is_embedded: false }
         script = provider.ps_script_content(resource)
         sent = provider.remove_secret_identifiers(script)
-        expect(sent).to include("secret = '#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'")
+        expect(sent).to satisfy(&inline_assignment('secret', secret))
         shown = provider.redact_secrets(script)
         expect(shown).not_to eq(sent)
         forms(secret).select { |form| shown.include?(form) }

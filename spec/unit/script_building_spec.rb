@@ -191,7 +191,9 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(value.unwrap).to eq('plain-vault-secret')
       script = provider.ps_script_content(resource)
       expect(provider.redact_secrets(script)).not_to include('plain-vault-secret')
-      expect(provider.remove_secret_identifiers(script)).to include("secret = 'plain-vault-secret'")
+      real = provider.remove_secret_identifiers(script)
+      variable = real[/\bsecret = \$(secret_\h{32})/, 1]
+      expect(real).to include("\n$#{variable} = 'plain-vault-secret'\n")
     end
   end
 
@@ -225,17 +227,21 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         "$#{first} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
         "-Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $#{auth}}"
       )
+      # A Sensitive member is a variable the host binds (issue 38).
+      hidden = cims[2][/hostname = \$(secret_\h{32})/, 1]
       expect(cims[2]).to eq(
         "$#{second} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
-        "-Property @{protocol = 'http'; port = 80; hostname = 'hidden.example'}"
+        "-Property @{protocol = 'http'; port = 80; hostname = $#{hidden}}"
       )
+      expect(real).to include("\n$#{hidden} = 'hidden.example'\n")
       expect(invoke_params_line(real)).to include("bindinginfo = [CimInstance[]]@($#{first}, $#{second})")
     end
 
     it 'redacts a Sensitive value inside an instance' do
       redacted = provider.redact_secrets(script_for(:dsc_fixturewebsite, should, 'set'))
       expect(redacted).not_to include('hidden.example')
-      expect(redacted).to include("hostname = '#<Sensitive [value redacted]>'")
+      hidden = redacted[/hostname = \$(secret_\h{32})/, 1]
+      expect(redacted).to include("\n$#{hidden} = '#<Sensitive [value redacted]>'\n")
     end
 
     # Issue 10, item 8: what New-CimInstance -Property cannot take never
@@ -247,7 +253,12 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       cims = provider.remove_secret_identifiers(script).lines.map(&:chomp).grep(/\A\$cim_/)
       expect(cims.size).to eq(2)
       login = cims[0][/\A\$(cim_\h{32})/, 1]
-      expect(cims[0]).to end_with("= New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 'pw-secret-1'}")
+      # Made from the PSCredential the host binds (issue 38): no command is
+      # handed the password as a string.
+      credential = cims[0][/-Credential \$(cred_\h{32})\z/, 1]
+      expect(cims[0]).to end_with("= New-PwshlibCredentialInstance -Credential $#{credential}")
+      expect(provider.remove_secret_identifiers(script))
+        .to include("\n$#{credential} = New-PsCredential -User 'svc' -Password 'pw-secret-1'\n")
       expect(cims[1]).to end_with("-Property @{protocol = 'http'; port = 80; login = $#{login}}")
       expect(provider.redact_secrets(script)).not_to include('pw-secret-1')
 
@@ -440,7 +451,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       script = @provider.ps_script_content(@resource)
       real = @provider.remove_secret_identifiers(script)
       redacted = @provider.redact_secrets(script)
-      expect([real.include?("-Password 'gc''secret'"), real.include?("hostname = 'gc-host'")]).to eq([true, true])
+      expect([real.include?("-Password 'gc''secret'"), real.include?(" = 'gc-host'\n")]).to eq([true, true])
       expect([redacted.include?('gc'), redacted.include?('gc-host')]).to eq([false, false])
     end
 
