@@ -551,7 +551,13 @@ function Invoke-PwshlibDirect {
     # Calls the method of the resolved resource as Invoke-DscResource would, and
     # returns what Invoke-DscResource returns: Get the result of the resource,
     # Test an object with InDesiredState, Set one with RebootRequired.
-    param($Resolved, [hashtable] $InvokeParams)
+    # $Seen.GetReturnedThis is set when a class's Get() returned the very
+    # instance it was called on (`return $this`): its properties are the
+    # desired values assigned below unless Get() read them, so the
+    # provider judges that resource by its Test (docs/behavior.md §3
+    # "insync?"). [object]::ReferenceEquals sees the same object through
+    # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
+    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{})
     $Method = [string] $InvokeParams.Method
     $Property = $InvokeParams.Property
     # Reset before the call, read after Set: a resource asks for a reboot
@@ -570,7 +576,11 @@ function Invoke-PwshlibDirect {
             $Resource.$Key = $Value
         }
         switch ($Method) {
-            'Get' { return $Resource.Get() }
+            'Get' {
+                $Result = $Resource.Get()
+                $Seen.GetReturnedThis = [object]::ReferenceEquals($Result, $Resource)
+                return $Result
+            }
             'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
             'Set' {
                 $Resource.Set()
@@ -607,7 +617,7 @@ function Invoke-PwshlibDscCall {
     # preference variables of its module, whose parent is the global
     # scope, so they are set there for the call and put back after (tried
     # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
-    param([hashtable] $InvokeParams, [bool] $Direct)
+    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{})
     $Resolved = $null
     if ($Direct) {
         $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
@@ -619,7 +629,7 @@ function Invoke-PwshlibDscCall {
         $global:InformationPreference = 'Continue'
         $global:WarningPreference = 'Continue'
         if ($null -ne $Resolved) {
-            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams } *>&1
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen } *>&1
         }
         else {
             & { Invoke-DscResource @InvokeParams } *>&1
@@ -695,6 +705,8 @@ function Invoke-PwshlibDscResource {
     # come, so that what the resource wrote before it failed is shown too.
     $Merged = [System.Collections.Generic.List[object]]::new()
     $PwshlibPSModulePathRestore = $null
+    # What the direct call saw of the resource (Invoke-PwshlibDirect).
+    $Seen = @{}
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -710,13 +722,17 @@ function Invoke-PwshlibDscResource {
         }
         # Direct, but for the escape hatch and a run-as account (which only
         # the 5.1 LCM can start the resource as).
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) | & { process { $Merged.Add($_) } }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) -Seen $Seen | & { process { $Merged.Add($_) } }
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {
                 $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+                if ($Seen.GetReturnedThis) {
+                    # Read by the provider (GET_RETURNED_THIS), never a property.
+                    $PwshlibOutput['pwshlib_get_returned_this'] = $true
+                }
             }
             'Set' {
                 $Response.indesiredstate = $true
