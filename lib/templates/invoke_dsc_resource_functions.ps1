@@ -547,6 +547,62 @@ function ConvertFrom-PwshlibCimValue {
     $Value
 }
 
+function Get-PwshlibGetTargetResourceParameter {
+    # The names of the parameters Get-TargetResource declares in a script
+    # resource's .psm1, read from its syntax tree (the module is not
+    # imported: Invoke-DscResource does that), once per runspace and again
+    # when the file changes. $null when the file defines no such function.
+    param([string] $Path)
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.GetParameters) { $Cache.GetParameters = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Path
+    $Entry = $Cache.GetParameters[$Path]
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
+        return $Entry.Names
+    }
+    $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref] $null, [ref] $null)
+    $Function = $Ast.Find({
+            param($Node)
+            $Node -is [System.Management.Automation.Language.FunctionDefinitionAst] -and $Node.Name -eq 'Get-TargetResource'
+        }, $true)
+    $Names = $null
+    if ($null -ne $Function) {
+        # Case-insensitive, as PowerShell binds parameters.
+        $Names = [System.Collections.Generic.HashSet[string]]::new([System.StringComparer]::OrdinalIgnoreCase)
+        $Parameters = if ($null -ne $Function.Body.ParamBlock) { $Function.Body.ParamBlock.Parameters } else { $Function.Parameters }
+        foreach ($Parameter in $Parameters) { [void] $Names.Add($Parameter.Name.VariablePath.UserPath) }
+    }
+    $Cache.GetParameters[$Path] = @{ Stamp = $Stamp; Names = $Names }
+    $Names
+}
+
+function Select-PwshlibGetTargetResourceProperty {
+    # $InvokeParams of a Get through Invoke-DscResource, its Property kept,
+    # for a script-based resource, to the parameters its Get-TargetResource
+    # declares (and PsDscRunAsCredential, which the engine takes itself).
+    # A Get carries the desired state (docs/behavior.md §4 "Parameters"),
+    # and PSDesiredStateConfiguration 2.0.7 splats -Property on
+    # Get-TargetResource unfiltered, so a name it does not declare would
+    # fail the call (PowerShell/DSC#260); DSC v3's adapter, the LCM and the
+    # direct path (Invoke-PwshlibDirect) pass the declared ones only. As
+    # given for a class-based resource, or one not found in PowerShell
+    # files of its module.
+    param([hashtable] $InvokeParams)
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) { return $InvokeParams }
+    $Psm1 = (Get-PwshlibDscModuleIndex -Module $Module).Scripts[[string] $InvokeParams.Name]
+    if ($null -eq $Psm1) { return $InvokeParams }
+    $Declared = Get-PwshlibGetTargetResourceParameter -Path $Psm1
+    if ($null -eq $Declared) { return $InvokeParams }
+    $Property = @{}
+    foreach ($Key in $InvokeParams.Property.Keys) {
+        if ($Key -eq 'PsDscRunAsCredential' -or $Declared.Contains($Key)) { $Property[$Key] = $InvokeParams.Property[$Key] }
+    }
+    $Selected = $InvokeParams.Clone()
+    $Selected.Property = $Property
+    $Selected
+}
+
 function Invoke-PwshlibDirect {
     # Calls the method of the resolved resource as Invoke-DscResource would, and
     # returns what Invoke-DscResource returns: Get the result of the resource,
@@ -632,6 +688,9 @@ function Invoke-PwshlibDscCall {
             & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen } *>&1
         }
         else {
+            if ($InvokeParams.Method -eq 'Get') {
+                $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
+            }
             & { Invoke-DscResource @InvokeParams } *>&1
         }
     }
