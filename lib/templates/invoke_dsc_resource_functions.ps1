@@ -557,8 +557,10 @@ function Get-PwshlibGetTargetResourceParameter {
     if ($null -eq $Cache.GetParameters) { $Cache.GetParameters = @{} }
     $Stamp = Get-PwshlibFileStamp -Path $Path
     $Entry = $Cache.GetParameters[$Path]
+    # The comma keeps the set a set on the way out (a returned collection
+    # is enumerated: one name would come back a string).
     if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
-        return $Entry.Names
+        return , $Entry.Names
     }
     $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref] $null, [ref] $null)
     $Function = $Ast.Find({
@@ -573,7 +575,7 @@ function Get-PwshlibGetTargetResourceParameter {
         foreach ($Parameter in $Parameters) { [void] $Names.Add($Parameter.Name.VariablePath.UserPath) }
     }
     $Cache.GetParameters[$Path] = @{ Stamp = $Stamp; Names = $Names }
-    $Names
+    , $Names
 }
 
 function Select-PwshlibGetTargetResourceProperty {
