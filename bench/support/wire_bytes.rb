@@ -3,7 +3,9 @@
 # Bytes per call for bench/catalog_bench.rb: the request frames (length
 # prefix included) that the real Pwsh::Manager writes to pwshlib-sim for one
 # fixture resource (dsc_fixturefile): the first Get of a host session (which
-# carries the prelude), a Set, then an in-sync Get. Once with a host that
+# carries the prelude), a Set, then an in-sync Get, which carries the desired
+# state as a run's does (issue 40), and a keys-only Get (a listing, or an
+# absent desired state, and every Get before issue 40). Once with a host that
 # offers the prelude, once with one that does not (what every call cost
 # before the prelude). Prints one JSON line.
 require 'json'
@@ -37,8 +39,10 @@ measure = lambda do |label|
   sizes[:first_get] = manager.wire_stats[:last_sent]
   provider.invoke_set_method(context, name, should)
   sizes[:set] = manager.wire_stats[:last_sent]
-  provider.invoke_get_method(context, name)
+  provider.invoke_get_method(context, should)
   sizes[:in_sync_get] = manager.wire_stats[:last_sent]
+  provider.invoke_get_method(context, name)
+  sizes[:keys_only_get] = manager.wire_stats[:last_sent]
   Pwsh::Manager.shutdown_all
   sizes
 end

@@ -589,11 +589,75 @@ function ConvertFrom-PwshlibCimValue {
     $Value
 }
 
+function Get-PwshlibGetTargetResourceParameter {
+    # The names of the parameters Get-TargetResource declares in a script
+    # resource's .psm1, read from its syntax tree (the module is not
+    # imported: Invoke-DscResource does that), once per runspace and again
+    # when the file changes. $null when the file defines no such function.
+    param([string] $Path)
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.GetParameters) { $Cache.GetParameters = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Path
+    $Entry = $Cache.GetParameters[$Path]
+    # The comma keeps the set a set on the way out (a returned collection
+    # is enumerated: one name would come back a string).
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
+        return , $Entry.Names
+    }
+    $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref] $null, [ref] $null)
+    $Function = $Ast.Find({
+            param($Node)
+            $Node -is [System.Management.Automation.Language.FunctionDefinitionAst] -and $Node.Name -eq 'Get-TargetResource'
+        }, $true)
+    $Names = $null
+    if ($null -ne $Function) {
+        # Case-insensitive, as PowerShell binds parameters.
+        $Names = [System.Collections.Generic.HashSet[string]]::new([System.StringComparer]::OrdinalIgnoreCase)
+        $Parameters = if ($null -ne $Function.Body.ParamBlock) { $Function.Body.ParamBlock.Parameters } else { $Function.Parameters }
+        foreach ($Parameter in $Parameters) { [void] $Names.Add($Parameter.Name.VariablePath.UserPath) }
+    }
+    $Cache.GetParameters[$Path] = @{ Stamp = $Stamp; Names = $Names }
+    , $Names
+}
+
+function Select-PwshlibGetTargetResourceProperty {
+    # $InvokeParams of a Get through Invoke-DscResource, its Property kept,
+    # for a script-based resource, to the parameters its Get-TargetResource
+    # declares (and PsDscRunAsCredential, which the engine takes itself).
+    # A Get carries the desired state (docs/behavior.md §4 "Parameters"),
+    # and PSDesiredStateConfiguration 2.0.7 splats -Property on
+    # Get-TargetResource unfiltered, so a name it does not declare would
+    # fail the call (PowerShell/DSC#260); DSC v3's adapter, the LCM and the
+    # direct path (Invoke-PwshlibDirect) pass the declared ones only. As
+    # given for a class-based resource, or one not found in PowerShell
+    # files of its module.
+    param([hashtable] $InvokeParams)
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) { return $InvokeParams }
+    $Psm1 = (Get-PwshlibDscModuleIndex -Module $Module).Scripts[[string] $InvokeParams.Name]
+    if ($null -eq $Psm1) { return $InvokeParams }
+    $Declared = Get-PwshlibGetTargetResourceParameter -Path $Psm1
+    if ($null -eq $Declared) { return $InvokeParams }
+    $Property = @{}
+    foreach ($Key in $InvokeParams.Property.Keys) {
+        if ($Key -eq 'PsDscRunAsCredential' -or $Declared.Contains($Key)) { $Property[$Key] = $InvokeParams.Property[$Key] }
+    }
+    $Selected = $InvokeParams.Clone()
+    $Selected.Property = $Property
+    $Selected
+}
+
 function Invoke-PwshlibDirect {
     # Calls the method of the resolved resource as Invoke-DscResource would, and
     # returns what Invoke-DscResource returns: Get the result of the resource,
     # Test an object with InDesiredState, Set one with RebootRequired.
-    param($Resolved, [hashtable] $InvokeParams)
+    # $Seen.GetReturnedThis is set when a class's Get() returned the very
+    # instance it was called on (`return $this`): its properties are the
+    # desired values assigned below unless Get() read them, so the
+    # provider judges that resource by its Test (docs/behavior.md §3
+    # "insync?"). [object]::ReferenceEquals sees the same object through
+    # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
+    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{})
     $Method = [string] $InvokeParams.Method
     $Property = $InvokeParams.Property
     # Reset before the call, read after Set: a resource asks for a reboot
@@ -612,7 +676,11 @@ function Invoke-PwshlibDirect {
             $Resource.$Key = $Value
         }
         switch ($Method) {
-            'Get' { return $Resource.Get() }
+            'Get' {
+                $Result = $Resource.Get()
+                $Seen.GetReturnedThis = [object]::ReferenceEquals($Result, $Resource)
+                return $Result
+            }
             'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
             'Set' {
                 $Resource.Set()
@@ -649,7 +717,7 @@ function Invoke-PwshlibDscCall {
     # preference variables of its module, whose parent is the global
     # scope, so they are set there for the call and put back after (tried
     # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
-    param([hashtable] $InvokeParams, [bool] $Direct)
+    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{})
     $Resolved = $null
     if ($Direct) {
         $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
@@ -661,9 +729,12 @@ function Invoke-PwshlibDscCall {
         $global:InformationPreference = 'Continue'
         $global:WarningPreference = 'Continue'
         if ($null -ne $Resolved) {
-            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams } *>&1
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen } *>&1
         }
         else {
+            if ($InvokeParams.Method -eq 'Get') {
+                $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
+            }
             & { Invoke-DscResource @InvokeParams } *>&1
         }
     }
@@ -737,6 +808,8 @@ function Invoke-PwshlibDscResource {
     # come, so that what the resource wrote before it failed is shown too.
     $Merged = [System.Collections.Generic.List[object]]::new()
     $PwshlibPSModulePathRestore = $null
+    # What the direct call saw of the resource (Invoke-PwshlibDirect).
+    $Seen = @{}
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -752,13 +825,17 @@ function Invoke-PwshlibDscResource {
         }
         # Direct, but for the escape hatch and a run-as account (which only
         # the 5.1 LCM can start the resource as).
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) | & { process { $Merged.Add($_) } }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) -Seen $Seen | & { process { $Merged.Add($_) } }
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {
                 $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+                if ($Seen.GetReturnedThis) {
+                    # Read by the provider (GET_RETURNED_THIS), never a property.
+                    $PwshlibOutput['pwshlib_get_returned_this'] = $true
+                }
             }
             'Set' {
                 $Response.indesiredstate = $true

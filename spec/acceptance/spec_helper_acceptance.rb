@@ -190,8 +190,10 @@ module Acceptance
       @state_path = File.join(@dir, 'sim-state.json')
       @runs = []
       # FixtureService has no Ensure property: tell the simulator, so that its
-      # Get results carry none, as the real resource's would not.
-      File.write(@state_path, JSON.generate('no_ensure' => ['FixtureService']))
+      # Get results carry none, as the real resource's would not. The key
+      # properties of every type: a Get is handed the desired state (issue
+      # 40), so the simulator cannot learn them from the first one.
+      File.write(@state_path, JSON.generate('no_ensure' => ['FixtureService'], 'keys' => Acceptance.keys_of_types(module_path)))
     end
 
     # Applies a manifest. env holds extra environment variables (simulator
@@ -368,6 +370,17 @@ module Acceptance
   def resource(type, title, attributes)
     body = attributes.map { |name, value| "  #{name} => #{puppet_value(value)}," }.join("\n")
     "#{type} { #{puppet_string(title)}:\n#{body}\n}\n"
+  end
+
+  # The key properties of each DSC type under module_path, by friendly name,
+  # as the simulator names them (the attribute without dsc_): those
+  # mandatory for get, as the scaffolder marks a resource's keys.
+  def keys_of_types(module_path)
+    Dir[File.join(module_path, '*', 'lib', 'puppet', 'type', 'dsc_*.rb')].sort.to_h do |file|
+      text = File.read(file)
+      keys = text.scan(/^    dsc_(\w+): \{\n(?:      .*\n)*?      mandatory_for_get: true,/).flatten
+      [text[/dscmeta_resource_friendly_name: '([^']+)'/, 1], keys]
+    end
   end
 
   # The simulator's state file (see ext/pwshlib_sim/README.md):

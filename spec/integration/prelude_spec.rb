@@ -73,8 +73,10 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     allow(second_run).to receive(:ps_manager).and_return(provider.ps_manager)
     expect(drive(second_run, recording_context(:dsc_fixturefile), manifest)).to be(false) # one in-sync Get
 
-    get = body_for('Get', "destinationpath = 'C:\\Temp\\Chain.txt'")
-    set = body_for('Set', "destinationpath = 'C:\\Temp\\Chain.txt'; ensure = 'Present'; contents = 'it''s here'")
+    # The Get is handed the desired state, as the Set (issue 40).
+    desired = "destinationpath = 'C:\\Temp\\Chain.txt'; ensure = 'Present'; contents = 'it''s here'"
+    get = body_for('Get', desired)
+    set = body_for('Set', desired)
     expect(sent.map { |call| call[:body] }).to eq([get, set, get])
     id = sent.first[:prelude]
     expect(id).to match(/\Adsc-\h{16}\z/)
@@ -88,7 +90,8 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     # The call's -VendoredPath (issue 10, item 11) adds 17 bytes to each
     # frame besides the path; with a line of its own and a try/finally
     # around the call, before issue 32, it added 167.
-    expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(459)
+    # 459 when a Get passed the keys alone, before issue 40.
+    expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(504)
     expect(set_call - module_path.bytesize - vendored.bytesize).to eq(504)
     expect(in_sync_get).to be <= 1024 + vendored.bytesize
     expect(sent.first[:bytes]).to be > prelude.bytesize

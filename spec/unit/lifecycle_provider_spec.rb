@@ -63,6 +63,63 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     end
   end
 
+  describe 'what a Get is handed (issue 40)' do
+    def property_table(call)
+      call.script[/Property = @\{(.*?)\}; ModuleName/, 1]
+    end
+
+    it 'is the desired state, as Set and Test get it, in the run\'s one Get' do
+      expect(drive(provider, context, manifest.merge(dsc_timeout: 5))).to be(false)
+      expect(manager.methods_called).to eq(['Get'])
+      expect(property_table(manager.calls.first)).to eq(
+        "destinationpath = 'c:\\foo'; ensure = 'present'; contents = 'HELLO'; type = 'FILE'; force = $true; " \
+        "attributes = @('archive', 'readonly')"
+      )
+    end
+
+    it 'is the keys alone for a listing and for an absent desired state' do
+      provider.get(context, [{ name: 'Listed', dsc_destinationpath: 'C:\\Listed' }])
+      absent = manifest.merge(name: 'Gone', dsc_destinationpath: 'c:\\gone', dsc_ensure: 'absent')
+      provider.canonicalize(context, [absent])
+      provider.get(context, [{ name: 'Gone', dsc_destinationpath: 'c:\\gone' }])
+      expect(manager.calls.map { |call| property_table(call) })
+        .to eq(["destinationpath = 'C:\\Listed'", "destinationpath = 'c:\\gone'"])
+    end
+  end
+
+  describe 'a Get() that returned the instance it was called on (issue 40)' do
+    let(:title) { { name: 'Title', dsc_destinationpath: 'c:\\foo' } }
+
+    before(:each) { manager.get_result = manager.get_result.merge('pwshlib_get_returned_this' => true) }
+
+    it 'is judged by one Test: a drift its Get cannot show is corrected' do
+      manager.in_desired_state = false
+      expect(drive(provider, context, manifest)).to be(true)
+      expect(manager.methods_called).to eq(%w[Get Test Set])
+      expect(context.logged(:debug).join("\n")).to include(
+        'Title: its Get() returned the very instance it was called on (`return $this`)'
+      )
+    end
+
+    it 'is in sync when its Test says so: one Get, one Test' do
+      expect(drive(provider, context, manifest)).to be(false)
+      expect(manager.methods_called).to eq(%w[Get Test])
+    end
+
+    it 'keeps the message of a property whose values differ, and hands Puppet no flag' do
+      manager.get_result = manager.get_result.merge('Contents' => 'other')
+      manager.in_desired_state = false
+      canonical = provider.canonicalize(context, [manifest]).first
+      current = provider.get(context, [title]).first
+      expect(current).not_to have_key(:pwshlib_get_returned_this)
+      expect(provider.insync?(context, title, :dsc_contents, current, canonical))
+        .to eq([false, "dsc_contents changed 'other' to 'HELLO'"])
+      expect(provider.insync?(context, title, :dsc_type, current, canonical))
+        .to eq([false, 'DSC reports that this resource is not in the desired state; treating all properties as out-of-sync'])
+      expect(manager.methods_called).to eq(%w[Get Test])
+    end
+  end
+
   describe 'canonicalize' do
     it 'keeps the system casing and order, the manifest enum casing, parameters and metaparameters' do
       result = provider.canonicalize(context, [manifest.merge(loglevel: 'debug', dsc_timeout: 5)]).first

@@ -59,13 +59,22 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         dsc_invoke_method: 'get',
         vendored_modules_path: dsc_vendored
       )
-      expect(resource[:parameters]).to eq(
-        dsc_destinationpath: { value: "C:\\Windows\\it's here", mof_type: 'String', mof_is_embedded: false }
+      expect(resource[:parameters].keys).to eq(%i[dsc_destinationpath dsc_ensure dsc_contents dsc_force dsc_attributes])
+      expect(resource[:parameters][:dsc_destinationpath]).to eq(
+        value: "C:\\Windows\\it's here", mof_type: 'String', mof_is_embedded: false
       )
     end
 
-    it 'passes only the mandatory-for-get properties to Get' do
+    it 'passes the desired state to Get, as to Set and Test (issue 40)' do
       expect(invoke_params_line(script_for(:dsc_fixturefile, should, 'get'))).to eq(
+        "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'; " \
+        "ensure = 'Present'; contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}; " \
+        "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}"
+      )
+    end
+
+    it 'passes only the mandatory-for-get properties to the Get of an absent desired state' do
+      expect(invoke_params_line(script_for(:dsc_fixturefile, should.merge(dsc_ensure: 'absent'), 'get'))).to eq(
         "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'}; " \
         "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}"
       )
@@ -156,9 +165,21 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
 
     it 'passes the run-as credential to Get as well, but not a nil one' do
       line = invoke_params_line(script_for(:dsc_fixtureuser, should, 'get'))
+      expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'; ensure = 'Present'; password = \$cred_\h{32}\}/)
+      absent = should.merge(dsc_ensure: 'Absent')
+      line = invoke_params_line(script_for(:dsc_fixtureuser, absent, 'get'))
       expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'\}/)
-      line = invoke_params_line(script_for(:dsc_fixtureuser, should.merge(dsc_psdscrunascredential: nil), 'get'))
+      line = invoke_params_line(script_for(:dsc_fixtureuser, absent.merge(dsc_psdscrunascredential: nil), 'get'))
       expect(line).to include("Property = @{username = 'bob'}")
+    end
+
+    it 'hands Get the password as Set gets it, never shown (issue 40)' do
+      redacted = provider.redact_secrets(script_for(:dsc_fixtureuser, should, 'get'))
+      expect(redacted).not_to include('s3cr')
+      expect(redacted).not_to include('runas-secret')
+      expect(redacted.scan("-Password '#<Sensitive [value redacted]>'").size).to eq(2)
+      real = provider.remove_secret_identifiers(script_for(:dsc_fixtureuser, should, 'get'))
+      expect(real).to include("-User 'bob' -Password 's3cr''et‘‘pw'")
     end
 
     it 'never shows the passwords in the redacted rendering' do
@@ -291,8 +312,8 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(line).to include("Property = @{key = 'HKLM:\\Software\\X'; valuename = 'v'; valuedata = [string[]]@()}")
     end
 
-    it 'passes a key that is mandatory for get but not a namevar to Get' do
-      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v', dsc_valuetype: 'String' }
+    it 'passes a key that is mandatory for get but not a namevar to a keys-only Get' do
+      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v', dsc_valuetype: 'String', dsc_ensure: 'Absent' }
       line = invoke_params_line(script_for(:dsc_fixtureregistry, should, 'get'))
       expect(line).to include("Property = @{key = 'HKLM:\\Software\\X'; valuename = 'v'}")
     end

@@ -82,6 +82,8 @@ mod tests {
                 "Get-PwshlibDscModuleIndex",
                 "Resolve-PwshlibDscResource",
                 "ConvertFrom-PwshlibCimValue",
+                "Get-PwshlibGetTargetResourceParameter",
+                "Select-PwshlibGetTargetResourceProperty",
                 "Invoke-PwshlibDirect",
                 "Invoke-PwshlibDscCall",
                 "Split-PwshlibStreams",

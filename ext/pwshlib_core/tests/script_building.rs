@@ -38,10 +38,30 @@ fn ensurable() -> (pwshlib_core::TypeDef, pwshlib_core::Map) {
     (def, should)
 }
 
+/// `should` with `dsc_ensure => 'Absent'`: its Get passes the keys only.
+fn absent(should: &pwshlib_core::Map) -> pwshlib_core::Map {
+    let mut absent = should.clone();
+    absent.insert_symbol("dsc_ensure", s("Absent"));
+    absent
+}
+
 #[test]
-fn get_passes_only_the_mandatory_for_get_properties() {
+fn get_passes_the_desired_state_as_set_and_test_do() {
+    // Issue 40: as the DSC engines hand Get() the desired state.
     let (def, should) = ensurable();
-    let script = build(&def, &should, DscMethod::Get);
+    let get = build(&def, &should, DscMethod::Get);
+    let set = build(&def, &should, DscMethod::Set);
+    assert_eq!(
+        line(get.text(), "$InvokeParams"),
+        line(set.text(), "$InvokeParams").replace("Method = 'Set'", "Method = 'Get'")
+    );
+    assert_parses(&get);
+}
+
+#[test]
+fn get_of_an_absent_desired_state_passes_only_the_mandatory_for_get_properties() {
+    let (def, should) = ensurable();
+    let script = build(&def, &absent(&should), DscMethod::Get);
     assert_eq!(
         line(script.text(), "$InvokeParams"),
         format!(
@@ -110,8 +130,12 @@ fn the_script_has_the_documented_shape() {
 #[test]
 fn the_body_of_a_get_and_of_a_set_is_small() {
     let (def, should) = ensurable();
-    let get = build(&def, &should, DscMethod::Get);
+    // A keys-only Get (a listing, an absent desired state; every Get before
+    // issue 40): an in-sync Get now carries the desired state, as a Set.
+    let get = build(&def, &absent(&should), DscMethod::Get);
     let set = build(&def, &should, DscMethod::Set);
+    let in_sync_get = build(&def, &should, DscMethod::Get);
+    assert_eq!(in_sync_get.body().len(), set.body().len());
     // Each body carries the vendored path on the call (issue 10, item 11):
     // 100 bytes more than without it, 83 of them the path. (With a line
     // of its own and a try/finally around the call, before issue 32: 662.)
@@ -192,7 +216,8 @@ fn credentials_are_built_into_variables_and_redacted() {
             ]),
         ),
     ]);
-    let get = build(&def, &should, DscMethod::Get);
+    // Keys only (an absent desired state): the run-as credential alone.
+    let get = build(&def, &absent(&should), DscMethod::Get);
     assert_eq!(
         generated_lines(get.text())[..],
         [

@@ -181,9 +181,20 @@ impl State {
     /// False for types listed in `no_ensure`: their Get results carry no
     /// `Ensure`. Every other type gets one, as the real postscript adds it.
     pub fn has_ensure(&self, resource: &str) -> bool {
-        !self
-            .doc
-            .get("no_ensure")
+        !self.lists("no_ensure", resource)
+    }
+
+    /// True for types listed in `get_returns_this`: each plays a
+    /// class-based resource whose `Get()` returns the instance it was
+    /// called on, the desired values assigned to it and nothing read
+    /// (issue 40).
+    pub fn returns_this(&self, resource: &str) -> bool {
+        self.lists("get_returns_this", resource)
+    }
+
+    fn lists(&self, list: &str, resource: &str) -> bool {
+        self.doc
+            .get(list)
             .and_then(Json::as_array)
             .is_some_and(|names| {
                 names

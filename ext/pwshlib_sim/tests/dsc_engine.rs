@@ -995,3 +995,67 @@ fn on_powershell_7_a_plain_call_is_direct() {
     let kinds: Vec<Json> = sim.log().iter().map(|line| line["kind"].clone()).collect();
     assert_eq!(kinds, vec![json!("direct")]);
 }
+
+#[test]
+fn a_get_handed_the_desired_state_reports_only_the_keys_of_a_missing_instance() {
+    // Issue 40: a Get carries the desired values, which a resource does
+    // not report back for an instance it did not find.
+    let sim = Sim::new().with_state(&json!({"keys": {"FixtureFile": ["DestinationPath"]}}));
+    let get = script(
+        "",
+        "FixtureFile",
+        "Get",
+        &format!("{PATH_A}; ensure = 'Present'; contents = 'hi'"),
+    );
+    assert_eq!(
+        sim.json(&get),
+        json!({"destinationpath": r"C:\Temp\A.txt", "Ensure": "Absent"})
+    );
+    sim.set(&format!("{PATH_A}; contents = 'stored'"));
+    assert_eq!(
+        sim.json(&get),
+        json!({"destinationpath": r"C:\Temp\A.txt", "contents": "stored", "Ensure": "Present"})
+    );
+}
+
+#[test]
+fn a_type_whose_get_returns_this_echoes_what_it_was_handed_flagged_when_direct() {
+    let sim = Sim::new().with_state(&json!({
+        "keys": {"FixtureClassResource": ["Name"]},
+        "get_returns_this": ["FixtureClassResource"],
+    }));
+    let class_module = "@{ModuleName = 'PwshlibFixtureClass'; RequiredVersion = '1.0.0'}";
+    let call = |method: &str, properties: &str, how: &str| {
+        format!(
+            "{PREAMBLE}$InvokeParams = @{{Name = 'FixtureClassResource'; Method = '{method}'; Property = @{{{properties}}}; ModuleName = {class_module}}}\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams{how}\n"
+        )
+    };
+    sim.json(&call("Set", "name = 'a'; value = 'stored'", ""));
+    let wanted = "name = 'a'; value = 'wanted'";
+    assert_eq!(
+        sim.json(&call("Get", wanted, "")),
+        json!({"name": "a", "value": "wanted", "Ensure": "Present", "pwshlib_get_returned_this": true})
+    );
+    // Invoke-DscResource hands back no instance to compare: no flag.
+    assert_eq!(
+        sim.json(&call("Get", wanted, " -ThroughInvokeDscResource")),
+        json!({"name": "a", "value": "wanted", "Ensure": "Present"})
+    );
+    // Its Test reads the system.
+    assert_eq!(
+        sim.json(&call("Test", wanted, ""))["indesiredstate"],
+        json!(false)
+    );
+    // A MOF resource (its ModuleName a .psd1) is never flagged.
+    let sim = Sim::new().with_state(&json!({
+        "keys": {"FixtureFile": ["DestinationPath"]},
+        "get_returns_this": ["FixtureFile"],
+    }));
+    let get = script(
+        "",
+        "FixtureFile",
+        "Get",
+        &format!("{PATH_A}; contents = 'x'"),
+    );
+    assert!(sim.json(&get).get("pwshlib_get_returned_this").is_none());
+}

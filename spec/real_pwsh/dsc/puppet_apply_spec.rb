@@ -170,6 +170,15 @@ module RealPwshDsc
       expect_no_file_holding(@runs, SECRETS.map { |secret| Acceptance.secret_token(secret) })
     end
 
+    it 'handed Get the desired state, the credential\'s password intact (issue 40)' do
+      get = run(2).calls.find { |call| call['resource'] == 'RealSetting' && call['method'] == 'Get' }
+      expect(get['properties']).to include('Count' => 42, 'Description' => 'Grüße, 世界 🔑',
+                                           'Credential' => { 'user' => 'CONTOSO\\svc-ü', 'password' => SETTING_SECRET })
+      # The script-based one: only what its Get-TargetResource declares.
+      account = run(2).calls.find { |call| call['resource'] == 'RealAccount' && call['method'] == 'Get' }
+      expect(account['properties'].keys).to eq(['UserName'])
+    end
+
     it 'never shows the passwords that Get returned' do
       # Both resources' Get return their credential with the password (run
       # 2's Gets found them stored): Puppet logged the Get results at --debug.
@@ -282,6 +291,119 @@ module RealPwshDsc
       it 'never shows its secret, not even from what it wrote' do
         expect(@run.output).to include('RealNoisy Set host: ', 'RealNoisy Set verbose: noisy-reboot with ')
         expect_no_secret_shown([@run], [NOISY_SECRET])
+      end
+    end
+  end
+
+  # Issue 40: resources that read what they report through the desired state
+  # a Get is handed, and one whose Get() returns $this, directly and through
+  # Invoke-DscResource. Run 1 creates them, run 2 finds them in sync, then
+  # RealEcho's stored value drifts and run 3 puts it back.
+  def self.get_input_manifest(echo_validation: nil)
+    echo = { 'dsc_name' => 'echo-ü', 'dsc_ensure' => 'Present', 'dsc_value' => 'wanted' }
+    echo['validation_mode'] = echo_validation if echo_validation
+    [
+      Acceptance.resource('dsc_realreport', 'report', 'dsc_path' => '/srv/report-ü.txt', 'dsc_ensure' => 'Present',
+                                                      'dsc_contents' => "line 1\nline 2", 'dsc_mode' => '0644'),
+      Acceptance.resource('dsc_realconnection', 'connection', 'dsc_name' => 'conn', 'dsc_servername' => 'sql-ü-01',
+                                                              'dsc_value' => 'v1'),
+      Acceptance.resource('dsc_realtask', 'task', 'dsc_taskname' => 'Nightly', 'dsc_taskpath' => '\\Pwshlib\\',
+                                                  'dsc_ensure' => 'Present', 'dsc_description' => 'Runs at night'),
+      Acceptance.resource('dsc_realkeyed', 'keyed', 'dsc_name' => 'keyed-ü', 'dsc_ensure' => 'Present', 'dsc_value' => 'v'),
+      Acceptance.resource('dsc_realecho', 'echo', echo),
+    ].join("\n")
+  end
+
+  GET_INPUT_RESOURCES = %w[RealReport RealConnection RealTask RealKeyed RealEcho].freeze
+  GET_INPUT_REFS = %w[Dsc_realreport[report] Dsc_realconnection[connection] Dsc_realtask[task] Dsc_realkeyed[keyed]
+                      Dsc_realecho[echo]].freeze
+
+  {
+    'directly' => [{}, nil],
+    # The guard cannot see $this through Invoke-DscResource (which hands
+    # back no instance to compare): validation_mode => resource is the
+    # remedy docs/behavior.md gives.
+    'through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' => [{ 'PWSHLIB_DSC_DIRECT' => '0' }, 'resource'],
+  }.each do |how, (env, echo_validation)|
+    RSpec.describe "Get handed the desired state (issue 40), called #{how}" do
+      before(:all) do
+        @machine = Machine.new('real-dsc-get-input')
+        manifest = RealPwshDsc.get_input_manifest(echo_validation: echo_validation)
+        @runs = Array.new(2) { @machine.apply(manifest, env: env) }
+        # The system drifts where RealEcho's Get does not look.
+        echo = File.join(@machine.state_dir, 'RealEcho', "#{'echo-ü'.b.unpack1('H*')}.json")
+        File.write(echo, JSON.generate('Name' => 'echo-ü', 'Value' => 'drifted'))
+        @runs << @machine.apply(manifest, env: env)
+      end
+
+      after(:all) { @machine&.cleanup }
+
+      def run(index)
+        @runs.fetch(index - 1)
+      end
+
+      def counts(run, resource)
+        counts = Hash.new(0)
+        run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
+        %w[Get Set Test].to_h { |method| [method, counts[method]] }
+      end
+
+      it 'run 1 creates every resource, none failing' do
+        expect(run(1).exitcode).to eq(2), run(1).to_s
+        GET_INPUT_REFS.each do |ref|
+          expect(run(1).changed?(ref)).to be(true), ref
+          expect(run(1).failed?(ref)).to be(false), ref
+        end
+      end
+
+      it 'run 2 changes nothing and makes one Get per resource (and RealEcho its one Test)' do
+        expect(run(2).exitcode).to eq(0), run(2).to_s
+        GET_INPUT_REFS.each { |ref| expect(run(2).changed?(ref)).to be(false), ref }
+        (GET_INPUT_RESOURCES - ['RealEcho']).each do |resource|
+          expect(counts(run(2), resource)).to eq('Get' => 1, 'Set' => 0, 'Test' => 0), resource
+        end
+        expect(counts(run(2), 'RealEcho')).to eq('Get' => 1, 'Set' => 0, 'Test' => 1)
+      end
+
+      it 'the class-based resources were handed every desired value' do
+        gets = run(2).calls.select { |call| call['method'] == 'Get' }
+        report = gets.find { |call| call['resource'] == 'RealReport' }
+        expect(report['properties']).to include('Contents' => "line 1\nline 2", 'Mode' => '0644')
+        connection = gets.find { |call| call['resource'] == 'RealConnection' }
+        expect(connection['properties']).to include('ServerName' => 'sql-ü-01')
+        expect(@machine.stored('RealConnection', 'sql-ü-01|conn')).to eq('Name' => 'conn', 'Value' => 'v1')
+      end
+
+      it 'the script-based ones only what their Get-TargetResource declares, and never failed' do
+        gets = run(2).calls.select { |call| call['method'] == 'Get' }
+        expect(gets.find { |call| call['resource'] == 'RealTask' }['properties'])
+          .to eq('TaskName' => 'Nightly', 'TaskPath' => '\\Pwshlib\\')
+        expect(gets.find { |call| call['resource'] == 'RealKeyed' }['properties']).to eq('Name' => 'keyed-ü')
+        @runs.each do |r|
+          expect(r.output).not_to match(/^Error: .*dsc_real/i), r.to_s
+          GET_INPUT_REFS.each { |ref| expect(r.failed?(ref)).to be(false), ref }
+        end
+      end
+
+      it 'the Get() that returns $this still has its drift corrected' do
+        expect(run(3).exitcode).to eq(2), run(3).to_s
+        expect(run(3).changed?('Dsc_realecho[echo]')).to be(true), run(3).to_s
+        (GET_INPUT_REFS - ['Dsc_realecho[echo]']).each { |ref| expect(run(3).changed?(ref)).to be(false), ref }
+        expect(counts(run(3), 'RealEcho')).to eq('Get' => 1, 'Set' => 1, 'Test' => 1)
+        expect(@machine.stored('RealEcho', 'echo-ü')).to eq('Name' => 'echo-ü', 'Value' => 'wanted')
+      end
+
+      it 'says why RealEcho is judged by its Test' do
+        guard = /Debug: .*echo: its Get\(\) returned the very instance it was called on/
+        if echo_validation
+          expect(run(2).output).not_to match(guard)
+        else
+          expect(run(2).output).to match(guard), run(2).to_s
+        end
+      end
+
+      it 'was called as asked' do
+        expect(@machine.standin_calls.empty?).to eq(env.empty?)
       end
     end
   end

@@ -9,7 +9,9 @@
 
 use std::borrow::Cow;
 
-use super::resource_api::{canonicalized_earlier, insync, validates_whole_resource};
+use super::resource_api::{
+    canonicalized_earlier, insync, judged_by_test, validates_whole_resource,
+};
 use super::{invocation_identity, Insync, ProviderCallbacks};
 use crate::cache::Identity;
 use crate::value::{Map, Value};
@@ -63,7 +65,8 @@ fn attributes_read<'a>(property: &'a str, namevars: &'a [String]) -> Vec<&'a str
 /// reads: `should_entries(names)` gives those entries of the desired state
 /// (None: it is not a hash, or one of them does not convert), and
 /// `is_entries(names)` those of the current state (`Some(None)` when there
-/// is none, None as before). None: no answer in brief (a Test is due, the
+/// is none, None as before). None: no answer in brief (a Test is due, by
+/// `validation_mode` or because the Get returned `$this`, the
 /// resource is unknown, which is also where a value that cannot go to
 /// PowerShell is reported, or a value does not convert); the caller
 /// converts the whole hashes and calls [`super::insync`].
@@ -83,7 +86,7 @@ pub fn insync_in_brief<P: ProviderCallbacks>(
         return Ok(None);
     }
     let identity = invocation_identity(namevars, name, &should);
-    if !canonicalized_earlier(provider, &identity) {
+    if judged_by_test(provider, &identity) || !canonicalized_earlier(provider, &identity) {
         return Ok(None);
     }
     let Some(is) = is_entries(&[property]) else {

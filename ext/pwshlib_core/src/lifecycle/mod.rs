@@ -46,6 +46,10 @@ pub const COLLISION_MESSAGE: &str =
     "The Invoke-DscResource cmdlet is in progress and must return before Invoke-DscResource can be invoked";
 pub const COLLISION_MAX_RETRIES: u32 = 5;
 pub const COLLISION_DEFAULT_WAIT_SECONDS: f64 = 60.0;
+/// The member of a Get result the prelude adds when a class-based
+/// resource's `Get()` returned the instance it was called on
+/// (`Invoke-PwshlibDirect`; docs/behavior.md §3 "insync?").
+pub const GET_RETURNED_THIS: &str = "pwshlib_get_returned_this";
 pub const NOT_IN_DESIRED_STATE: &str =
     "DSC reports that this resource is not in the desired state; treating all properties as out-of-sync";
 
@@ -89,6 +93,10 @@ pub struct LifecycleState {
     /// Resources whose Get failed in this run: no further PowerShell call
     /// is made for them, and their Set is marked failed.
     pub failed_gets: IdentityCache<()>,
+    /// Resources whose Get returned the very instance it was called on
+    /// (`return $this`): what it reports may be the desired state handed
+    /// to it, so their Test judges them, as `validation_mode => resource`.
+    pub judged_by_test: IdentityCache<()>,
     pub collision_wait_seconds: f64,
 }
 
@@ -101,7 +109,8 @@ impl LifecycleState {
             test_results: IdentityCache::new(namevars.clone()),
             insync_reported: FxHashSet::default(),
             failed_sets: IdentityCache::new(namevars.clone()),
-            failed_gets: IdentityCache::new(namevars),
+            failed_gets: IdentityCache::new(namevars.clone()),
+            judged_by_test: IdentityCache::new(namevars),
             collision_wait_seconds: COLLISION_DEFAULT_WAIT_SECONDS,
         }
     }
@@ -111,6 +120,7 @@ impl LifecycleState {
         let id = self.query_results.identity(hash);
         self.query_results.remove(hash);
         self.test_results.remove(hash);
+        self.judged_by_test.remove(hash);
         self.insync_reported.retain(|(i, _)| !id.matches(i));
     }
 }
@@ -290,6 +300,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
     hash
 }
 
+#[cfg(test)]
+mod get_input_tests;
 #[cfg(test)]
 mod rotation_tests;
 #[cfg(test)]

@@ -10,13 +10,13 @@ use super::redaction::{
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
     title_of_map, title_text, with_attributes_of, Insync, LifecycleState, ProviderCallbacks,
-    NOT_IN_DESIRED_STATE,
+    GET_RETURNED_THIS, NOT_IN_DESIRED_STATE,
 };
 use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::munge::munge_get_result_owned;
 use crate::redact::{self, mark_attributes, shown_resource};
-use crate::script::DscMethod;
+use crate::script::{passed_to_get, DscMethod};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
@@ -184,9 +184,8 @@ pub fn get<P: ProviderCallbacks>(
         let canonical =
             provider.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
         // The whole canonicalized resource goes along, as it does when
-        // canonicalize makes the Get: the mandatory-for-get properties and
-        // the credential for the call, the rest for munging and for knowing
-        // secrets.
+        // canonicalize makes the Get: its desired state for the call, and
+        // for munging and for knowing secrets.
         let query = match &canonical {
             Some(canonical) => with_attributes_of(name_hash.clone(), canonical),
             None => name_hash.clone(),
@@ -209,12 +208,16 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
     debug_lazy(provider, || {
         format!("retrieving {}", shown_resource(&typedef, name_hash))
     })?;
+    // The desired state, as Set and Test get it (keys only when it is
+    // absent, and for a listing, whose hash holds no more).
+    let passed = passed_to_get(name_hash);
     let query_props: Map = name_hash
         .iter()
-        .filter(|(k, v)| match k.key_name() {
-            Some("dsc_psdscrunascredential") => !v.is_nil(),
-            Some(n) => typedef.attribute(n).is_some_and(|a| a.mandatory_for_get),
-            None => false,
+        .filter(|(k, v)| {
+            !v.is_nil()
+                && k.key_name()
+                    .and_then(|n| typedef.attribute(n))
+                    .is_some_and(&passed)
         })
         .cloned()
         .collect();
@@ -222,13 +225,27 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
         return Ok(None);
     };
     let title = title_of_map(name_hash);
-    let Value::Hash(data) = data else {
+    let Value::Hash(mut data) = data else {
         provider.err(
             title.as_ref(),
             "Invoke-DscResource Get returned a value that is not an object",
         )?;
         return Ok(None);
     };
+    if matches!(
+        data.remove_named(GET_RETURNED_THIS),
+        Some(Value::Bool(true))
+    ) {
+        debug_lazy(provider, || {
+            format!(
+                "{}: its Get() returned the very instance it was called on (`return $this`), \
+                 so the values it reports may be the desired ones it was given: judging \
+                 it by its Test instead, as validation_mode => resource does",
+                title.as_ref().map(title_text).unwrap_or_default()
+            )
+        })?;
+        provider.with_state(|s| s.judged_by_test.insert(name_hash, ()));
+    }
     // The result's values are moved into the Puppet hash. An error message
     // quotes values the system reported, its secrets too (by the type, or
     // where the desired state holds a Sensitive value): a result that may
@@ -434,20 +451,21 @@ pub fn insync<P: ProviderCallbacks>(
         };
         let is_value = is_value.unwrap_or(Value::Nil);
         let should_value = should_hash.get_named(property);
-        let by_test = if validates_whole_resource(should_hash) {
-            let in_desired_state = test_answer(provider, name, should_hash, &identity)?;
-            in_desired_state.map(|in_desired_state| {
-                answer_of_test(
-                    &typedef,
-                    property,
-                    in_desired_state,
-                    &is_value,
-                    should_value,
-                )
-            })
-        } else {
-            None
-        };
+        let by_test =
+            if validates_whole_resource(should_hash) || judged_by_test(provider, &identity) {
+                let in_desired_state = test_answer(provider, name, should_hash, &identity)?;
+                in_desired_state.map(|in_desired_state| {
+                    answer_of_test(
+                        &typedef,
+                        property,
+                        in_desired_state,
+                        &is_value,
+                        should_value,
+                    )
+                })
+            } else {
+                None
+            };
         // Without a Test answer (or when it failed), the properties compare.
         by_test.unwrap_or_else(|| compare_property(&typedef, property, &is_value, should_value))
     };
@@ -464,6 +482,12 @@ pub(super) fn validates_whole_resource(should_hash: &Map) -> bool {
         should_hash.get_named("validation_mode"),
         Some(Value::Str(m) | Value::Symbol(m)) if m.eq_ignore_ascii_case("resource")
     )
+}
+
+/// Whether this run's Get of the resource returned the instance it was
+/// called on: its Test judges it (docs/behavior.md §3 "insync?").
+pub(super) fn judged_by_test<P: ProviderCallbacks>(provider: &P, identity: &Identity) -> bool {
+    provider.with_state(|s| s.judged_by_test.get_identity(identity).is_some())
 }
 
 /// The resource's one Test in this run: Some(in desired state), or None

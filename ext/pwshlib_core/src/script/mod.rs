@@ -21,7 +21,7 @@ mod resource;
 mod text;
 
 pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
-pub use resource::{InvocableResource, InvokeParameter};
+pub use resource::{passed_to_get, InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};
 
 use uuid::Uuid;

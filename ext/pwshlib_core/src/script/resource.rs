@@ -3,6 +3,7 @@
 //! resource hash, or read from the hash the Ruby methods pass around.
 
 use super::DscMethod;
+use crate::canonical::is_absent;
 use crate::cim_type::MofType;
 use crate::error::{Error, Result};
 use crate::secrecy::{mark, secrecy_of_type};
@@ -74,8 +75,8 @@ impl InvocableResource {
     /// `should` is a resource hash (Symbol keys, `dsc_` attributes), method
     /// is Get/Set/Test, `vendored_modules_path` comes from the load path.
     ///
-    /// Get passes the mandatory-for-get properties plus the run-as
-    /// credential; Set and Test pass every `dsc_` property of `should`.
+    /// Set and Test pass every `dsc_` property of `should`; Get the same,
+    /// but only the keys for an absent desired state ([`passed_to_get`]).
     /// Never passed: `dsc_timeout`, read-only properties, nil values.
     pub fn new(
         typedef: &TypeDef,
@@ -83,15 +84,12 @@ impl InvocableResource {
         method: DscMethod,
         vendored_modules_path: &str,
     ) -> Result<Self> {
+        let passed_to_get = passed_to_get(should);
         let parameters = typedef
             .attributes
             .iter()
             .filter(|attr| attr.is_dsc_property() && attr.behaviour != Behaviour::ReadOnly)
-            .filter(|attr| {
-                method != DscMethod::Get
-                    || attr.mandatory_for_get
-                    || attr.name == "dsc_psdscrunascredential"
-            })
+            .filter(|attr| method != DscMethod::Get || passed_to_get(attr))
             .filter_map(|attr| {
                 let value = should.get_named(&attr.name)?;
                 (!value.is_nil()).then(|| InvokeParameter {
@@ -285,6 +283,34 @@ impl InvocableResource {
         }
         Ok(&self.vendored_modules_path)
     }
+}
+
+/// docs/behavior.md §4 "Parameters": which attributes (those with a value
+/// in `desired`) go to a Get. With a desired state, every non-read-only
+/// `dsc_` property, as Set and Test get them and as the DSC engines hand
+/// `Get()` the whole desired state (PSDesiredStateConfiguration 2.x, DSC
+/// v3, Machine Configuration): many resources read what they report
+/// through them (nxFile's `Mode`, ScheduledTask's `TaskPath`, SqlServerDsc's
+/// `ServerName`). A listing's hash holds the namevars alone, so its Get is
+/// keys-only as it stands; an absent desired state (`dsc_ensure =>
+/// absent`) passes only the mandatory-for-get properties and the run-as
+/// credential, as pwshlib 2.x did for every Get.
+pub fn passed_to_get(desired: &Map) -> impl Fn(&Attribute) -> bool {
+    let keys_only = get_is_keys_only(desired);
+    move |attribute| {
+        attribute.is_dsc_property()
+            && attribute.behaviour != Behaviour::ReadOnly
+            && (!keys_only || is_key_for_get(attribute))
+    }
+}
+
+/// An absent desired state: its Get asks only whether the resource is there.
+fn get_is_keys_only(desired: &Map) -> bool {
+    is_absent(desired.get_named("dsc_ensure"))
+}
+
+fn is_key_for_get(attribute: &Attribute) -> bool {
+    attribute.mandatory_for_get || attribute.name == "dsc_psdscrunascredential"
 }
 
 fn needs_vendored_path(class_based: bool, version: Option<&String>) -> bool {

@@ -18,6 +18,11 @@ fn ensure_of(properties: &JsonMap<String, Json>) -> Option<&str> {
     get_ci(properties, "Ensure").and_then(Json::as_str)
 }
 
+/// A Get is given the desired state (issue 40) and reads the instance by
+/// its keys. Found: what is stored (Present unless it says otherwise); not
+/// found: the keys it was given, Absent. A type listed in
+/// `get_returns_this` reports every value it was given over that, as a
+/// `Get()` that returns `$this` having read nothing.
 pub(super) fn get(
     state: &State,
     resource: &str,
@@ -26,20 +31,28 @@ pub(super) fn get(
 ) -> Json {
     let has_ensure = state.has_ensure(resource);
     let found = keys.and_then(|keys| state.find(resource, keys, given));
-    // Found: what is stored (Present unless it says otherwise); not
-    // found: what was asked for, Absent.
-    let (shown, ensure) = match found {
-        Some((_, stored)) => (stored, "Present"),
-        None => (given, "Absent"),
+    let (shown, ensure): (Box<dyn Iterator<Item = (&String, &Json)>>, _) = match found {
+        Some((_, stored)) => (Box::new(stored.iter()), "Present"),
+        None => (
+            Box::new(given.iter().filter(|(name, _)| {
+                keys.is_none_or(|keys| keys.iter().any(|k| eq_ignore_case(k, name)))
+            })),
+            "Absent",
+        ),
     };
     let mut out: JsonMap<String, Json> = shown
-        .iter()
         .map(|(name, value)| (name.clone(), get_value(value)))
         .collect();
     let stored_ensure = found.is_some() && get_ci(&out, "Ensure").is_some_and(|e| !e.is_null());
     if has_ensure && !stored_ensure {
         let name = existing_name(&out, "Ensure");
         out.insert(name, json!(ensure));
+    }
+    if state.returns_this(resource) {
+        for (name, value) in given {
+            let name = existing_name(&out, name);
+            out.insert(name, get_value(value));
+        }
     }
     Json::Object(out)
 }

@@ -15,7 +15,11 @@ use crate::faults::{
 };
 use crate::outcome::Outcome;
 use crate::psvalue::{eq_ignore_case, PsValue};
-use crate::state::State;
+use crate::state::{get_ci, State};
+
+/// The member the prelude adds to a Get result whose `Get()` returned
+/// `$this` (the core's `lifecycle::GET_RETURNED_THIS`).
+const GET_RETURNED_THIS: &str = pwshlib_core::lifecycle::GET_RETURNED_THIS;
 
 /// The PowerShell version the simulated host plays (`7.4.6`, say); unset
 /// or empty is Windows PowerShell 5.1.
@@ -121,13 +125,39 @@ fn play(
         return (outcome, Some(fault));
     }
     let reboot_required = armed.selected(armed.faults.reboot_required.as_ref());
-    let json = answer(state, &armed.call, method, reboot_required)
+    let mut json = answer(state, &armed.call, method, reboot_required)
         .unwrap_or_else(|message| failure_json(method, &message));
+    if method == DscMethod::Get && returned_this_seen(invocation, state, env) {
+        if let Json::Object(result) = &mut json {
+            result.insert(GET_RETURNED_THIS.to_owned(), json!(true));
+        }
+    }
     if armed.selected(armed.faults.malformed_json.as_ref()) {
         let malformed = stdout_reply(MALFORMED_STDOUT.to_owned());
         return (armed.with_latency(malformed), Some("malformed_json"));
     }
     (armed.with_latency(stdout_reply(json.to_string())), None)
+}
+
+/// Whether the prelude would flag this Get as one whose `Get()` returned
+/// the instance it was called on (`pwshlib_get_returned_this`): a type
+/// listed in `get_returns_this`, class-based (its ModuleName names the
+/// module, not a `.psd1`), called directly. Invoke-DscResource hands back
+/// no instance to compare, so that route cannot see it (issue 40).
+fn returned_this_seen(
+    invocation: &Invocation,
+    state: &State,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let module = invocation.module.to_json();
+    let module_name = match &module {
+        Json::Object(map) => get_ci(map, "ModuleName").and_then(Json::as_str),
+        other => other.as_str(),
+    };
+    let class_based = module_name.is_some_and(|name| !name.to_ascii_lowercase().ends_with(".psd1"));
+    class_based
+        && state.returns_this(&invocation.resource)
+        && super::call_kind(invocation, edition(env)) == "direct"
 }
 
 /// The method's own result JSON (before any fault touches it).
