@@ -624,7 +624,7 @@ function Select-PwshlibGetTargetResourceProperty {
     # $InvokeParams of a Get through Invoke-DscResource, its Property kept,
     # for a script-based resource, to the parameters its Get-TargetResource
     # declares (and PsDscRunAsCredential, which the engine takes itself).
-    # A Get carries the desired state (docs/behavior.md §4 "Parameters"),
+    # A Get carries the desired state (docs/behavior.md section 4, "Parameters"),
     # and PSDesiredStateConfiguration 2.0.7 splats -Property on
     # Get-TargetResource unfiltered, so a name it does not declare would
     # fail the call (PowerShell/DSC#260); DSC v3's adapter, the LCM and the
@@ -654,7 +654,7 @@ function Invoke-PwshlibDirect {
     # $Seen.GetReturnedThis is set when a class's Get() returned the very
     # instance it was called on (`return $this`): its properties are the
     # desired values assigned below unless Get() read them, so the
-    # provider judges that resource by its Test (docs/behavior.md §3
+    # provider judges that resource by its Test (docs/behavior.md section 3
     # "insync?"). [object]::ReferenceEquals sees the same object through
     # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
     param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{})
