@@ -337,113 +337,6 @@ class RealVaultEndpoint {
 # ConvertTo-Json/ConvertFrom-Json.
 [DscResource()]
 class RealVault {
-# Issue 40: resources that read what they report through the desired state
-# their Get is handed, as the DSC engines hand it (and one whose Get()
-# returns $this).
-
-# Like nxFile: Contents and Mode are reported only when their desired value
-# is set (nxFile reads a file's contents only when contents are wanted, and
-# its mode in octal only when the desired mode is octal), the mode as four
-# octal digits. A keys-only Get reads neither, so they would differ on
-# every run.
-[DscResource()]
-class RealReport {
-    [DscProperty(Key)]
-    [string] $Path
-
-    [DscProperty()]
-    [RealEnsure] $Ensure = [RealEnsure]::Present
-
-    [DscProperty()]
-    [string] $Contents
-
-    [DscProperty()]
-    [string] $Mode
-
-    [hashtable] Properties() {
-        return [ordered]@{ Path = $this.Path; Ensure = $this.Ensure; Contents = $this.Contents; Mode = $this.Mode }
-    }
-
-    [RealReport] Get() {
-        Write-RealCall 'RealReport' 'Get' $this.Properties()
-        $Stored = Read-RealState 'RealReport' $this.Path
-        $Result = [RealReport]::new()
-        $Result.Path = $this.Path
-        if ($null -eq $Stored) {
-            $Result.Ensure = [RealEnsure]::Absent
-            return $Result
-        }
-        if (-not [string]::IsNullOrEmpty($this.Contents)) { $Result.Contents = $Stored.Contents }
-        if ($this.Mode -match '^[0-7]+$') { $Result.Mode = ([string] $Stored.Mode).PadLeft(4, '0') }
-        return $Result
-    }
-
-    [bool] Test() {
-        Write-RealCall 'RealReport' 'Test' $this.Properties()
-        $Stored = Read-RealState 'RealReport' $this.Path
-        if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
-        if ($null -eq $Stored) { return $false }
-        if (-not [string]::IsNullOrEmpty($this.Contents) -and $Stored.Contents -cne $this.Contents) { return $false }
-        return [string]::IsNullOrEmpty($this.Mode) -or [Convert]::ToInt32($Stored.Mode, 8) -eq [Convert]::ToInt32($this.Mode, 8)
-    }
-
-    [void] Set() {
-        Write-RealCall 'RealReport' 'Set' $this.Properties()
-        $Plain = $null
-        if ($this.Ensure -ne [RealEnsure]::Absent) {
-            $Plain = [ordered]@{ Path = $this.Path; Contents = $this.Contents; Mode = $this.Mode }
-        }
-        Write-RealState 'RealReport' $this.Path $Plain
-    }
-}
-
-# Like SqlServerDsc's class resources: ServerName, not a key, picks the
-# server Get reads (the state of each server apart, under
-# "<ServerName>|<Name>"); without it Get reads 'localhost', the wrong
-# server, and reports what it found there.
-[DscResource()]
-class RealConnection {
-    [DscProperty(Key)]
-    [string] $Name
-
-    [DscProperty()]
-    [string] $ServerName = 'localhost'
-
-    [DscProperty()]
-    [string] $Value
-
-    [hashtable] Properties() {
-        return [ordered]@{ Name = $this.Name; ServerName = $this.ServerName; Value = $this.Value }
-    }
-
-    [RealConnection] Get() {
-        Write-RealCall 'RealConnection' 'Get' $this.Properties()
-        $Stored = Read-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)"
-        $Result = [RealConnection]::new()
-        $Result.Name = $this.Name
-        $Result.ServerName = $this.ServerName
-        if ($null -ne $Stored) { $Result.Value = $Stored.Value }
-        return $Result
-    }
-
-    [bool] Test() {
-        Write-RealCall 'RealConnection' 'Test' $this.Properties()
-        $Stored = Read-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)"
-        return $null -ne $Stored -and $Stored.Value -ceq $this.Value
-    }
-
-    [void] Set() {
-        Write-RealCall 'RealConnection' 'Set' $this.Properties()
-        Write-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)" ([ordered]@{ Name = $this.Name; Value = $this.Value })
-    }
-}
-
-# A Get() that returns the very instance it was called on: it reads
-# whether the instance exists, and leaves every other property as it was
-# handed (the desired value), so what it reports says nothing about the
-# system. Its Test reads the system.
-[DscResource()]
-class RealEcho {
     [DscProperty(Key)]
     [string] $Name
 
@@ -598,6 +491,122 @@ class RealEcho {
         }
         $null = [System.IO.Directory]::CreateDirectory([System.IO.Path]::GetDirectoryName($Path))
         [System.IO.File]::WriteAllText($Path, $this.Wanted(), [System.Text.UTF8Encoding]::new($false))
+    }
+}
+
+# Issue 40: resources that read what they report through the desired state
+# their Get is handed, as the DSC engines hand it (and one whose Get()
+# returns $this).
+
+# Like nxFile: Contents and Mode are reported only when their desired value
+# is set (nxFile reads a file's contents only when contents are wanted, and
+# its mode in octal only when the desired mode is octal), the mode as four
+# octal digits. A keys-only Get reads neither, so they would differ on
+# every run.
+[DscResource()]
+class RealReport {
+    [DscProperty(Key)]
+    [string] $Path
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
+    [DscProperty()]
+    [string] $Contents
+
+    [DscProperty()]
+    [string] $Mode
+
+    [hashtable] Properties() {
+        return [ordered]@{ Path = $this.Path; Ensure = $this.Ensure; Contents = $this.Contents; Mode = $this.Mode }
+    }
+
+    [RealReport] Get() {
+        Write-RealCall 'RealReport' 'Get' $this.Properties()
+        $Stored = Read-RealState 'RealReport' $this.Path
+        $Result = [RealReport]::new()
+        $Result.Path = $this.Path
+        if ($null -eq $Stored) {
+            $Result.Ensure = [RealEnsure]::Absent
+            return $Result
+        }
+        if (-not [string]::IsNullOrEmpty($this.Contents)) { $Result.Contents = $Stored.Contents }
+        if ($this.Mode -match '^[0-7]+$') { $Result.Mode = ([string] $Stored.Mode).PadLeft(4, '0') }
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealReport' 'Test' $this.Properties()
+        $Stored = Read-RealState 'RealReport' $this.Path
+        if ($this.Ensure -eq [RealEnsure]::Absent) { return $null -eq $Stored }
+        if ($null -eq $Stored) { return $false }
+        if (-not [string]::IsNullOrEmpty($this.Contents) -and $Stored.Contents -cne $this.Contents) { return $false }
+        return [string]::IsNullOrEmpty($this.Mode) -or [Convert]::ToInt32($Stored.Mode, 8) -eq [Convert]::ToInt32($this.Mode, 8)
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealReport' 'Set' $this.Properties()
+        $Plain = $null
+        if ($this.Ensure -ne [RealEnsure]::Absent) {
+            $Plain = [ordered]@{ Path = $this.Path; Contents = $this.Contents; Mode = $this.Mode }
+        }
+        Write-RealState 'RealReport' $this.Path $Plain
+    }
+}
+
+# Like SqlServerDsc's class resources: ServerName, not a key, picks the
+# server Get reads (the state of each server apart, under
+# "<ServerName>|<Name>"); without it Get reads 'localhost', the wrong
+# server, and reports what it found there.
+[DscResource()]
+class RealConnection {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [string] $ServerName = 'localhost'
+
+    [DscProperty()]
+    [string] $Value
+
+    [hashtable] Properties() {
+        return [ordered]@{ Name = $this.Name; ServerName = $this.ServerName; Value = $this.Value }
+    }
+
+    [RealConnection] Get() {
+        Write-RealCall 'RealConnection' 'Get' $this.Properties()
+        $Stored = Read-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)"
+        $Result = [RealConnection]::new()
+        $Result.Name = $this.Name
+        $Result.ServerName = $this.ServerName
+        if ($null -ne $Stored) { $Result.Value = $Stored.Value }
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealConnection' 'Test' $this.Properties()
+        $Stored = Read-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)"
+        return $null -ne $Stored -and $Stored.Value -ceq $this.Value
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealConnection' 'Set' $this.Properties()
+        Write-RealState 'RealConnection' "$($this.ServerName)|$($this.Name)" ([ordered]@{ Name = $this.Name; Value = $this.Value })
+    }
+}
+
+# A Get() that returns the very instance it was called on: it reads
+# whether the instance exists, and leaves every other property as it was
+# handed (the desired value), so what it reports says nothing about the
+# system. Its Test reads the system.
+[DscResource()]
+class RealEcho {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [RealEnsure] $Ensure = [RealEnsure]::Present
+
     [DscProperty()]
     [string] $Value
 
