@@ -753,15 +753,15 @@ namespace PwshlibHost
                 case "real":
                     double real;
                     if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
-                    throw new FormatException("the secret $" + name + " is not a number");
+                    throw new FormatException("the secret variable " + name + " is not a number");
                 case "bool":
                     object flag;
                     if (secret.TryGetValue("value", out flag) && flag is bool) { return flag; }
-                    throw new FormatException("the secret $" + name + " is not a boolean");
+                    throw new FormatException("the secret variable " + name + " is not a boolean");
                 case "credential":
                     return Credential(Member(secret, "user"), Member(secret, "password"));
                 default:
-                    throw new FormatException("the secret $" + name + " has an unknown kind '" + kind + "'");
+                    throw new FormatException("the secret variable " + name + " has an unknown kind '" + kind + "'");
             }
         }
 
@@ -778,7 +778,7 @@ namespace PwshlibHost
             if (decimal.TryParse(text, sign, CultureInfo.InvariantCulture, out huge)) { return huge; }
             double real;
             if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
-            throw new FormatException("the secret $" + name + " is not an integer");
+            throw new FormatException("the secret variable " + name + " is not an integer");
         }
 
         // A PSCredential whose password is a SecureString built here, char

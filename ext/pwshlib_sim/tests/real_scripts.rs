@@ -2,10 +2,12 @@
 //! shipped templates around the generated variable and `$InvokeParams`
 //! lines.
 
+use pwshlib_core::bound::BoundValue;
 use pwshlib_core::script::DscMethod;
-use pwshlib_sim::dsc::{handle_with_env, read_invocation};
+use pwshlib_sim::dsc::{handle_with_env, read_invocation, read_invocation_bound, Edition};
 use pwshlib_sim::outcome::Outcome;
 use pwshlib_sim::psvalue::PsValue;
+use pwshlib_transport::protocol::{BoundSecret, SecretValue};
 use serde_json::{json, Value as Json};
 
 /// The generated parts of a Set for a kitchen-sink type, as the script
@@ -266,21 +268,60 @@ fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
     ]);
     let script = site_script(sites).unwrap();
     let cim_lines: Vec<&str> = script
-        .text()
+        .body()
         .lines()
         .filter(|l| l.starts_with("$cim_"))
         .collect();
     assert_eq!(
         cim_lines,
         [
-            "$cim_1 = New-CimInstance -ClientOnly -ClassName 'MSFT_Credential' -Property @{UserName = 'svc'; Password = 's3cr3t-Pa55'}",
+            // From the credential the host binds (issue 38).
+            "$cim_2 = New-PwshlibCredentialInstance -Credential $cred_1",
             // nil and the empty array the type does not name are left
             // out; the empty arrays it names are typed; the mixed one
             // (Int32 and Double) is cast to the member's element type.
-            "$cim_2 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'a'; ports = [uint32[]]@(); tags = [string[]]@(); weights = [double[]]@(1, 2.5); login = $cim_1}",
+            "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'a'; ports = [uint32[]]@(); tags = [string[]]@(); weights = [double[]]@(1, 2.5); login = $cim_2}",
             // Int32 and Int64 literals are two CIM types too.
-            "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'b'; ports = [uint32[]]@(80, 3000000000)}",
+            "$cim_4 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'b'; ports = [uint32[]]@(80, 3000000000)}",
         ]
+    );
+    assert!(!script.body().contains("s3cr3t"), "{}", script.body());
+    // The data form the host binds reads as the inline form does.
+    let bound: Vec<BoundSecret> = script
+        .bindings()
+        .iter()
+        .map(|binding| match &binding.value {
+            BoundValue::Credential { user, password, .. } => BoundSecret {
+                name: binding.name.clone(),
+                value: SecretValue::Credential {
+                    user: user.clone(),
+                    password: password.clone(),
+                },
+            },
+            other => panic!("only the credential is bound here, not {other:?}"),
+        })
+        .collect();
+    let tree = pwshlib_core::pslint::parse_tree(script.body()).unwrap();
+    let from_data = read_invocation_bound(script.body(), &tree, Edition::Desktop, &bound)
+        .unwrap()
+        .unwrap();
+    let from_text = read_invocation(script.text()).unwrap().unwrap();
+    assert_eq!(
+        from_data
+            .properties
+            .iter()
+            .map(|(k, v)| (k, v.to_json()))
+            .collect::<Vec<_>>(),
+        from_text
+            .properties
+            .iter()
+            .map(|(k, v)| (k, v.to_json()))
+            .collect::<Vec<_>>()
+    );
+    // Unbound, the variable is refused, as under Set-StrictMode.
+    assert!(
+        read_invocation_bound(script.body(), &tree, Edition::Desktop, &[]).is_err(),
+        "a script whose secrets are not bound must not read as whole"
     );
     // The password is still a tracked secret.
     assert!(
@@ -290,7 +331,7 @@ fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
     );
     assert!(script
         .redacted()
-        .contains("Password = '#<Sensitive [value redacted]>'"));
+        .contains("-Password '#<Sensitive [value redacted]>'"));
     // The simulated host, which refuses what New-CimInstance refuses,
     // reads the whole script.
     let invocation = read_invocation(script.text()).unwrap().unwrap();

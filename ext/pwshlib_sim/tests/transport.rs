@@ -31,8 +31,10 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
             pid,
             host,
             prelude,
+            secrets,
         }) => {
             assert_eq!(prelude, protocol::PRELUDE_VERSION);
+            assert_eq!(secrets, protocol::SECRETS_VERSION);
             assert_eq!(pid, child.id());
             assert!(host.starts_with("pwshlib-sim "), "{host}");
         }

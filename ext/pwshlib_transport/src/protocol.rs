@@ -122,18 +122,37 @@ pub enum SecretValue {
     Credential { user: String, password: String },
 }
 
-/// Only the name and the kind: a request may be shown (`{:?}`) in an
-/// error or a test's failure, its secrets never.
-impl std::fmt::Debug for BoundSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.value {
+impl SecretValue {
+    /// The kind's name, as the wire writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
             SecretValue::String { .. } => "string",
             SecretValue::Integer { .. } => "integer",
             SecretValue::Real { .. } => "real",
             SecretValue::Bool { .. } => "bool",
             SecretValue::Credential { .. } => "credential",
-        };
-        write!(f, "BoundSecret({} {kind}, redacted)", self.name)
+        }
+    }
+}
+
+/// Only the kind: a value may be shown (`{:?}`) in a test's failure, its
+/// secret never.
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretValue({}, redacted)", self.kind())
+    }
+}
+
+/// Only the name and the kind: a request may be shown (`{:?}`) in an
+/// error or a test's failure, its secrets never.
+impl std::fmt::Debug for BoundSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "BoundSecret({} {}, redacted)",
+            self.name,
+            self.value.kind()
+        )
     }
 }
 

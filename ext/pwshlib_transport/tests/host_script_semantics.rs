@@ -282,18 +282,30 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let dsc = position(&invoke, "string hostText = psHost.TakeOutput();");
     assert_eq!(
-        invoke[dsc + 1..dsc + 11],
+        invoke[dsc + 1..dsc + 21],
         [
             "string stdout;",
             "string native = null;",
             "if (forPrelude)",
             "{",
+            // Issue 38: the DSC prelude's lines come from a variable, not
+            // the pipeline, whose output transcription records.
+            "object kept = runspace.SessionStateProxy.GetVariable(DscOutputVariable);",
+            "PSObject wrapped = kept as PSObject;",
+            "string[] held = (wrapped != null ? wrapped.BaseObject : kept) as string[];",
+            "if (held != null)",
+            "{",
+            "runspace.SessionStateProxy.SetVariable(DscOutputVariable, null);",
+            "stdout = OutLines(held, output.Count > 0 ? OutString(runspace, output) : null);",
+            "}",
+            "else",
+            "{",
             "stdout = output.Count > 0 ? OutString(runspace, output) : null;",
+            "}",
             "native = hostText;",
             "}",
             "else",
             "{",
-            "stdout = hostText;",
         ]
     );
     // The pipeline output as Out-String renders it: a string as itself and
@@ -626,4 +638,33 @@ fn the_pipe_acl_grants_the_current_user_and_denies_network() {
             "{server}"
         );
     }
+}
+
+/// Issue 38: a request's secrets are bound in the runspace before its code
+/// starts, and the hello offers the binding the codec speaks.
+#[test]
+fn secrets_are_bound_before_the_code_runs() {
+    let source = host_source();
+    let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
+    let bind = position(
+        &invoke,
+        "SecretValues.Bind(runspace, Get(request, \"secrets\"));",
+    );
+    let create = position(&invoke, "ps = PowerShell.Create();");
+    assert!(
+        bind < create,
+        "the secrets are bound before the pipeline exists"
+    );
+    assert!(source.contains(&format!(
+        "private const int SecretsVersion = {};",
+        pwshlib_transport::protocol::SECRETS_VERSION
+    )));
+    // The password goes into a SecureString in C#, never through a cmdlet.
+    let credential = lines(&member(&source, "public static PSCredential Credential("));
+    position(
+        &credential,
+        "foreach (char c in password) { secure.AppendChar(c); }",
+    );
+    let code = lines(&source).join("\n");
+    assert!(!code.contains("ConvertTo-SecureString"));
 }

@@ -52,6 +52,23 @@ fn any_text() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A bound secret of any kind, its texts anything JSON can carry.
+fn any_secret() -> impl Strategy<Value = BoundSecret> {
+    let value = prop_oneof![
+        any_text().prop_map(|value| SecretValue::String { value }),
+        any::<i64>().prop_map(|n| SecretValue::Integer {
+            value: n.to_string()
+        }),
+        any::<f64>().prop_map(|x| SecretValue::Real {
+            value: x.to_string()
+        }),
+        any::<bool>().prop_map(|value| SecretValue::Bool { value }),
+        (any_text(), any_text())
+            .prop_map(|(user, password)| SecretValue::Credential { user, password }),
+    ];
+    (any_text(), value).prop_map(|(name, value)| BoundSecret { name, value })
+}
+
 fn any_message() -> impl Strategy<Value = Message> {
     let execute = (
         any::<u64>(),
@@ -60,17 +77,22 @@ fn any_message() -> impl Strategy<Value = Message> {
         proptest::option::of(any_text()),
         proptest::collection::vec((any_text(), any_text()), 0..4),
         proptest::option::of((any_text(), proptest::option::of(any_text()))),
+        proptest::collection::vec(any_secret(), 0..4),
     )
-        .prop_map(|(id, code, timeout_ms, working_dir, env, prelude)| {
-            Message::Execute(ExecuteRequest {
-                id,
-                code,
-                timeout_ms,
-                working_dir,
-                env,
-                prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
-            })
-        });
+        .prop_map(
+            |(id, code, timeout_ms, working_dir, env, prelude, secrets)| {
+                Message::Execute(ExecuteRequest {
+                    id,
+                    code,
+                    timeout_ms,
+                    working_dir,
+                    env,
+                    prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
+                    secrets,
+                    inline_code: None,
+                })
+            },
+        );
     let result = (
         proptest::option::of(any::<u64>()),
         any::<i32>(),
@@ -94,14 +116,20 @@ fn any_message() -> impl Strategy<Value = Message> {
                 })
             },
         );
-    let hello = (any::<u32>(), any::<u32>(), any_text(), any::<u32>()).prop_map(
-        |(protocol, pid, host, prelude)| Message::Hello {
+    let hello = (
+        any::<u32>(),
+        any::<u32>(),
+        any_text(),
+        any::<u32>(),
+        any::<u32>(),
+    )
+        .prop_map(|(protocol, pid, host, prelude, secrets)| Message::Hello {
             protocol,
             pid,
             host,
             prelude,
-        },
-    );
+            secrets,
+        });
     prop_oneof![
         execute,
         result,
@@ -179,6 +207,8 @@ fn wire_format_matches_the_documentation() {
         working_dir: Some("C:\\temp".into()),
         env: vec![("NAME".into(), "value".into())],
         prelude: None,
+        secrets: Vec::new(),
+        inline_code: Some("never sent".into()),
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
@@ -201,8 +231,42 @@ fn wire_format_matches_the_documentation() {
             protocol: 1,
             pid: 4242,
             host: "pwsh 7.4.1".into(),
-            prelude: 0
+            prelude: 0,
+            secrets: 0
         }
+    );
+    // docs/protocol.md, "Secrets": each bound variable by name and kind.
+    let bound = Message::Execute(ExecuteRequest {
+        secrets: vec![
+            BoundSecret {
+                name: "secret_1".into(),
+                value: SecretValue::String {
+                    value: "p'ss".into(),
+                },
+            },
+            BoundSecret {
+                name: "cred_2".into(),
+                value: SecretValue::Credential {
+                    user: "svc".into(),
+                    password: "hunter2".into(),
+                },
+            },
+        ],
+        ..ExecuteRequest::new("$secret_1".into(), None, None, &[] as &[&str])
+    });
+    assert_eq!(
+        std::str::from_utf8(&encode(&bound).unwrap()[4..]).unwrap(),
+        r#"{"type":"execute","id":0,"code":"$secret_1","timeout_ms":300000,"working_dir":null,"env":[],"secrets":[{"name":"secret_1","kind":"string","value":"p'ss"},{"name":"cred_2","kind":"credential","user":"svc","password":"hunter2"}]}"#
+    );
+    // A request shows its secrets' names and kinds only.
+    let shown = format!("{bound:?}");
+    assert!(
+        !shown.contains("p'ss") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("BoundSecret(cred_2 credential, redacted)"),
+        "{shown}"
     );
     let result = br#"{"type":"result","id":7,"exitcode":0,"stdout":"hi\n","stderr":"","errormessage":null,"native_stdout":null}"#;
     assert_eq!(

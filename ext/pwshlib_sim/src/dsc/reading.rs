@@ -256,31 +256,7 @@ impl ScriptReader<'_> {
             }
             Ok(PsValue::Cim { class, properties })
         } else if eq_ignore_case(name, "New-PwshlibCredentialInstance") {
-            // The prelude's: from a PSCredential the host bound, an
-            // MSFT_Credential CIM instance (built by the host's compiled
-            // code from the credential), or for a class-based resource on
-            // PowerShell 7 the credential itself.
-            let (user, password) = match argument("Credential") {
-                Some(PsValue::Credential { user, password }) => (user.clone(), password.clone()),
-                _ => {
-                    return Err(format!(
-                        "{name}: Cannot process argument transformation on parameter 'Credential'. A PSCredential is required"
-                    ))
-                }
-            };
-            let class_based = arguments
-                .iter()
-                .any(|(name, value)| eq_ignore_case(name, "ClassBased") && value.is_none());
-            if class_based && self.edition == Edition::Core {
-                return Ok(PsValue::Credential { user, password });
-            }
-            Ok(PsValue::Cim {
-                class: "MSFT_Credential".to_owned(),
-                properties: vec![
-                    ("UserName".to_owned(), PsValue::Str(user)),
-                    ("Password".to_owned(), PsValue::Str(password)),
-                ],
-            })
+            self.credential_instance(name, &arguments)
         } else if eq_ignore_case(name, "New-PwshlibEmbeddedInstanceArray") {
             let items = match argument("Instances") {
                 Some(PsValue::Array(items) | PsValue::TypedArray { items, .. }) => items.clone(),
@@ -298,6 +274,38 @@ impl ScriptReader<'_> {
         } else {
             Err(format!("pwshlib-sim does not run the command {name}"))
         }
+    }
+
+    /// The prelude's `New-PwshlibCredentialInstance`: from a PSCredential
+    /// the host bound, an MSFT_Credential CIM instance (built by the host's
+    /// compiled code from the credential), or for a class-based resource on
+    /// PowerShell 7 the credential itself.
+    fn credential_instance(&self, name: &str, arguments: &Arguments) -> Result<PsValue, String> {
+        let credential = arguments
+            .iter()
+            .find(|(parameter, _)| eq_ignore_case(parameter, "Credential"))
+            .and_then(|(_, value)| value.as_ref());
+        let Some(PsValue::Credential { user, password }) = credential else {
+            return Err(format!(
+                "{name}: Cannot process argument transformation on parameter 'Credential'. A PSCredential is required"
+            ));
+        };
+        let class_based = arguments
+            .iter()
+            .any(|(parameter, value)| eq_ignore_case(parameter, "ClassBased") && value.is_none());
+        if class_based && self.edition == Edition::Core {
+            return Ok(PsValue::Credential {
+                user: user.clone(),
+                password: password.clone(),
+            });
+        }
+        Ok(PsValue::Cim {
+            class: "MSFT_Credential".to_owned(),
+            properties: vec![
+                ("UserName".to_owned(), PsValue::Str(user.clone())),
+                ("Password".to_owned(), PsValue::Str(password.clone())),
+            ],
+        })
     }
 
     /// `-Name value` pairs; a switch has no value.
