@@ -55,7 +55,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
 
   # Sets the vault, then reads it back; returns what each execute_dsc
   # call carried and what the manager said of the host.
-  def set_and_read(secrets)
+  def apply_and_read(secrets)
     manager = provider.ps_manager
     calls = []
     allow(manager).to receive(:execute_dsc).and_wrap_original do |original, script, *rest|
@@ -73,7 +73,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
 
   it 'sends no secret in the lines, binds each, and the resource gets them intact' do
     secrets = Array.new(4) { |i| secret("tok#{i}x") }
-    calls, read = set_and_read(secrets)
+    calls, read = apply_and_read(secrets)
     expect(calls.size).to eq(2)
     calls.each do |call|
       expect(call[:binds]).to eq(1)
@@ -95,7 +95,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
   it 'gives a host that binds nothing the inline form, with the same values' do
     ENV['PWSHLIB_SIM_NO_SECRETS'] = '1'
     secrets = Array.new(4) { |i| secret("inl#{i}x") }
-    calls, read = set_and_read(secrets)
+    calls, read = apply_and_read(secrets)
     expect(calls.map { |call| call[:binds] }).to eq([0, 0])
     expect(unwrap(read['secret'] || read[:dsc_secret])).to eq(secrets[0])
     expect(context.logged(:err)).to eq([])

@@ -239,6 +239,47 @@ fn site_script(sites: Value) -> Result<pwshlib_core::script::Script, pwshlib_cor
     })
 }
 
+/// The data form of a script (its body, its credential bound as the host
+/// binds it) reads as its inline form does; unbound, it is refused, as
+/// under Set-StrictMode.
+fn assert_data_form_reads_as_inline(script: &pwshlib_core::script::Script) {
+    let bound: Vec<BoundSecret> = script
+        .bindings()
+        .iter()
+        .map(|binding| match &binding.value {
+            BoundValue::Credential { user, password, .. } => BoundSecret {
+                name: binding.name.clone(),
+                value: SecretValue::Credential {
+                    user: user.clone(),
+                    password: password.clone(),
+                },
+            },
+            other => panic!("only the credential is bound here, not {other:?}"),
+        })
+        .collect();
+    let tree = pwshlib_core::pslint::parse_tree(script.body()).unwrap();
+    let from_data = read_invocation_bound(script.body(), &tree, Edition::Desktop, &bound)
+        .unwrap()
+        .unwrap();
+    let from_text = read_invocation(script.text()).unwrap().unwrap();
+    assert_eq!(
+        from_data
+            .properties
+            .iter()
+            .map(|(k, v)| (k, v.to_json()))
+            .collect::<Vec<_>>(),
+        from_text
+            .properties
+            .iter()
+            .map(|(k, v)| (k, v.to_json()))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        read_invocation_bound(script.body(), &tree, Edition::Desktop, &[]).is_err(),
+        "a script whose secrets are not bound must not read as whole"
+    );
+}
+
 #[test]
 fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
     let secret = || Value::Sensitive(Box::new(Value::str("s3cr3t-Pa55")));
@@ -286,43 +327,7 @@ fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
         ]
     );
     assert!(!script.body().contains("s3cr3t"), "{}", script.body());
-    // The data form the host binds reads as the inline form does.
-    let bound: Vec<BoundSecret> = script
-        .bindings()
-        .iter()
-        .map(|binding| match &binding.value {
-            BoundValue::Credential { user, password, .. } => BoundSecret {
-                name: binding.name.clone(),
-                value: SecretValue::Credential {
-                    user: user.clone(),
-                    password: password.clone(),
-                },
-            },
-            other => panic!("only the credential is bound here, not {other:?}"),
-        })
-        .collect();
-    let tree = pwshlib_core::pslint::parse_tree(script.body()).unwrap();
-    let from_data = read_invocation_bound(script.body(), &tree, Edition::Desktop, &bound)
-        .unwrap()
-        .unwrap();
-    let from_text = read_invocation(script.text()).unwrap().unwrap();
-    assert_eq!(
-        from_data
-            .properties
-            .iter()
-            .map(|(k, v)| (k, v.to_json()))
-            .collect::<Vec<_>>(),
-        from_text
-            .properties
-            .iter()
-            .map(|(k, v)| (k, v.to_json()))
-            .collect::<Vec<_>>()
-    );
-    // Unbound, the variable is refused, as under Set-StrictMode.
-    assert!(
-        read_invocation_bound(script.body(), &tree, Edition::Desktop, &[]).is_err(),
-        "a script whose secrets are not bound must not read as whole"
-    );
+    assert_data_form_reads_as_inline(&script);
     // The password is still a tracked secret.
     assert!(
         !script.redacted().contains("s3cr3t"),
