@@ -89,14 +89,16 @@ impl Drop for Shared {
 
 /// A request's code: as given, or a DSC call's data form with the secrets
 /// it binds and its inline form for a host that cannot bind.
-struct RequestCode {
+struct RequestCode<'s> {
     code: String,
     secrets: Vec<BoundSecret>,
-    inline: Option<String>,
+    /// Borrowed from the DSC script for the call: copied only for a host
+    /// that cannot bind.
+    inline: Option<&'s str>,
 }
 
-impl RequestCode {
-    fn plain(code: RString) -> RequestCode {
+impl RequestCode<'_> {
+    fn plain(code: RString) -> RequestCode<'static> {
         RequestCode {
             code: lossy_string(code),
             secrets: Vec::new(),
@@ -128,6 +130,9 @@ struct Request<'a> {
     call: Option<Call>,
     request: Option<ExecuteRequest>,
     prelude: Option<Prelude<'a>>,
+    /// The request's code with its secrets set by literals, for a host
+    /// that cannot bind them (`RequestCode::inline`).
+    inline: Option<&'a str>,
 }
 
 impl Request<'_> {
@@ -151,7 +156,7 @@ impl Request<'_> {
                 ));
             };
             let started = match self.prelude {
-                Some(prelude) => host.start_call_with_prelude(prelude, request),
+                Some(prelude) => host.start_call_with_prelude(prelude, request, self.inline),
                 None => host.start_call(&request),
             };
             match started {
@@ -320,7 +325,7 @@ impl Manager {
         let (timeout,) = args.optional;
         let secrets = script.secrets();
         let code = RequestCode {
-            inline: (!secrets.is_empty()).then(|| script.0.inline_body().to_owned()),
+            inline: (!secrets.is_empty()).then(|| script.0.inline_body()),
             code: script.0.body().to_owned(),
             secrets,
         };
@@ -330,7 +335,7 @@ impl Manager {
     fn run(
         &self,
         ruby: &Ruby,
-        code: RequestCode,
+        code: RequestCode<'_>,
         timeout: Option<Value>,
         working_dir: Option<Value>,
         env_vars: Option<Value>,
@@ -350,7 +355,6 @@ impl Manager {
         };
         let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
         request.secrets = code.secrets;
-        request.inline_code = code.inline;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {
@@ -359,6 +363,7 @@ impl Manager {
             call: None,
             request: Some(request),
             prelude,
+            inline: code.inline,
         };
         let result = loop {
             // Cleared with the GVL held, before Ruby installs the unblocking

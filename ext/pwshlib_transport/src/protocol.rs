@@ -94,10 +94,6 @@ pub struct ExecuteRequest {
     /// never in its code. Only to a host whose hello offered `secrets`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<BoundSecret>,
-    /// The code to send instead, with the secrets set by literals in it,
-    /// when the host cannot bind them. Never on the wire.
-    #[serde(skip)]
-    pub inline_code: Option<String>,
 }
 
 /// One variable a host binds: its name (without `$`) and value.
@@ -194,7 +190,6 @@ impl ExecuteRequest {
             env,
             prelude: None,
             secrets: Vec::new(),
-            inline_code: None,
         }
     }
 }

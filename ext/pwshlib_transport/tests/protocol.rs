@@ -89,7 +89,6 @@ fn any_message() -> impl Strategy<Value = Message> {
                     env,
                     prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
                     secrets,
-                    inline_code: None,
                 })
             },
         );
@@ -208,7 +207,6 @@ fn wire_format_matches_the_documentation() {
         env: vec![("NAME".into(), "value".into())],
         prelude: None,
         secrets: Vec::new(),
-        inline_code: Some("never sent".into()),
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];

@@ -20,7 +20,7 @@ impl Host {
         request: ExecuteRequest,
         cancel: &Cancel,
     ) -> Result<ExecuteResult, HostFailure> {
-        let call = self.start_call_with_prelude(prelude, request)?;
+        let call = self.start_call_with_prelude(prelude, request, None)?;
         self.finish_call(call, cancel)
     }
 
@@ -28,16 +28,19 @@ impl Host {
     /// defined. A host that offers preludes gets the prelude's text once per
     /// session (with the first such request) and afterwards only its id; an
     /// older host gets the whole script, prelude first, as one plain request.
+    /// `inline` is the code to send instead, the request's secrets set by
+    /// literals in it, to a host that cannot bind them (docs/protocol.md,
+    /// "Secrets"); it is copied only then.
     pub fn start_call_with_prelude(
         &mut self,
         prelude: Prelude<'_>,
         mut request: ExecuteRequest,
+        inline: Option<&str>,
     ) -> Result<Call, HostFailure> {
         if self.secrets_version < protocol::SECRETS_VERSION {
-            // A host that cannot bind gets the secrets as literals.
             request.secrets.clear();
-            if let Some(inline) = request.inline_code.take() {
-                request.code = inline;
+            if let Some(inline) = inline {
+                inline.clone_into(&mut request.code);
             }
         }
         if self.prelude_version < protocol::PRELUDE_VERSION {
