@@ -30,7 +30,7 @@ use crate::templates;
 /// whole text is joined on first use (a `--debug` dump, a manager that
 /// takes whole scripts). Joining it on every call was a third of the cost
 /// of an in-sync Get (`rake bench`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Script {
     /// The lines of this call: the whole text when there is no prelude.
     body: String,
@@ -51,6 +51,25 @@ pub struct Script {
     inline: OnceLock<String>,
     /// The prelude, the prefix and the body, joined when first asked for.
     joined: OnceLock<String>,
+}
+
+/// The joined texts are not copied: they are caches, made again on first
+/// use. A `--debug` run joins the prelude (some 40 KB) into each script,
+/// and the provider clones every call's script into its `DscScript`.
+impl Clone for Script {
+    fn clone(&self) -> Script {
+        Script {
+            body: self.body.clone(),
+            body_spans: self.body_spans.clone(),
+            bindings: self.bindings.clone(),
+            prefix: self.prefix.clone(),
+            prefix_spans: self.prefix_spans.clone(),
+            secrets: self.secrets.clone(),
+            with_prelude: self.with_prelude,
+            inline: OnceLock::new(),
+            joined: OnceLock::new(),
+        }
+    }
 }
 
 impl PartialEq for Script {
