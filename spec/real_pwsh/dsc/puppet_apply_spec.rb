@@ -73,12 +73,27 @@ module RealPwshDsc
     },
   }.freeze
 
+  # A group's puppet apply runs (@runs) by number, and the calls one run
+  # made to a resource, by method.
+  module Runs
+    def run(index)
+      @runs.fetch(index - 1)
+    end
+
+    def counts(run, resource)
+      counts = Hash.new(0)
+      run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
+      %w[Get Set Test].to_h { |method| [method, counts[method]] }
+    end
+  end
+
   def self.manifest
     RESOURCES.map { |title, (type, attributes)| Acceptance.resource(type, title, attributes) }.join("\n")
   end
 
   RSpec.describe 'puppet apply of real DSC resources on the real pwsh' do
     include AcceptanceSecrets
+    include Runs
 
     before(:all) do
       @machine = Machine.new('real-dsc')
@@ -91,16 +106,6 @@ module RealPwshDsc
     end
 
     after(:all) { @machine&.cleanup }
-
-    def run(index)
-      @runs.fetch(index - 1)
-    end
-
-    def counts(run, resource)
-      counts = Hash.new(0)
-      run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
-      %w[Get Set Test].to_h { |method| [method, counts[method]] }
-    end
 
     it 'run 1 creates every resource' do
       expect(run(1).exitcode).to eq(2), run(1).to_s
@@ -326,6 +331,8 @@ module RealPwshDsc
     'through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' => [{ 'PWSHLIB_DSC_DIRECT' => '0' }, 'resource'],
   }.each do |how, (env, echo_validation)|
     RSpec.describe "Get handed the desired state (issue 40), called #{how}" do
+      include Runs
+
       before(:all) do
         @machine = Machine.new('real-dsc-get-input')
         manifest = RealPwshDsc.get_input_manifest(echo_validation: echo_validation)
@@ -337,16 +344,6 @@ module RealPwshDsc
       end
 
       after(:all) { @machine&.cleanup }
-
-      def run(index)
-        @runs.fetch(index - 1)
-      end
-
-      def counts(run, resource)
-        counts = Hash.new(0)
-        run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
-        %w[Get Set Test].to_h { |method| [method, counts[method]] }
-      end
 
       it 'run 1 creates every resource, none failing' do
         expect(run(1).exitcode).to eq(2), run(1).to_s
