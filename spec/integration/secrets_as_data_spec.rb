@@ -85,8 +85,8 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
     # The Set binds the credential and the three Sensitive leaves.
     expect(calls.first[:names].grep(/\Acred_\h{32}\z/).size).to eq(1)
     expect(calls.first[:names].grep(/\Asecret_\h{32}\z/).size).to eq(3)
-    expect(calls.first[:names].each { |name| expect(calls.first[:body]).to include("$#{name}") })
-    expect(unwrap(read['secret'] || read[:dsc_secret])).to eq(secrets[0])
+    calls.first[:names].each { |name| expect(calls.first[:body]).to include("$#{name}") }
+    expect(unwrap(read['secret'])).to eq(secrets[0])
     expect(context.logged(:err)).to eq([])
     logged = context.messages.map(&:last).join("\n")
     secrets.each { |s| expect(logged).not_to include(s) }
@@ -97,7 +97,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
     secrets = Array.new(4) { |i| secret("inl#{i}x") }
     calls, read = apply_and_read(secrets)
     expect(calls.map { |call| call[:binds] }).to eq([0, 0])
-    expect(unwrap(read['secret'] || read[:dsc_secret])).to eq(secrets[0])
+    expect(unwrap(read['secret'])).to eq(secrets[0])
     expect(context.logged(:err)).to eq([])
   end
 end
