@@ -503,6 +503,37 @@ function Get-PwshlibDscModuleIndex {
     $Index
 }
 
+function Import-PwshlibDscModule {
+    # The module of a directly called resource (its manifest, or a script
+    # resource's .psm1), imported once per runspace and module file (issue
+    # 41, item 9): every resource of a module shares the one import, so its
+    # top-level code runs once and its $script: state lasts, as in one LCM
+    # process. Imported again (-Force) only when $Files change on disk;
+    # -Force the first time too, so that a copy imported before (by
+    # Invoke-DscResource) is read afresh.
+    #
+    # -Scope Local (issue 41, item 7), as PSDesiredStateConfiguration 2.x
+    # imports a resource's module: what the module exports goes into this
+    # function's scope and is gone when it returns, so a module exporting
+    # a function named as one of the prelude's (New-PsCredential, say)
+    # cannot replace it for the rest of the host's life, as -Global let it
+    # (tried on pwsh 7.6.9). The calls need no exported name: the class is
+    # looked up in the module's own scope, the functions through the
+    # module object's ExportedCommands.
+    param([string] $Path, [string[]] $Files)
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.Imported) { $Cache.Imported = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Files
+    $Entry = $Cache.Imported[$Path]
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
+        return $Entry
+    }
+    $Loaded = Import-Module -Name $Path -Force -PassThru -Scope Local -Verbose:$false
+    $Entry = @{ Module = $Loaded; Stamp = $Stamp }
+    $Cache.Imported[$Path] = $Entry
+    $Entry
+}
+
 function Resolve-PwshlibDscResource {
     # The resource that $InvokeParams names, loaded and ready to call:
     # @{ Kind = 'Class'; Type } or @{ Kind = 'Script'; Module }. Resolved
@@ -527,24 +558,18 @@ function Resolve-PwshlibDscResource {
     $Name = [string] $InvokeParams.Name
     if ($Index.Classes.ContainsKey($Name)) {
         $Files = @($Module.Manifest, $Index.Classes[$Name])
-        $Stamp = Get-PwshlibFileStamp -Path $Files
-        # The module imported (-Force: a copy imported before, by
-        # Invoke-DscResource or before its files changed, is read again),
-        # and the class looked up in the scope of the module. `using module`
+        $Loaded = Import-PwshlibDscModule -Path $Module.Manifest -Files $Files
+        # The class looked up in the scope of the module. `using module`
         # would not do: a second `using module` of a file that changed
         # still gives the class first defined from it (tried on pwsh 7.6.9).
-        $Loaded = Import-Module -Name $Module.Manifest -Force -PassThru -Global -Verbose:$false
-        $Type = & $Loaded ([scriptblock]::Create("[$Name]"))
-        $Entry = @{ Kind = 'Class'; Type = $Type; Files = $Files; Stamp = $Stamp }
+        $Type = & $Loaded.Module ([scriptblock]::Create("[$Name]"))
+        $Entry = @{ Kind = 'Class'; Type = $Type; Files = $Files; Stamp = $Loaded.Stamp }
     }
     elseif ($Index.Scripts.ContainsKey($Name)) {
         $Psm1 = $Index.Scripts[$Name]
         $Files = @($Psm1)
-        $Stamp = Get-PwshlibFileStamp -Path $Files
-        # -Force: a copy loaded before (by Invoke-DscResource, or before
-        # the file changed) is read again.
-        $Loaded = Import-Module -Name $Psm1 -Force -PassThru -Global -Verbose:$false
-        $Entry = @{ Kind = 'Script'; Module = $Loaded; Files = $Files; Stamp = $Stamp }
+        $Loaded = Import-PwshlibDscModule -Path $Psm1 -Files $Files
+        $Entry = @{ Kind = 'Script'; Module = $Loaded.Module; Files = $Files; Stamp = $Loaded.Stamp }
     }
     else {
         return $null

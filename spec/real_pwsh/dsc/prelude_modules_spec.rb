@@ -1,0 +1,172 @@
+# frozen_string_literal: true
+
+require 'json'
+require 'tmpdir'
+require 'fileutils'
+require_relative '../spec_helper_real_pwsh'
+
+# How the prelude loads a resource's module for a direct call (issue 41,
+# items 7, 8, 9 and 11), on the real pwsh 7 through Pwsh::Manager and
+# host.ps1: the calls are Invoke-PwshlibDscResource as the provider's
+# script makes them, against fixture modules this spec writes.
+RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
+  include_context 'a manager on the real pwsh'
+
+  # A class-based module with two resources whose top-level code counts its
+  # imports in a file beside it, and whose $script: counter the Gets read.
+  COUNTER_PSM1 = <<~'PS'
+    [System.IO.File]::AppendAllText([System.IO.Path]::Combine($PSScriptRoot, 'imports.txt'), "imported`n")
+    $script:Calls = 0
+
+    [DscResource()]
+    class CountA {
+        [DscProperty(Key)] [string] $Name
+        [DscProperty()] [int] $Seen
+        [CountA] Get() { $script:Calls++; $this.Seen = $script:Calls; return $this }
+        [bool] Test() { return $true }
+        [void] Set() {}
+    }
+
+    [DscResource()]
+    class CountB {
+        [DscProperty(Key)] [string] $Name
+        [DscProperty()] [int] $Seen
+        [CountB] Get() { $script:Calls++; $this.Seen = $script:Calls; return $this }
+        [bool] Test() { return $true }
+        [void] Set() {}
+    }
+  PS
+
+  # A script-based resource whose module also defines functions named as
+  # the prelude's (New-PsCredential, ConvertTo-PwshlibCanonicalResult) and
+  # exports every function, as a module without Export-ModuleMember does.
+  SHADOW_PSM1 = <<~'PS'
+    function Get-TargetResource {
+        param([Parameter(Mandatory = $true)] [string] $Name)
+        @{ Name = $Name; Value = 'from the resource' }
+    }
+    function Test-TargetResource {
+        param([Parameter(Mandatory = $true)] [string] $Name)
+        $true
+    }
+    function Set-TargetResource {
+        param([Parameter(Mandatory = $true)] [string] $Name)
+    }
+    function New-PsCredential { 'the resource module took over New-PsCredential' }
+    function ConvertTo-PwshlibCanonicalResult { @{ Name = 'hijacked' } }
+  PS
+
+  SHADOW_MOF = <<~MOF
+    [ClassVersion("1.0.0.0"), FriendlyName("Shadow")]
+    class MSFT_Shadow : OMI_BaseResource
+    {
+        [Key] String Name;
+        [Read] String Value;
+    };
+  MOF
+
+  def write_module(root, name, files)
+    base = File.join(root, name, '1.0.0')
+    files.each do |relative, text|
+      path = File.join(base, relative)
+      FileUtils.mkdir_p(File.dirname(path))
+      File.write(path, text)
+    end
+    base
+  end
+
+  def manifest(name, resources, root_module: "#{name}.psm1")
+    <<~PSD1
+      @{
+          RootModule           = '#{root_module}'
+          ModuleVersion        = '1.0.0'
+          GUID                 = '00000000-0000-4000-8000-#{name.unpack1('H*')[0, 12].ljust(12, '0')}'
+          PowerShellVersion    = '5.1'
+          DscResourcesToExport = @(#{resources.map { |r| "'#{r}'" }.join(', ')})
+      }
+    PSD1
+  end
+
+  before(:all) do
+    @root = Dir.mktmpdir('pwshlib-prelude-modules')
+    write_module(@root, 'PwshlibCounter',
+                 'PwshlibCounter.psd1' => manifest('PwshlibCounter', %w[CountA CountB]),
+                 'PwshlibCounter.psm1' => COUNTER_PSM1)
+    @shadow = write_module(@root, 'PwshlibShadow',
+                           'PwshlibShadow.psd1' => manifest('PwshlibShadow', %w[Shadow], root_module: ''),
+                           'DSCResources/MSFT_Shadow/MSFT_Shadow.psm1' => SHADOW_PSM1,
+                           'DSCResources/MSFT_Shadow/MSFT_Shadow.schema.mof' => SHADOW_MOF)
+  end
+
+  after(:all) { FileUtils.rm_rf(@root) if @root }
+
+  def own_manager(name)
+    new_manager(spec: "prelude modules #{name}")
+  end
+
+  def quote(text)
+    "'#{text.gsub("'", "''")}'"
+  end
+
+  # One call as the provider's script makes it; the JSON lines the prelude
+  # left for the host, parsed (the streams line, when there is one, first).
+  def dsc_call(manager, resource, module_name, method: 'Get', property: "@{Name = 'n'}", extra: '')
+    code = <<~PS
+      $InvokeParams = @{Name = #{quote(resource)}; Method = '#{method}'; Property = #{property}; ModuleName = #{module_name}}
+      Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath #{quote(@root)}#{extra}
+      $global:PwshlibDscOutput
+    PS
+    result = manager.execute_with_prelude('dsc', code)
+    expect(result[:exitcode]).to eq(0), result.inspect
+    result[:stdout].to_s.lines.map { |line| JSON.parse(line) }
+  end
+
+  def counter_module
+    "@{ModuleName = 'PwshlibCounter'; RequiredVersion = '1.0.0'}"
+  end
+
+  describe 'item 9: a class-based module with several resources' do
+    # The host runs prelude requests in two runspaces in turn
+    # (PwshlibHost.cs, preludeSlots), each with its own imports: calls in
+    # pairs reach both with the same resource.
+    def seen_in_pairs(manager, resources)
+      resources.flat_map { |resource| Array.new(2) { dsc_call(manager, resource, counter_module).last['Seen'] } }
+    end
+
+    let(:imports) { File.join(@root, 'PwshlibCounter', '1.0.0', 'imports.txt') }
+
+    before { FileUtils.rm_f(imports) }
+
+    it 'is imported once per runspace, its top-level code run once and its $script: state kept' do
+      # Imported for each resource type, CountB's import would reset the
+      # counter CountA's Get left (pwshlib before issue 41: 1 1 1 1 1 1).
+      expect(seen_in_pairs(own_manager('counter'), %w[CountA CountB CountA])).to eq([1, 1, 2, 2, 3, 3])
+      expect(File.read(imports).lines.size).to eq(2)
+    end
+
+    it 'is imported again when its files change on disk' do
+      manager = own_manager('counter reload')
+      expect(seen_in_pairs(manager, %w[CountA])).to eq([1, 1])
+      psm1 = File.join(@root, 'PwshlibCounter', '1.0.0', 'PwshlibCounter.psm1')
+      File.utime(Time.now + 5, Time.now + 5, psm1)
+      expect(seen_in_pairs(manager, %w[CountB CountA])).to eq([1, 1, 2, 2])
+      expect(File.read(imports).lines.size).to eq(4)
+    end
+  end
+
+  describe 'item 7: a resource module defining functions named as the prelude\'s' do
+    it 'cannot replace the prelude\'s helpers' do
+      manager = own_manager('shadow')
+      module_name = "@{ModuleName = #{quote(File.join(@shadow, 'PwshlibShadow.psd1'))}; RequiredVersion = '1.0.0'}"
+      first = dsc_call(manager, 'Shadow', module_name)
+      expect(first.last).to include('Name' => 'n', 'Value' => 'from the resource')
+      # The next call, in the same host: the prelude's own functions.
+      again = dsc_call(manager, 'Shadow', module_name)
+      expect(again.last).to include('Name' => 'n', 'Value' => 'from the resource')
+      credential = manager.execute_with_prelude('dsc', "(New-PsCredential -User 'u' -Password 'p').UserName")
+      expect(credential[:stdout]).to eq("u\n")
+      where = manager.execute_with_prelude('dsc', '(Get-Command New-PsCredential).Module.Name; (Get-Command ConvertTo-PwshlibCanonicalResult).Module.Name')
+      expect(where[:stdout].to_s).not_to include('MSFT_Shadow')
+    end
+  end
+end
