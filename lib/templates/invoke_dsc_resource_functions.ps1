@@ -434,8 +434,16 @@ function Find-PwshlibDscModule {
         $Candidates = @($Name)
     }
     else {
+        # An entry holding '"', '<', '>', '|' or a control character is
+        # skipped (issue 41, item 8): .NET Framework's Path.Combine checks
+        # each argument with Path.CheckInvalidPathChars (PathInternal.
+        # HasIllegalCharacters: those characters, code 0 to 31) and throws
+        # "Illegal characters in path.", so on Windows PowerShell 5.1 one
+        # such entry would fail every call that looks a module up by name.
+        # No module can be found under such a folder on Windows anyway.
+        # .NET Core (PowerShell 7) no longer checks: skipped the same.
         foreach ($Entry in "$env:PSModulePath".Split([System.IO.Path]::PathSeparator)) {
-            if ([string]::IsNullOrEmpty($Entry)) { continue }
+            if ([string]::IsNullOrEmpty($Entry) -or $Entry -match '["<>|\x00-\x1f]') { continue }
             if ($null -ne $Version) {
                 $Candidates += [System.IO.Path]::Combine($Entry, $Name, [string] $Version, "$Name.psd1")
             }

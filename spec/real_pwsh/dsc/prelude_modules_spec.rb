@@ -110,9 +110,9 @@ RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
 
   # One call as the provider's script makes it; the JSON lines the prelude
   # left for the host, parsed (the streams line, when there is one, first).
-  def dsc_call(manager, resource, module_name, method: 'Get', property: "@{Name = 'n'}", extra: '')
+  def dsc_call(manager, resource, module_name, method: 'Get', property: "@{Name = 'n'}", extra: '', prefix: '')
     code = <<~PS
-      $InvokeParams = @{Name = #{quote(resource)}; Method = '#{method}'; Property = #{property}; ModuleName = #{module_name}}
+      #{prefix}$InvokeParams = @{Name = #{quote(resource)}; Method = '#{method}'; Property = #{property}; ModuleName = #{module_name}}
       Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath #{quote(@root)}#{extra}
       $global:PwshlibDscOutput
     PS
@@ -151,6 +151,26 @@ RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
       File.utime(Time.now + 5, Time.now + 5, psm1)
       expect(seen_in_pairs(manager, %w[CountB CountA])).to eq([1, 1, 2, 2])
       expect(File.read(imports).lines.size).to eq(4)
+    end
+  end
+
+  describe 'item 8: a PSModulePath entry with a character .NET Framework\'s paths refuse' do
+    # On Windows PowerShell 5.1, Path.Combine throws for '"', '<', '>' and
+    # '|' (Path.CheckInvalidPathChars); pwsh 7 on Linux does not, so a decoy
+    # module under such a folder, first on PSModulePath, shows whether the
+    # prelude looks there at all.
+    it 'is skipped when a module is looked up by name' do
+      decoy = File.join(@root, 'decoy "<>|', 'PwshlibCounter', '1.0.0')
+      FileUtils.mkdir_p(decoy)
+      File.write(File.join(decoy, 'PwshlibCounter.psd1'), manifest('PwshlibCounter', %w[CountA]))
+      File.write(File.join(decoy, 'PwshlibCounter.psm1'), "throw 'the decoy module was imported'\n")
+      manager = own_manager('illegal path')
+      first = "$env:PSModulePath = #{quote(File.dirname(File.dirname(decoy)))} + [IO.Path]::PathSeparator + $env:PSModulePath; "
+      result = dsc_call(manager, 'CountA', counter_module, prefix: first)
+      expect(result.last).to include('Name' => 'n', 'Seen' => 1)
+      expect(result.last['errormessage'].to_s).to eq('')
+    ensure
+      FileUtils.rm_rf(File.join(@root, 'decoy "<>|'))
     end
   end
 
