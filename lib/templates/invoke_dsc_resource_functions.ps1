@@ -469,7 +469,11 @@ function Get-PwshlibDscModuleIndex {
     # [DscResource()] classes of its root module, by the syntax tree of the module
     # tree as Get-DscResource reads it, and its script-based resources,
     # DSCResources/<Class>/<Class>.psm1 by the FriendlyName of
-    # <Class>.schema.mof (or the class name when it has none).
+    # <Class>.schema.mof (or the class name when it has none). And, so that
+    # a call can say why nothing runs them (issue 41, item 11), the ones it
+    # does not: Binary, a schema.mof with no .psm1 beside it (a resource
+    # compiled into an assembly), and Composite, DSCResources/<Name>/
+    # <Name>.schema.psm1 (a configuration, which no Invoke-DscResource runs).
     param($Module)
     $Cache = Get-PwshlibDirectCache
     $Stamp = Get-PwshlibFileStamp -Path $Module.Manifest
@@ -492,21 +496,26 @@ function Get-PwshlibDscModuleIndex {
         }
     }
     $Scripts = @{}
+    $Binary = @{}
+    $Composite = @{}
     $Folder = [System.IO.Path]::Combine($Module.Base, 'DSCResources')
     if ([System.IO.Directory]::Exists($Folder)) {
         foreach ($Schema in [System.IO.Directory]::GetFiles($Folder, '*.schema.mof', [System.IO.SearchOption]::AllDirectories)) {
             $ClassName = [System.IO.Path]::GetFileName($Schema) -replace '\.schema\.mof$', ''
             $Psm1 = [System.IO.Path]::Combine([System.IO.Path]::GetDirectoryName($Schema), "$ClassName.psm1")
-            if (-not [System.IO.File]::Exists($Psm1)) { continue }
             $Friendly = $ClassName
             if ([System.IO.File]::ReadAllText($Schema) -match 'FriendlyName\s*\(\s*"([^"]+)"\s*\)') {
                 $Friendly = $Matches[1]
             }
-            $Scripts[$Friendly] = $Psm1
-            if (-not $Scripts.ContainsKey($ClassName)) { $Scripts[$ClassName] = $Psm1 }
+            $Found = if ([System.IO.File]::Exists($Psm1)) { $Scripts } else { $Binary }
+            $Found[$Friendly] = $Psm1
+            if (-not $Found.ContainsKey($ClassName)) { $Found[$ClassName] = $Psm1 }
+        }
+        foreach ($Configuration in [System.IO.Directory]::GetFiles($Folder, '*.schema.psm1', [System.IO.SearchOption]::AllDirectories)) {
+            $Composite[[System.IO.Path]::GetFileName($Configuration) -replace '\.schema\.psm1$', ''] = $Configuration
         }
     }
-    $Index = @{ Stamp = $Stamp; Classes = $Classes; Scripts = $Scripts }
+    $Index = @{ Stamp = $Stamp; Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite }
     $Cache.Modules[$Module.Manifest] = $Index
     $Index
 }
@@ -578,6 +587,20 @@ function Resolve-PwshlibDscResource {
         $Files = @($Psm1)
         $Loaded = Import-PwshlibDscModule -Path $Psm1 -Files $Files
         $Entry = @{ Kind = 'Script'; Module = $Loaded.Module; Files = $Files; Stamp = $Loaded.Stamp }
+    }
+    elseif ($Index.Composite.ContainsKey($Name)) {
+        # Neither the LCM's Invoke-DscResource nor PSDesiredStateConfiguration
+        # 2.x's runs a composite resource (a configuration made of other
+        # resources, with no Get, Set or Test of its own): both run one
+        # method of one resource.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a composite resource (a configuration of other resources): Invoke-DscResource runs no composite resource, on Windows PowerShell 5.1 or PowerShell 7, so nothing can run it here. Declare the resources it is made of instead."
+    }
+    elseif ($Index.Binary.ContainsKey($Name) -and $PSVersionTable.PSVersion.Major -gt 5) {
+        # PSDesiredStateConfiguration 2.x runs only resources implemented in
+        # PowerShell: its Invoke-DscResource "no longer supports invoking
+        # WMI DSC resources" (the notes of its documentation), and pwsh has
+        # no LCM to hand one to.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a binary resource (not implemented in PowerShell): PowerShell $($PSVersionTable.PSVersion) cannot run it (PSDesiredStateConfiguration 2.x runs only resources written in PowerShell). Run it with Windows PowerShell 5.1, whose LCM runs it through Invoke-DscResource (with the LCM's RefreshMode set to Disabled)."
     }
     else {
         return $null

@@ -98,6 +98,28 @@ RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
                            'DSCResources/MSFT_Shadow/MSFT_Shadow.schema.mof' => SHADOW_MOF)
   end
 
+  ODDITIES_MOF = <<~MOF
+    [ClassVersion("1.0.0.0"), FriendlyName("OddBinary")]
+    class MSFT_OddBinary : OMI_BaseResource
+    {
+        [Key] String Name;
+    };
+  MOF
+
+  ODDITIES_COMPOSITE = <<~'PS'
+    Configuration OddComposite {
+        param([string] $Name)
+    }
+  PS
+
+  before(:all) do
+    write_module(@root, 'PwshlibOddities',
+                 'PwshlibOddities.psd1' => manifest('PwshlibOddities', %w[OddBinary OddComposite], root_module: ''),
+                 'DSCResources/MSFT_OddBinary/MSFT_OddBinary.schema.mof' => ODDITIES_MOF,
+                 'DSCResources/OddComposite/OddComposite.psd1' => "@{ RootModule = 'OddComposite.schema.psm1'; ModuleVersion = '1.0.0' }\n",
+                 'DSCResources/OddComposite/OddComposite.schema.psm1' => ODDITIES_COMPOSITE)
+  end
+
   after(:all) { FileUtils.rm_rf(@root) if @root }
 
   def own_manager(name)
@@ -171,6 +193,25 @@ RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
       expect(result.last['errormessage'].to_s).to eq('')
     ensure
       FileUtils.rm_rf(File.join(@root, 'decoy "<>|'))
+    end
+  end
+
+  describe 'item 11: a resource nothing can run on PowerShell 7' do
+    let(:oddities) { "@{ModuleName = 'PwshlibOddities'; RequiredVersion = '1.0.0'}" }
+
+    it 'a binary resource fails with a message naming it and where it runs' do
+      result = dsc_call(own_manager('binary'), 'OddBinary', oddities)
+      expect(result.last['errormessage']).to match(
+        /\AThe DSC resource 'OddBinary' of module 'PwshlibOddities' is a binary resource .*PowerShell 7\.\d+\.\d+ cannot run it.*Windows PowerShell 5\.1.*RefreshMode set to Disabled/
+      )
+    end
+
+    it 'a composite resource fails with a message naming it' do
+      result = dsc_call(own_manager('composite'), 'OddComposite', oddities, method: 'Test')
+      expect(result.last).to include('indesiredstate' => false)
+      expect(result.last['errormessage']).to match(
+        /\AThe DSC resource 'OddComposite' of module 'PwshlibOddities' is a composite resource .*nothing can run it/
+      )
     end
   end
 
