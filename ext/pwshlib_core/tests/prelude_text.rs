@@ -295,21 +295,30 @@ fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
 /// only on 5.1 (a `return $null` for PSVersion.Major above 5 comes before
 /// any registry access), through Microsoft.Win32.Registry with
 /// DoNotExpandEnvironmentNames and the value's own kind; no
-/// [Environment]::SetEnvironmentVariable anywhere.
+/// [Environment]::SetEnvironmentVariable anywhere. Issue 41 item 6: the
+/// process value's function touches no registry; the machine value is
+/// taken back by removing the entry from the value as it is then, never by
+/// writing back a value saved before the call.
 #[test]
 fn the_machine_psmodulepath_is_touched_only_on_5_1_through_the_registry() {
     let code = templates::PRELUDE;
     with_tree(code, |tree| {
         let root = tree.root_node();
-        let calls: Vec<String> = all(root, "invokation_expression")
-            .into_iter()
-            .map(|n| flat(text(code, n)))
-            .collect();
+        let calls_in = |node: Node| -> Vec<String> {
+            all(node, "invokation_expression")
+                .into_iter()
+                .map(|n| flat(text(code, n)))
+                .collect()
+        };
         assert!(
-            !calls.iter().any(|c| c.contains("SetEnvironmentVariable")),
-            "{calls:?}"
+            !calls_in(root).iter().any(|c| c.contains("SetEnvironmentVariable")),
+            "no broadcast"
         );
-        let add = function(code, root, "Add-PwshlibVendoredModulePath");
+        let process = function(code, root, "Add-PwshlibVendoredModulePath");
+        let process_text = text(code, process);
+        assert!(process_text.contains("$env:PSModulePath = "));
+        assert!(!process_text.contains("[Microsoft.Win32.Registry]"));
+        let add = function(code, root, "Add-PwshlibMachineModulePath");
         let add_text = text(code, add);
         let ifs = top_level_ifs(code, add);
         let edition = position(&ifs, "$PSVersionTable.PSVersion.Major -gt 5");
@@ -317,12 +326,7 @@ fn the_machine_psmodulepath_is_touched_only_on_5_1_through_the_registry() {
         let edition_end = ifs[edition].1.end_byte() - add.start_byte();
         let first_registry = add_text.find("[Microsoft.Win32.Registry]").unwrap();
         assert!(edition_end < first_registry);
-        let process = add_text.find("$env:PSModulePath = ").unwrap();
-        assert!(process < edition_end, "the process value is set on every edition");
-        let add_calls: Vec<String> = all(add, "invokation_expression")
-            .into_iter()
-            .map(|n| flat(text(code, n)))
-            .collect();
+        let add_calls = calls_in(add);
         for wanted in [
             "$Key.GetValue('PSModulePath', $null, [Microsoft.Win32.RegistryValueOptions]::DoNotExpandEnvironmentNames)",
             "$Key.GetValueKind('PSModulePath')",
@@ -330,17 +334,22 @@ fn the_machine_psmodulepath_is_touched_only_on_5_1_through_the_registry() {
         ] {
             assert!(add_calls.iter().any(|c| c == wanted), "{wanted}: {add_calls:?}");
         }
+        // The owner is noted before the entry is added.
+        let noted = add_text.find("$Owners.SetValue($Path, ").unwrap();
+        assert!(noted < add_text.find("$Key.SetValue('PSModulePath'").unwrap());
         let restore = function(code, root, "Restore-PwshlibVendoredModulePath");
-        let restore_calls: Vec<String> = all(restore, "invokation_expression")
-            .into_iter()
-            .map(|n| flat(text(code, n)))
-            .collect();
-        assert!(restore_calls
-            .iter()
-            .any(|c| c == "$Key.SetValue('PSModulePath', $Previous.Value, $Previous.Kind)"));
-        assert!(restore_calls
-            .iter()
-            .any(|c| c == "$Key.DeleteValue('PSModulePath', $false)"));
+        let restore_text = flat(text(code, restore));
+        assert!(restore_text.contains("Remove-PwshlibModulePathEntry -Key $Key -Path $Previous.Path"));
+        assert!(!restore_text.contains("$Previous.Value"), "{restore_text}");
+        let remove = function(code, root, "Remove-PwshlibModulePathEntry");
+        let remove_calls = calls_in(remove);
+        for wanted in [
+            "$Key.GetValue('PSModulePath', $null, [Microsoft.Win32.RegistryValueOptions]::DoNotExpandEnvironmentNames)",
+            "$Key.SetValue('PSModulePath', $Rest, $Kind)",
+            "$Key.DeleteValue('PSModulePath', $false)",
+        ] {
+            assert!(remove_calls.iter().any(|c| c == wanted), "{wanted}: {remove_calls:?}");
+        }
     })
     .unwrap();
 }
@@ -387,25 +396,32 @@ fn the_call_adds_the_vendored_path_and_its_finally_restores_it() {
     .unwrap();
     let code = templates::PRELUDE;
     with_tree(code, |tree| {
-        let invoke = function(code, tree.root_node(), "Invoke-PwshlibDscResource");
-        let attempts = all(invoke, "try_statement");
-        let restoring: Vec<Node> = attempts
-            .iter()
-            .copied()
-            .filter(|attempt| {
-                all(*attempt, "finally_clause").iter().any(|f| {
-                    flat(text(code, *f))
-                        == "finally { Restore-PwshlibVendoredModulePath -Previous $PwshlibPSModulePathRestore }"
-                })
-            })
-            .collect();
-        assert_eq!(restoring.len(), 1, "one try restores the machine value");
-        let block = flat(text(code, restoring[0].child(1).unwrap()));
-        assert!(
-            block.contains("$PwshlibPSModulePathRestore = Add-PwshlibVendoredModulePath -Path $VendoredPath"),
-            "the folder is added inside the restoring try: {block}"
+        // Issue 41 item 6: the machine value only around Invoke-DscResource
+        // (the LCM), in Invoke-PwshlibDscResourceCmdlet's try, whose finally
+        // takes it back; the direct path never reaches it.
+        let cmdlet = function(code, tree.root_node(), "Invoke-PwshlibDscResourceCmdlet");
+        let attempts = all(cmdlet, "try_statement");
+        assert_eq!(attempts.len(), 1);
+        let finally = all(attempts[0], "finally_clause");
+        assert_eq!(
+            flat(text(code, finally[0])),
+            "finally { Restore-PwshlibVendoredModulePath -Previous $Previous }"
         );
-        assert!(block.contains("Invoke-PwshlibDscCall"), "{block}");
+        let block = flat(text(code, attempts[0].child(1).unwrap()));
+        assert!(
+            block.contains("$Previous = Add-PwshlibMachineModulePath -Path $VendoredPath"),
+            "{block}"
+        );
+        assert!(block.contains("Invoke-DscResource @InvokeParams"), "{block}");
+        let call = flat(text(code, function(code, tree.root_node(), "Invoke-PwshlibDscCall")));
+        assert!(call.contains(
+            "& { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1"
+        ));
+        assert!(!call.contains("Invoke-DscResource @InvokeParams"), "{call}");
+        for name in ["Invoke-PwshlibDscResource", "Invoke-PwshlibDirect", "Resolve-PwshlibDscResource"] {
+            let body = text(code, function(code, tree.root_node(), name));
+            assert!(!body.contains("Add-PwshlibMachineModulePath"), "{name}");
+        }
     })
     .unwrap();
 }

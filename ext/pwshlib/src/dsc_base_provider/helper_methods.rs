@@ -199,7 +199,9 @@ fn rb_logon_failed_already(
 
 /// `DscBaseProvider.forget_logon_failures`: starts a new run's memo (tests).
 fn rb_forget_logon_failures() {
-    logon_memo().failures.clear();
+    let mut memo = logon_memo();
+    memo.failures.clear();
+    memo.notices.clear();
 }
 
 /// 2.x `specify_dsc_timeout(name_hash)`: the resource's `dsc_timeout`

@@ -412,6 +412,15 @@ impl ProviderCallbacks for RubyProvider<'_> {
         logon_memo().failures.contains(pair)
     }
 
+    fn first_in_run(&self, notice: &str) -> bool {
+        let mut memo = logon_memo();
+        let first = !memo.notices.iter().any(|seen| seen == notice);
+        if first {
+            memo.notices.push(notice.to_owned());
+        }
+        first
+    }
+
     fn remember_logon_failure(&self, pair: (String, String)) {
         let mut memo = logon_memo();
         if !memo.failures.contains(&pair) {

@@ -18,19 +18,22 @@ use super::state::Observed;
 use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
 use crate::convert::{interned, symbol};
 
-/// The (user, password) pairs that failed to log on in this run. A
-/// credential is not tied to a type, and there is one provider instance per
-/// type, so the memo is shared by all of them; it belongs to the run whose
-/// marker it carries.
+/// The (user, password) pairs that failed to log on in this run, and the
+/// run-wide warnings given in it (`first_in_run`). A credential is not tied
+/// to a type, nor is the host's account, and there is one provider instance
+/// per type, so the memo is shared by all of them; it belongs to the run
+/// whose marker it carries.
 #[derive(Default)]
 pub(super) struct LogonMemo {
     run_marker: Option<RunMarker>,
     pub(super) failures: Vec<(String, String)>,
+    pub(super) notices: Vec<String>,
 }
 
 static LOGON_FAILURES: Mutex<LogonMemo> = Mutex::new(LogonMemo {
     run_marker: None,
     failures: Vec::new(),
+    notices: Vec::new(),
 });
 
 pub(super) fn logon_memo() -> MutexGuard<'static, LogonMemo> {
@@ -168,6 +171,7 @@ pub(super) fn observe_run(
         let mut memo = logon_memo();
         if run::is_new_run(memo.run_marker, now) {
             memo.failures.clear();
+            memo.notices.clear();
         }
         memo.run_marker = Some(now);
     }

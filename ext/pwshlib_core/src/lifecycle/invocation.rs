@@ -58,6 +58,19 @@ const LOGON_FAILED_EARLIER: &str = "failed to log on earlier in this run";
 const COLLISION_NOTICE: &str = "Invoke-DscResource collision detected: Please stagger the timing of your Puppet runs as this can lead to unexpected behaviour.";
 /// How the prelude's line of stream records starts.
 const STREAMS_PREFIX: &str = "{\"pwshlib_streams\":";
+
+/// The record the prelude adds to the streams line of a direct call made
+/// on Windows PowerShell 5.1 by a host that is not SYSTEM, its text the
+/// account (issue 41, item 5): warned about once per run, not per resource.
+const IDENTITY_KIND: &str = "identity";
+
+/// The warning for [`IDENTITY_KIND`]: who runs the resources now, what the
+/// LCM did, and the setting that sends such runs through the LCM.
+fn identity_warning(account: &str) -> String {
+    format!(
+        "DSC resources run as {account}, not as SYSTEM as the LCM ran them: they see that account's registry (HKCU), profile and rights. Run the agent as its service (SYSTEM), or set PWSHLIB_DSC_DIRECT=system in the agent's environment to send the calls of a run that is not SYSTEM through the LCM's Invoke-DscResource (which needs the LCM's RefreshMode Disabled)."
+    )
+}
 /// How much of an unreadable output an error quotes, in characters.
 const EXCERPT_CHARS: usize = 120;
 
@@ -310,6 +323,12 @@ impl Invocation<'_> {
                     .unwrap_or_default()
             };
             let kind = field("kind");
+            if kind == IDENTITY_KIND {
+                if provider.first_in_run(IDENTITY_KIND) {
+                    provider.warning(None, &identity_warning(field("text")))?;
+                }
+                continue;
+            }
             let warning = kind == "warning";
             if !warning && !debug {
                 continue;

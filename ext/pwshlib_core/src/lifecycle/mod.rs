@@ -209,6 +209,10 @@ pub trait ProviderCallbacks {
     /// instances (one per type), since a credential is not tied to a type.
     fn logon_failed_already(&self, pair: &(String, String)) -> bool;
     fn remember_logon_failure(&self, pair: (String, String));
+    /// True the first time `notice` is asked for in this run, false after:
+    /// for a warning about the run rather than a resource (issue 41, item
+    /// 5). The binding keeps these with the logon memo.
+    fn first_in_run(&self, notice: &str) -> bool;
     fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
     /// A message for an error raised by a host call (already safe to log
     /// once scrubbed).

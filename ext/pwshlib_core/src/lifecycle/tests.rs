@@ -768,3 +768,38 @@ fn a_set_after_a_failed_get_is_refused_and_a_failed_set_is_taken_once() {
         None
     );
 }
+
+#[test]
+fn a_host_not_running_as_system_is_warned_about_once_per_run() {
+    // Issue 41 item 5: the prelude marks every direct call of a 5.1 host
+    // that is not SYSTEM with an identity record; the provider warns once,
+    // with no resource's title, and shows the resource's own records as
+    // before.
+    let provider = FakeProvider::new();
+    let streams = r#"{"pwshlib_streams":[{"kind":"identity","text":"CONTOSO\\admin"},{"kind":"warning","text":"own"}]}"#;
+    let result = r#"{"name":"Example","ensure":"Present"}"#;
+    for _ in 0..2 {
+        provider
+            .answers
+            .borrow_mut()
+            .push_back(out(&format!("{streams}\n{result}")));
+    }
+    let mut other = manifest("property");
+    other.insert_symbol("name", s("Other"));
+    invoke_get_method(&provider, &manifest("property")).unwrap();
+    invoke_get_method(&provider, &other).unwrap();
+    let warnings = provider.logged("warning");
+    let identity: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("CONTOSO\\admin"))
+        .collect();
+    assert_eq!(identity.len(), 1, "{warnings:?}");
+    assert!(
+        identity[0].starts_with("DSC resources run as CONTOSO\\admin, not as SYSTEM")
+            && identity[0].contains("PWSHLIB_DSC_DIRECT=system"),
+        "{}",
+        identity[0]
+    );
+    assert_eq!(warnings.iter().filter(|w| w.contains("own")).count(), 2);
+    assert!(provider.logged("err").is_empty());
+}

@@ -75,17 +75,47 @@ pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokePa
 /// before every call, so it never sees the agent's current one.
 pub const THROUGH_INVOKE_DSC_RESOURCE: &str = " -ThroughInvokeDscResource";
 
+/// Appended to [`INVOKE_CALL`] when the agent's environment says
+/// `PWSHLIB_DSC_DIRECT=system` (issue 41, item 5): on Windows PowerShell
+/// 5.1 a host that does not run as SYSTEM sends the call through
+/// `Invoke-DscResource`, whose LCM runs the resource as SYSTEM, as pwshlib
+/// 2.x did; as SYSTEM, and on PowerShell 7, the call stays direct.
+pub const LCM_UNLESS_SYSTEM: &str = " -LcmUnlessSystem";
+
 /// The agent's environment variable that turns direct invocation off.
 pub const DIRECT_VARIABLE: &str = "PWSHLIB_DSC_DIRECT";
 
-/// Whether `PWSHLIB_DSC_DIRECT` (read on every call, so a change made by
-/// Ruby's `ENV` applies to the next call) asks for `Invoke-DscResource`:
-/// `0`, `false`, `no` or `off`, in any case.
-pub fn direct_disabled_by_env() -> bool {
-    std::env::var(DIRECT_VARIABLE).is_ok_and(|value| direct_disabled_by(&value))
+/// How `PWSHLIB_DSC_DIRECT` routes a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Route {
+    /// Unset, or any other value: direct.
+    #[default]
+    Direct,
+    /// `0`, `false`, `no`, `off`: through `Invoke-DscResource`.
+    Through,
+    /// `system`: through the LCM unless the host runs as SYSTEM (5.1).
+    LcmUnlessSystem,
 }
 
-/// [`direct_disabled_by_env`] of a given value.
+/// [`Route`] of the agent's `PWSHLIB_DSC_DIRECT`, read on every call.
+pub fn route_by_env() -> Route {
+    std::env::var(DIRECT_VARIABLE).map_or(Route::Direct, |value| route_by(&value))
+}
+
+/// [`Route`] of a given value of `PWSHLIB_DSC_DIRECT`.
+pub fn route_by(value: &str) -> Route {
+    if direct_disabled_by(value) {
+        Route::Through
+    } else if value.trim().eq_ignore_ascii_case("system") {
+        Route::LcmUnlessSystem
+    } else {
+        Route::Direct
+    }
+}
+
+/// Whether a value of `PWSHLIB_DSC_DIRECT` (read on every call, so a
+/// change made by Ruby's `ENV` applies to the next call) asks for
+/// `Invoke-DscResource`: `0`, `false`, `no` or `off`, in any case.
 pub fn direct_disabled_by(value: &str) -> bool {
     matches!(
         value.trim().to_ascii_lowercase().as_str(),

@@ -4,8 +4,8 @@
 use super::builder::Builder;
 use super::inline::inline_lines;
 use super::{
-    direct_disabled_by_env, random_variable_name, DscMethod, InvocableResource, Script, HEADER,
-    INVOKE_CALL, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
+    random_variable_name, route_by_env, DscMethod, InvocableResource, Route, Script, HEADER,
+    INVOKE_CALL, LCM_UNLESS_SYSTEM, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::bound::{bind_leaves, SecretBinding};
 use crate::error::{Error, Result};
@@ -32,6 +32,9 @@ pub struct ScriptParts {
     /// The call goes through `Invoke-DscResource` (`PWSHLIB_DSC_DIRECT=0`)
     /// rather than to the resource directly.
     pub through_invoke_dsc_resource: bool,
+    /// The call goes through the LCM unless the host runs as SYSTEM
+    /// (`PWSHLIB_DSC_DIRECT=system`).
+    pub lcm_unless_system: bool,
 }
 
 /// A section whose secret leaves are variables: its text, the leaves
@@ -84,6 +87,7 @@ impl ScriptParts {
         } else {
             String::new()
         };
+        let route = route_by_env();
         let Builder {
             names,
             credentials,
@@ -95,7 +99,8 @@ impl ScriptParts {
             credentials,
             cim_instances: BoundText::new(cim_instances, names),
             invoke_params: BoundText::new(invoke_params, names),
-            through_invoke_dsc_resource: direct_disabled_by_env(),
+            through_invoke_dsc_resource: route == Route::Through,
+            lcm_unless_system: route == Route::LcmUnlessSystem,
         })
     }
 
@@ -125,6 +130,8 @@ impl ScriptParts {
         body.push_str(INVOKE_CALL);
         if self.through_invoke_dsc_resource {
             body.push_str(THROUGH_INVOKE_DSC_RESOURCE);
+        } else if self.lcm_unless_system {
+            body.push_str(LCM_UNLESS_SYSTEM);
         }
         body.push_str(&self.module_path);
         body.push('\n');

@@ -46,6 +46,7 @@ pub struct FakeProvider {
     pub debug_kept: Cell<bool>,
     pub sleeps: RefCell<Vec<f64>>,
     logon_failures: RefCell<Vec<(String, String)>>,
+    notices: RefCell<Vec<String>>,
 }
 
 fn s(text: &str) -> Value {
@@ -116,6 +117,7 @@ impl FakeProvider {
             debug_kept: Cell::new(true),
             sleeps: RefCell::new(Vec::new()),
             logon_failures: RefCell::new(Vec::new()),
+            notices: RefCell::new(Vec::new()),
         }
     }
 
@@ -226,6 +228,14 @@ impl ProviderCallbacks for FakeProvider {
     }
     fn logon_failed_already(&self, pair: &(String, String)) -> bool {
         self.logon_failures.borrow().contains(pair)
+    }
+    fn first_in_run(&self, notice: &str) -> bool {
+        let mut notices = self.notices.borrow_mut();
+        let first = !notices.iter().any(|seen| seen == notice);
+        if first {
+            notices.push(notice.to_owned());
+        }
+        first
     }
     fn remember_logon_failure(&self, pair: (String, String)) {
         let mut failures = self.logon_failures.borrow_mut();

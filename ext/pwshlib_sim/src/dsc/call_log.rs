@@ -9,8 +9,15 @@ use crate::psvalue::{eq_ignore_case, PsValue};
 
 /// `kind`: how the prelude made the call (`direct` or
 /// `invoke_dsc_resource`, [`super::call_kind`]), so that tests can count
-/// each.
-pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str>, kind: &str) {
+/// each; `machine_module_path`: whether the prelude wrote the machine-level
+/// PSModulePath for it (through the 5.1 LCM only, issue 41 item 6).
+pub(super) fn append_log(
+    path: &str,
+    invocation: &Invocation,
+    fault: Option<&str>,
+    kind: &str,
+    machine_module_path: bool,
+) {
     use std::io::Write;
     let mut properties = JsonMap::new();
     let mut run_as_user = Json::Null;
@@ -29,6 +36,7 @@ pub(super) fn append_log(path: &str, invocation: &Invocation, fault: Option<&str
     let line = json!({
         "method": invocation.method.as_str(),
         "kind": kind,
+        "machine_module_path": machine_module_path,
         "resource": invocation.resource,
         "module": invocation.module.to_json(),
         "properties": properties,

@@ -44,21 +44,33 @@ pub struct Invocation {
     /// (`-ThroughInvokeDscResource`); otherwise the prelude calls the
     /// resource directly where it can (issue 32).
     pub through_invoke_dsc_resource: bool,
+    /// The script asks for the call through the LCM unless the host runs
+    /// as SYSTEM (`-LcmUnlessSystem`, the agent's `PWSHLIB_DSC_DIRECT=system`).
+    pub lcm_unless_system: bool,
+    /// The script's `-VendoredPath`: the folder the prelude puts on
+    /// PSModulePath (and, for a call through the 5.1 LCM, on the
+    /// machine-level value).
+    pub vendored_path: Option<String>,
 }
 
 /// How the prelude makes a call, as the call log names it: `direct` (the
 /// resource's class or `<Method>-TargetResource`, loaded once per host
 /// session) or `invoke_dsc_resource`. The simulated resources all count
-/// as implemented in PowerShell files, so only the script's switch and a
+/// as implemented in PowerShell files, so only the script's switch, a
 /// run-as credential on Windows PowerShell 5.1 (whose LCM starts the
-/// resource as that account) send a call through Invoke-DscResource, as
+/// resource as that account) and `-LcmUnlessSystem` on 5.1 in a host that
+/// is not SYSTEM (`not_system`) send a call through Invoke-DscResource, as
 /// the prelude's Invoke-PwshlibDscResource decides.
-pub fn call_kind(invocation: &Invocation, edition: Edition) -> &'static str {
+pub fn call_kind(invocation: &Invocation, edition: Edition, not_system: bool) -> &'static str {
     let run_as = invocation
         .properties
         .iter()
         .any(|(name, _)| crate::psvalue::eq_ignore_case(name, RUN_AS));
-    if invocation.through_invoke_dsc_resource || (run_as && edition == Edition::Desktop) {
+    let desktop = edition == Edition::Desktop;
+    if invocation.through_invoke_dsc_resource
+        || (run_as && desktop)
+        || (invocation.lcm_unless_system && desktop && not_system)
+    {
         "invoke_dsc_resource"
     } else {
         "direct"

@@ -65,6 +65,8 @@ pub fn read_invocation_bound(
         constructor_error: None,
         edition,
         through_invoke_dsc_resource: false,
+        lcm_unless_system: false,
+        vendored_path: None,
     };
     reader.visit(root, 0);
     let Some(params) = reader.invoke_params else {
@@ -79,6 +81,8 @@ pub fn read_invocation_bound(
     let params = params?;
     let mut invocation = invocation_from(&params)?;
     invocation.through_invoke_dsc_resource = reader.through_invoke_dsc_resource;
+    invocation.lcm_unless_system = reader.lcm_unless_system;
+    invocation.vendored_path = reader.vendored_path;
     Ok(Some(invocation))
 }
 
@@ -111,12 +115,20 @@ struct ScriptReader<'src> {
     /// The script's `Invoke-PwshlibDscResource` call carries
     /// `-ThroughInvokeDscResource` (the agent's `PWSHLIB_DSC_DIRECT=0`).
     through_invoke_dsc_resource: bool,
+    /// It carries `-LcmUnlessSystem` (the agent's `PWSHLIB_DSC_DIRECT=system`).
+    lcm_unless_system: bool,
+    /// Its `-VendoredPath`, when it has one.
+    vendored_path: Option<String>,
 }
 
 /// The prelude's function that makes the call.
 const INVOKE_FUNCTION: &str = "Invoke-PwshlibDscResource";
 /// Its switch for a call through Invoke-DscResource rather than direct.
 const THROUGH_SWITCH: &str = "-ThroughInvokeDscResource";
+/// Its switch for a call through the LCM unless the host is SYSTEM.
+const LCM_SWITCH: &str = "-LcmUnlessSystem";
+/// Its parameter naming the vendored folder.
+const VENDORED_PATH: &str = "VendoredPath";
 
 const MAX_STATEMENT_DEPTH: usize = 100;
 
@@ -138,10 +150,20 @@ impl ScriptReader<'_> {
                 if eq_ignore_case(self.evaluator.text(command_name(node)), INVOKE_FUNCTION) =>
             {
                 let text = self.evaluator.text(node);
-                let switch = text
-                    .split_whitespace()
-                    .any(|word| eq_ignore_case(word, THROUGH_SWITCH));
-                self.through_invoke_dsc_resource |= switch;
+                let has = |switch: &str| {
+                    text.split_whitespace()
+                        .any(|word| eq_ignore_case(word, switch))
+                };
+                self.through_invoke_dsc_resource |= has(THROUGH_SWITCH);
+                self.lcm_unless_system |= has(LCM_SWITCH);
+                let arguments = self.arguments(node).unwrap_or_default();
+                for (name, value) in arguments {
+                    if let (true, Some(PsValue::Str(path))) =
+                        (eq_ignore_case(&name, VENDORED_PATH), value)
+                    {
+                        self.vendored_path = Some(path);
+                    }
+                }
             }
             _ => {
                 let mut cursor = node.walk();
@@ -415,5 +437,7 @@ fn invocation_from(params: &PsValue) -> Result<Invocation, String> {
         properties,
         module,
         through_invoke_dsc_resource: false,
+        lcm_unless_system: false,
+        vendored_path: None,
     })
 }

@@ -46,8 +46,9 @@ pub fn run(
     // Logged while the state is still locked, so that lines from several
     // hosts sharing one state never interleave.
     if let Some(log_path) = env("PWSHLIB_SIM_LOG").filter(|p| !p.trim().is_empty()) {
-        let kind = super::call_kind(invocation, edition(env));
-        append_log(&log_path, invocation, fault, kind);
+        let kind = kind_of(invocation, env);
+        let machine = writes_machine_module_path(invocation, env);
+        append_log(&log_path, invocation, fault, kind, machine);
     }
     let saved = state.save();
     match saved {
@@ -99,6 +100,10 @@ fn play(
         let refused = stdout_reply(failure_json(method, &message).to_string());
         return (refused, Some("run_as_on_powershell_7"));
     }
+    if let Some(message) = unelevated_refusal(invocation, env) {
+        let refused = stdout_reply(failure_json(method, &message).to_string());
+        return (refused, Some("unelevated"));
+    }
     if method == DscMethod::Get {
         let names: Vec<String> = call.properties.keys().cloned().collect();
         state.learn_keys(resource, &names);
@@ -136,7 +141,86 @@ fn play(
         let malformed = stdout_reply(MALFORMED_STDOUT.to_owned());
         return (armed.with_latency(malformed), Some("malformed_json"));
     }
-    (armed.with_latency(stdout_reply(json.to_string())), None)
+    (armed.with_latency(reply(&json, invocation, env)), None)
+}
+
+/// The result line, after the streams line with the identity record that
+/// the prelude writes for a direct call in a 5.1 host that is not SYSTEM
+/// (Invoke-PwshlibDscResource, issue 41 item 5).
+fn reply(json: &Json, invocation: &Invocation, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
+    let user = non_system_user(env).filter(|_| kind_of(invocation, env) == "direct");
+    match user {
+        Some(user) => {
+            let streams = json!({"pwshlib_streams": [{"kind": "identity", "text": user}]});
+            stdout_reply(format!("{streams}\n{json}"))
+        }
+        None => stdout_reply(json.to_string()),
+    }
+}
+
+/// How the prelude makes this call in the host the environment plays.
+pub(super) fn kind_of(
+    invocation: &Invocation,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> &'static str {
+    super::call_kind(invocation, edition(env), non_system_user(env).is_some())
+}
+
+/// The account the simulated host runs as (`DOMAIN\user`); unset or
+/// empty is SYSTEM, as an agent running as its service.
+const USER_VARIABLE: &str = "PWSHLIB_SIM_USER";
+/// `0`, `false`, `no` or `off`: the simulated host runs unelevated.
+const ELEVATED_VARIABLE: &str = "PWSHLIB_SIM_ELEVATED";
+
+/// What the prelude's Get-PwshlibNonSystemUser answers: the account of a
+/// Windows PowerShell 5.1 host that is not SYSTEM; None on PowerShell 7 or
+/// as SYSTEM (the prelude compares the SID with S-1-5-18).
+fn non_system_user(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if edition(env) == super::Edition::Core {
+        return None;
+    }
+    let user = env(USER_VARIABLE)?;
+    let user = user.trim();
+    let system = ["", "SYSTEM", "NT AUTHORITY\\SYSTEM", "S-1-5-18"]
+        .iter()
+        .any(|name| eq_ignore_case(user, name));
+    (!system).then(|| user.to_owned())
+}
+
+/// Whether the prelude writes the machine-level PSModulePath for this call
+/// (Add-PwshlibMachineModulePath): on 5.1, through the LCM, with a vendored
+/// folder; never for a direct call (issue 41, item 6), which the LCM does
+/// not run.
+pub(super) fn writes_machine_module_path(
+    invocation: &Invocation,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    edition(env) == super::Edition::Desktop
+        && invocation.vendored_path.is_some()
+        && kind_of(invocation, env) == "invoke_dsc_resource"
+}
+
+/// An unelevated host cannot write the machine-level PSModulePath: .NET
+/// Framework's RegistryKey.OpenSubKey(name, true) throws a
+/// SecurityException, "Requested registry access is not allowed.", for an
+/// account that may not write HKLM's Environment key (administrators and
+/// SYSTEM only). The prelude names the folder and why (issue 41, item 6);
+/// a direct call writes nothing and runs.
+fn unelevated_refusal(
+    invocation: &Invocation,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let unelevated = env(ELEVATED_VARIABLE).is_some_and(|value| {
+        matches!(
+            value.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        )
+    });
+    if !unelevated || !writes_machine_module_path(invocation, env) {
+        return None;
+    }
+    let path = invocation.vendored_path.as_deref()?.replace('/', "\\");
+    Some(format!("Cannot add {path} to the machine-level PSModulePath, where the LCM finds the module of a call through Invoke-DscResource: Requested registry access is not allowed. Such a call needs an elevated run, as the LCM does."))
 }
 
 /// Whether the prelude would flag this Get as one whose `Get()` returned
@@ -155,9 +239,7 @@ fn returned_this_seen(
         other => other.as_str(),
     };
     let class_based = module_name.is_some_and(|name| !name.to_ascii_lowercase().ends_with(".psd1"));
-    class_based
-        && state.returns_this(&invocation.resource)
-        && super::call_kind(invocation, edition(env)) == "direct"
+    class_based && state.returns_this(&invocation.resource) && kind_of(invocation, env) == "direct"
 }
 
 /// The method's own result JSON (before any fault touches it).
