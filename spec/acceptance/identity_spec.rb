@@ -13,15 +13,13 @@ module AcceptanceIdentity
   ADMIN = 'CONTOSO\\admin'
   IDENTITY_WARNING = /DSC resources run as CONTOSO\\admin, not as SYSTEM as the LCM ran them/
 
+  MANIFEST = %w[one two three].map do |title|
+    Acceptance.resource('dsc_fixturefile', title, 'dsc_destinationpath' => "C:\\Identity\\#{title}.txt",
+                                                  'dsc_ensure' => 'Present', 'dsc_contents' => "contents of #{title}")
+  end.join("\n")
+
   RSpec.describe 'puppet apply as an account that is not SYSTEM, on Windows PowerShell 5.1' do
     extend AcceptanceScenario
-
-    def self.file(title, contents)
-      Acceptance.resource('dsc_fixturefile', title, 'dsc_destinationpath' => "C:\\Identity\\#{title}.txt",
-                                                    'dsc_ensure' => 'Present', 'dsc_contents' => contents)
-    end
-
-    MANIFEST = %w[one two three].map { |title| file(title, "contents of #{title}") }.join("\n")
 
     def identity_warnings(run)
       run.output.lines.grep(/\AWarning: .*#{IDENTITY_WARNING.source}/)

@@ -986,6 +986,62 @@ fn the_call_log_tells_direct_calls_from_invoke_dsc_resource_calls() {
 }
 
 #[test]
+fn a_51_host_that_is_not_system_marks_direct_calls_and_routes_on_request() {
+    // Issue 41 items 5 and 6: as another account than SYSTEM, a direct
+    // call's answer carries the identity record first; -LcmUnlessSystem
+    // sends the call through Invoke-DscResource, which writes the machine
+    // PSModulePath (and, unelevated, cannot).
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_USER", "CONTOSO\\admin");
+    let call = |how: &str| {
+        format!(
+            "{PREAMBLE}$InvokeParams = @{{Name = 'FixtureFile'; Method = 'Get'; Property = @{{{PATH_A}}}; ModuleName = {MODULE}}}\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams{how} -VendoredPath 'C:/vendored'\n"
+        )
+    };
+    let stdout = |outcome: Option<Outcome>| match outcome {
+        Some(Outcome::Reply {
+            stdout: Some(text), ..
+        }) => text,
+        _ => panic!("expected a reply"),
+    };
+    let direct = stdout(sim.outcome(&call("")));
+    let lines: Vec<&str> = direct.lines().collect();
+    assert_eq!(lines.len(), 2, "{direct}");
+    assert_eq!(
+        serde_json::from_str::<Json>(lines[0]).unwrap(),
+        json!({"pwshlib_streams": [{"kind": "identity", "text": "CONTOSO\\admin"}]})
+    );
+    let routed = stdout(sim.outcome(&call(" -LcmUnlessSystem")));
+    assert_eq!(routed.lines().count(), 1, "{routed}");
+    let log = sim.log();
+    let seen: Vec<(Json, Json)> = log
+        .iter()
+        .map(|line| (line["kind"].clone(), line["machine_module_path"].clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (json!("direct"), json!(false)),
+            (json!("invoke_dsc_resource"), json!(true))
+        ]
+    );
+    sim.set_env("PWSHLIB_SIM_ELEVATED", "0");
+    let refused = sim.json(&call(" -LcmUnlessSystem"));
+    assert_eq!(
+        refused["errormessage"],
+        json!("Cannot add C:\\vendored to the machine-level PSModulePath, where the LCM finds the module of a call through Invoke-DscResource: Requested registry access is not allowed. Such a call needs an elevated run, as the LCM does.")
+    );
+    assert_eq!(stdout(sim.outcome(&call(""))).lines().count(), 2);
+    // As SYSTEM, -LcmUnlessSystem leaves the call direct and unmarked.
+    sim.set_env("PWSHLIB_SIM_USER", "NT AUTHORITY\\SYSTEM");
+    assert!(sim
+        .json(&call(" -LcmUnlessSystem"))
+        .get("errormessage")
+        .is_none());
+    assert_eq!(sim.log().last().unwrap()["kind"], json!("direct"));
+}
+
+#[test]
 fn on_powershell_7_a_plain_call_is_direct() {
     // PowerShell 7 needs no PSDesiredStateConfiguration for a resource in
     // PowerShell files: the call is direct.
