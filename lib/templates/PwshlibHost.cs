@@ -152,17 +152,25 @@ namespace PwshlibHost
     // output), except a native program's stderr, which 2.x never showed
     // there. For the result's stderr, the lines one native program wrote in
     // a row stay one element, as 2.x read them from the process's stderr.
+    // In stdout a record reads as its message, unless the code chose
+    // another $ErrorView than the session's default (ErrorRenderer).
     public sealed class ErrorSink
     {
         private readonly PSDataCollection<ErrorRecord> records;
         private readonly SharedText output;
         private readonly List<string> items = new List<string>();
+        private readonly Runspace runspace;
+        private readonly ErrorRenderer renderer;
         private bool lastWasNative;
 
-        public ErrorSink(PSDataCollection<ErrorRecord> records, SharedText output)
+        // runspace and renderer: null for a call whose stdout is not shown
+        // (the DSC prelude's).
+        public ErrorSink(PSDataCollection<ErrorRecord> records, SharedText output, Runspace runspace, ErrorRenderer renderer)
         {
             this.records = records;
             this.output = output;
+            this.runspace = runspace;
+            this.renderer = renderer;
             records.DataAdded += OnAdded;
         }
 
@@ -197,7 +205,8 @@ namespace PwshlibHost
             }
             if (!native)
             {
-                output.Append(text + "\n");
+                string shown = renderer == null ? null : renderer.Render(runspace, record);
+                output.Append((shown ?? text) + "\n");
             }
         }
 
@@ -209,6 +218,90 @@ namespace PwshlibHost
                 items.Clear();
                 lastWasNative = false;
                 return taken;
+            }
+        }
+    }
+
+    // An error record as PowerShell shows it under the $ErrorView the code
+    // chose, when that is not the session's default (ConciseView on pwsh 7,
+    // NormalView on Windows PowerShell 5.1): pwshlib 2.x ended the pipeline
+    // in Out-Default with the error stream merged in, so a code that set
+    // $ErrorView = 'NormalView' read PowerShell's NormalView record in
+    // stdout ("<command> : <message>", the position, CategoryInfo,
+    // FullyQualifiedErrorId), which callers match. The default view stays
+    // the record's message, as before. Rendered by PowerShell itself (its
+    // ErrorInstance view through Out-String) in a runspace of its own,
+    // built at the first such record: the call's runspace is busy running
+    // the code. The call's $ErrorView is read on the pipeline thread, where
+    // DataAdded fires (Runspace.DefaultRunspace is the call's there), by a
+    // script block: SessionStateProxy refuses any call while a pipeline
+    // runs ("Concurrent SessionStateProxy method calls are not allowed"),
+    // and a script block run there changes neither $? nor $Error (tried on
+    // pwsh 7.6). The global one: what Out-Default at the end of 2.x's
+    // pipeline read, and where the code's own top level sets it. Any
+    // failure falls back to the message.
+    public sealed class ErrorRenderer
+    {
+        private readonly string defaultView;
+        private readonly object gate = new object();
+        private Session formatter;
+
+        // fresh: a runspace no code has run in, which holds the default.
+        public ErrorRenderer(Runspace fresh)
+        {
+            object view = null;
+            try { view = fresh.SessionStateProxy.GetVariable("ErrorView"); } catch (Exception) { }
+            defaultView = ViewName(view);
+        }
+
+        private static object ReadView(Runspace runspace)
+        {
+            if (Runspace.DefaultRunspace != runspace) { return null; }
+            try { return ScriptBlock.Create("$global:ErrorView").InvokeReturnAsIs(); } catch (Exception) { return null; }
+        }
+
+        private static string ViewName(object view)
+        {
+            PSObject wrapped = view as PSObject;
+            object value = wrapped != null ? wrapped.BaseObject : view;
+            return value == null ? null : Convert.ToString(value, CultureInfo.InvariantCulture);
+        }
+
+        // The record's text under the call's view, or null for the message.
+        public string Render(Runspace runspace, ErrorRecord record)
+        {
+            if (runspace == null) { return null; }
+            object view = ReadView(runspace);
+            string name = ViewName(view);
+            if (string.IsNullOrEmpty(name) || string.Equals(name, defaultView, StringComparison.OrdinalIgnoreCase)) { return null; }
+            lock (gate)
+            {
+                try
+                {
+                    if (formatter == null) { formatter = new Session(); }
+                    formatter.Runspace.SessionStateProxy.SetVariable("ErrorView", view);
+                    PowerShell ps = PowerShell.Create();
+                    try
+                    {
+                        ps.Runspace = formatter.Runspace;
+                        ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String");
+                        StringBuilder text = new StringBuilder();
+                        foreach (PSObject piece in ps.Invoke(new object[] { record }))
+                        {
+                            if (piece != null) { text.Append(piece.BaseObject as string); }
+                        }
+                        string rendered = text.ToString().Trim('\r', '\n');
+                        return rendered.Length > 0 ? rendered : null;
+                    }
+                    finally
+                    {
+                        ps.Dispose();
+                    }
+                }
+                catch (Exception)
+                {
+                    return null;
+                }
             }
         }
     }
@@ -984,6 +1077,8 @@ namespace PwshlibHost
         // A timed-out pipeline was left running: it may still change the
         // environment, which is then restored before the next call too.
         private bool abandonedPipeline;
+        // Shows error records under a $ErrorView the code chose.
+        private readonly ErrorRenderer errorRenderer;
 
         // homeDirectory: where every call starts when its request names no
         // working directory (the ProviderPath of the directory the host
@@ -1003,6 +1098,7 @@ namespace PwshlibHost
                 environmentSnapshot[(string)entry.Key] = (string)entry.Value;
             }
             plainSlots[0].Session = new Session();
+            errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
             homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
         }
 
@@ -1597,7 +1693,9 @@ namespace PwshlibHost
                     // host). Its lines reach the host through PipelineSink.
                     ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
                 }
-                ErrorSink errorSink = new ErrorSink(ps.Streams.Error, forPrelude ? new SharedText() : psHost.Output);
+                ErrorSink errorSink = forPrelude
+                    ? new ErrorSink(ps.Streams.Error, new SharedText(), null, null)
+                    : new ErrorSink(ps.Streams.Error, psHost.Output, runspace, errorRenderer);
                 PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
                 noInput.Complete();
                 PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();
