@@ -942,6 +942,71 @@ namespace PwshlibHost
         }
     }
 
+    // Who connected to the host's endpoint: the manager alone may (issue
+    // 41, item 10). The pipe's ACL admits every process of the agent's
+    // user, so when Puppet runs elevated but not as SYSTEM a
+    // medium-integrity process of that user could connect first and run
+    // code elevated. host.ps1 knows the manager's pid (-ParentPid, the
+    // Ruby process that started it and connects to it) and refuses any
+    // other client: it hangs up and waits on, and the manager, which
+    // retries while the one pipe instance is busy, connects next.
+    // * A named pipe: GetNamedPipeClientProcessId (kernel32, Vista and
+    //   later) on the server's handle gives the pid of the process that
+    //   opened the client end. .NET's NamedPipeServerStream has no managed
+    //   form of it (its GetImpersonationUserName is the user, not the
+    //   process), so it is called on SafePipeHandle, which derives from
+    //   SafeHandle: the marshaller keeps the handle alive for the call. A
+    //   failure to identify the client refuses it.
+    // * A Unix socket (Linux): getsockopt SO_PEERCRED (SOL_SOCKET 1,
+    //   SO_PEERCRED 17) gives struct ucred { pid_t pid; uid_t uid; gid_t
+    //   gid; }, the pid being the process that called connect(), recorded
+    //   by the kernel then. .NET 5+'s Socket.GetRawSocketOption does the
+    //   same but does not exist for Windows PowerShell 5.1's compiler, so
+    //   libc's getsockopt is declared (never called on Windows). Elsewhere
+    //   the socket's 0700 directory admits this user alone, as before.
+    public static class PeerCheck
+    {
+        [System.Runtime.InteropServices.DllImport("kernel32.dll", SetLastError = true)]
+        [return: System.Runtime.InteropServices.MarshalAs(System.Runtime.InteropServices.UnmanagedType.Bool)]
+        private static extern bool GetNamedPipeClientProcessId(System.Runtime.InteropServices.SafeHandle pipe, out uint clientProcessId);
+
+        [System.Runtime.InteropServices.DllImport("libc", SetLastError = true)]
+        private static extern int getsockopt(IntPtr socket, int level, int optionName, byte[] optionValue, ref uint optionLength);
+
+        private const int SolSocket = 1;
+        private const int SoPeerCred = 17;
+
+        // null when the connected pipe's client is the manager; else why it
+        // is refused.
+        public static string PipeClientRefusal(System.Runtime.InteropServices.SafeHandle pipe, int managerPid)
+        {
+            uint client;
+            if (!GetNamedPipeClientProcessId(pipe, out client))
+            {
+                return "the client could not be identified (error " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)client, managerPid);
+        }
+
+        // null when the accepted socket's peer is the manager; else why not.
+        public static string SocketPeerRefusal(IntPtr socket, int managerPid)
+        {
+            byte[] credentials = new byte[12];
+            uint length = (uint)credentials.Length;
+            if (getsockopt(socket, SolSocket, SoPeerCred, credentials, ref length) != 0 || length < 4)
+            {
+                return "the client could not be identified (errno " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)BitConverter.ToInt32(credentials, 0), managerPid);
+        }
+
+        private static string Refusal(long client, int managerPid)
+        {
+            if (client == managerPid) { return null; }
+            return "pid " + client.ToString(CultureInfo.InvariantCulture) + " is not the manager (pid " + managerPid.ToString(CultureInfo.InvariantCulture) + ")";
+        }
+    }
+
     public sealed class ProtocolException : Exception
     {
         public ProtocolException(string message) : base(message) { }
