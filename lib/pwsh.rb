@@ -27,6 +27,10 @@ module Pwsh
       '/snap/bin',
     ].freeze
 
+    # What the host was started with, as pwshlib 2.x's readers gave it (a
+    # caller gets a fresh manager for the same PowerShell with them).
+    attr_reader :powershell_command, :powershell_arguments
+
     @instances = {}
     @instances_lock = Mutex.new
 
@@ -58,8 +62,12 @@ module Pwsh
         raise PowerShellNotFound, not_found_message if cmd.nil? || cmd.to_s.empty?
 
         options = options.to_h
-        spawn(cmd.to_s, Array(args).map(&:to_s), HOST_SCRIPT, options[:debug] ? true : false,
-              Float(options[:pipe_timeout] || DEFAULT_PIPE_TIMEOUT))
+        args = Array(args).map(&:to_s)
+        manager = spawn(cmd.to_s, args, HOST_SCRIPT, options[:debug] ? true : false,
+                        Float(options[:pipe_timeout] || DEFAULT_PIPE_TIMEOUT))
+        manager.instance_variable_set(:@powershell_command, cmd.to_s)
+        manager.instance_variable_set(:@powershell_arguments, args.freeze)
+        manager
       end
 
       def host_script_path

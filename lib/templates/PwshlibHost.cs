@@ -152,17 +152,25 @@ namespace PwshlibHost
     // output), except a native program's stderr, which 2.x never showed
     // there. For the result's stderr, the lines one native program wrote in
     // a row stay one element, as 2.x read them from the process's stderr.
+    // In stdout a record reads as its message, unless the code chose
+    // another $ErrorView than the session's default (ErrorRenderer).
     public sealed class ErrorSink
     {
         private readonly PSDataCollection<ErrorRecord> records;
         private readonly SharedText output;
         private readonly List<string> items = new List<string>();
+        private readonly Runspace runspace;
+        private readonly ErrorRenderer renderer;
         private bool lastWasNative;
 
-        public ErrorSink(PSDataCollection<ErrorRecord> records, SharedText output)
+        // runspace and renderer: null for a call whose stdout is not shown
+        // (the DSC prelude's).
+        public ErrorSink(PSDataCollection<ErrorRecord> records, SharedText output, Runspace runspace, ErrorRenderer renderer)
         {
             this.records = records;
             this.output = output;
+            this.runspace = runspace;
+            this.renderer = renderer;
             records.DataAdded += OnAdded;
         }
 
@@ -197,7 +205,8 @@ namespace PwshlibHost
             }
             if (!native)
             {
-                output.Append(text + "\n");
+                string shown = renderer == null ? null : renderer.Render(runspace, record);
+                output.Append((shown ?? text) + "\n");
             }
         }
 
@@ -209,6 +218,90 @@ namespace PwshlibHost
                 items.Clear();
                 lastWasNative = false;
                 return taken;
+            }
+        }
+    }
+
+    // An error record as PowerShell shows it under the $ErrorView the code
+    // chose, when that is not the session's default (ConciseView on pwsh 7,
+    // NormalView on Windows PowerShell 5.1): pwshlib 2.x ended the pipeline
+    // in Out-Default with the error stream merged in, so a code that set
+    // $ErrorView = 'NormalView' read PowerShell's NormalView record in
+    // stdout ("<command> : <message>", the position, CategoryInfo,
+    // FullyQualifiedErrorId), which callers match. The default view stays
+    // the record's message, as before. Rendered by PowerShell itself (its
+    // ErrorInstance view through Out-String) in a runspace of its own,
+    // built at the first such record: the call's runspace is busy running
+    // the code. The call's $ErrorView is read on the pipeline thread, where
+    // DataAdded fires (Runspace.DefaultRunspace is the call's there), by a
+    // script block: SessionStateProxy refuses any call while a pipeline
+    // runs ("Concurrent SessionStateProxy method calls are not allowed"),
+    // and a script block run there changes neither $? nor $Error (tried on
+    // pwsh 7.6). The global one: what Out-Default at the end of 2.x's
+    // pipeline read, and where the code's own top level sets it. Any
+    // failure falls back to the message.
+    public sealed class ErrorRenderer
+    {
+        private readonly string defaultView;
+        private readonly object gate = new object();
+        private Session formatter;
+
+        // fresh: a runspace no code has run in, which holds the default.
+        public ErrorRenderer(Runspace fresh)
+        {
+            object view = null;
+            try { view = fresh.SessionStateProxy.GetVariable("ErrorView"); } catch (Exception) { }
+            defaultView = ViewName(view);
+        }
+
+        private static object ReadView(Runspace runspace)
+        {
+            if (Runspace.DefaultRunspace != runspace) { return null; }
+            try { return ScriptBlock.Create("$global:ErrorView").InvokeReturnAsIs(); } catch (Exception) { return null; }
+        }
+
+        private static string ViewName(object view)
+        {
+            PSObject wrapped = view as PSObject;
+            object value = wrapped != null ? wrapped.BaseObject : view;
+            return value == null ? null : Convert.ToString(value, CultureInfo.InvariantCulture);
+        }
+
+        // The record's text under the call's view, or null for the message.
+        public string Render(Runspace runspace, ErrorRecord record)
+        {
+            if (runspace == null) { return null; }
+            object view = ReadView(runspace);
+            string name = ViewName(view);
+            if (string.IsNullOrEmpty(name) || string.Equals(name, defaultView, StringComparison.OrdinalIgnoreCase)) { return null; }
+            lock (gate)
+            {
+                try
+                {
+                    if (formatter == null) { formatter = new Session(); }
+                    formatter.Runspace.SessionStateProxy.SetVariable("ErrorView", view);
+                    PowerShell ps = PowerShell.Create();
+                    try
+                    {
+                        ps.Runspace = formatter.Runspace;
+                        ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String");
+                        StringBuilder text = new StringBuilder();
+                        foreach (PSObject piece in ps.Invoke(new object[] { record }))
+                        {
+                            if (piece != null) { text.Append(piece.BaseObject as string); }
+                        }
+                        string rendered = text.ToString().Trim('\r', '\n');
+                        return rendered.Length > 0 ? rendered : null;
+                    }
+                    finally
+                    {
+                        ps.Dispose();
+                    }
+                }
+                catch (Exception)
+                {
+                    return null;
+                }
             }
         }
     }
@@ -849,6 +942,71 @@ namespace PwshlibHost
         }
     }
 
+    // Who connected to the host's endpoint: the manager alone may (issue
+    // 41, item 10). The pipe's ACL admits every process of the agent's
+    // user, so when Puppet runs elevated but not as SYSTEM a
+    // medium-integrity process of that user could connect first and run
+    // code elevated. host.ps1 knows the manager's pid (-ParentPid, the
+    // Ruby process that started it and connects to it) and refuses any
+    // other client: it hangs up and waits on, and the manager, which
+    // retries while the one pipe instance is busy, connects next.
+    // * A named pipe: GetNamedPipeClientProcessId (kernel32, Vista and
+    //   later) on the server's handle gives the pid of the process that
+    //   opened the client end. .NET's NamedPipeServerStream has no managed
+    //   form of it (its GetImpersonationUserName is the user, not the
+    //   process), so it is called on SafePipeHandle, which derives from
+    //   SafeHandle: the marshaller keeps the handle alive for the call. A
+    //   failure to identify the client refuses it.
+    // * A Unix socket (Linux): getsockopt SO_PEERCRED (SOL_SOCKET 1,
+    //   SO_PEERCRED 17) gives struct ucred { pid_t pid; uid_t uid; gid_t
+    //   gid; }, the pid being the process that called connect(), recorded
+    //   by the kernel then. .NET 5+'s Socket.GetRawSocketOption does the
+    //   same but does not exist for Windows PowerShell 5.1's compiler, so
+    //   libc's getsockopt is declared (never called on Windows). Elsewhere
+    //   the socket's 0700 directory admits this user alone, as before.
+    public static class PeerCheck
+    {
+        [System.Runtime.InteropServices.DllImport("kernel32.dll", SetLastError = true)]
+        [return: System.Runtime.InteropServices.MarshalAs(System.Runtime.InteropServices.UnmanagedType.Bool)]
+        private static extern bool GetNamedPipeClientProcessId(System.Runtime.InteropServices.SafeHandle pipe, out uint clientProcessId);
+
+        [System.Runtime.InteropServices.DllImport("libc", SetLastError = true)]
+        private static extern int getsockopt(IntPtr socket, int level, int optionName, byte[] optionValue, ref uint optionLength);
+
+        private const int SolSocket = 1;
+        private const int SoPeerCred = 17;
+
+        // null when the connected pipe's client is the manager; else why it
+        // is refused.
+        public static string PipeClientRefusal(System.Runtime.InteropServices.SafeHandle pipe, int managerPid)
+        {
+            uint client;
+            if (!GetNamedPipeClientProcessId(pipe, out client))
+            {
+                return "the client could not be identified (error " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)client, managerPid);
+        }
+
+        // null when the accepted socket's peer is the manager; else why not.
+        public static string SocketPeerRefusal(IntPtr socket, int managerPid)
+        {
+            byte[] credentials = new byte[12];
+            uint length = (uint)credentials.Length;
+            if (getsockopt(socket, SolSocket, SoPeerCred, credentials, ref length) != 0 || length < 4)
+            {
+                return "the client could not be identified (errno " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)BitConverter.ToInt32(credentials, 0), managerPid);
+        }
+
+        private static string Refusal(long client, int managerPid)
+        {
+            if (client == managerPid) { return null; }
+            return "pid " + client.ToString(CultureInfo.InvariantCulture) + " is not the manager (pid " + managerPid.ToString(CultureInfo.InvariantCulture) + ")";
+        }
+    }
+
     public sealed class ProtocolException : Exception
     {
         public ProtocolException(string message) : base(message) { }
@@ -984,6 +1142,8 @@ namespace PwshlibHost
         // A timed-out pipeline was left running: it may still change the
         // environment, which is then restored before the next call too.
         private bool abandonedPipeline;
+        // Shows error records under a $ErrorView the code chose.
+        private readonly ErrorRenderer errorRenderer;
 
         // homeDirectory: where every call starts when its request names no
         // working directory (the ProviderPath of the directory the host
@@ -1003,6 +1163,7 @@ namespace PwshlibHost
                 environmentSnapshot[(string)entry.Key] = (string)entry.Value;
             }
             plainSlots[0].Session = new Session();
+            errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
             homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
         }
 
@@ -1597,7 +1758,9 @@ namespace PwshlibHost
                     // host). Its lines reach the host through PipelineSink.
                     ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
                 }
-                ErrorSink errorSink = new ErrorSink(ps.Streams.Error, forPrelude ? new SharedText() : psHost.Output);
+                ErrorSink errorSink = forPrelude
+                    ? new ErrorSink(ps.Streams.Error, new SharedText(), null, null)
+                    : new ErrorSink(ps.Streams.Error, psHost.Output, runspace, errorRenderer);
                 PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
                 noInput.Complete();
                 PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();

@@ -168,13 +168,30 @@ if ($script:OnWindows) {
             $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::CurrentUserOnly)
         }
     }
-    $server.WaitForConnection()
+    # Only the manager (-ParentPid) may stay connected (PwshlibHost.PeerCheck):
+    # another client is hung up on, and the one instance waits again.
+    while ($true) {
+        $server.WaitForConnection()
+        if ($ParentPid -le 0) { break }
+        $refusal = [PwshlibHost.PeerCheck]::PipeClientRefusal($server.SafePipeHandle, $ParentPid)
+        if ($null -eq $refusal) { break }
+        [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
+        $server.Disconnect()
+    }
     $stream = $server
 } else {
     $server = New-Object System.Net.Sockets.Socket -ArgumentList ([System.Net.Sockets.AddressFamily]::Unix), ([System.Net.Sockets.SocketType]::Stream), ([System.Net.Sockets.ProtocolType]::Unspecified)
     $server.Bind((New-Object System.Net.Sockets.UnixDomainSocketEndPoint -ArgumentList $PipePath))
     $server.Listen(1)
-    $connection = $server.Accept()
+    # As for the pipe, on Linux (SO_PEERCRED): another client is closed.
+    while ($true) {
+        $connection = $server.Accept()
+        if ($ParentPid -le 0 -or -not $IsLinux) { break }
+        $refusal = [PwshlibHost.PeerCheck]::SocketPeerRefusal($connection.Handle, $ParentPid)
+        if ($null -eq $refusal) { break }
+        [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
+        $connection.Dispose()
+    }
     $stream = New-Object System.Net.Sockets.NetworkStream -ArgumentList $connection, $true
 }
 

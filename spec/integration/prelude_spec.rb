@@ -97,13 +97,39 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     expect(sent.first[:bytes]).to be > prelude.bytesize
   end
 
-  it 'shows the complete script, prelude included, in the debug log' do
+  # Issue 41, deliverable 3: the prelude once per host session, with its id.
+  it 'shows the prelude once, with its id, and each call its own lines in the debug log' do
     record_calls(provider.ps_manager)
     drive(provider, context, manifest)
-    scripts = context.logged(:debug).filter_map { |m| m[/Script:\n.*/m] }
+    id = provider.ps_manager.wire_stats[:prelude]
+    debug = context.logged(:debug)
+    expect(debug.filter_map { |m| m[/Prelude dsc-.*/m] }).to eq(["Prelude #{id} (sent once per PowerShell host session; " \
+                                              "each call's script runs after it):\n#{prelude}"])
+    scripts = debug.filter_map { |m| m[/Script \(after prelude .*/m] }
     expect(scripts.size).to eq(2)
-    expect(scripts).to all(start_with("Script:\n#{prelude}$script:ErrorActionPreference = 'Stop'\n"))
+    expect(scripts).to all(start_with("Script (after prelude #{id}):\n$script:ErrorActionPreference = 'Stop'\n"))
     expect(scripts).to all(end_with(call))
+  end
+
+  # Issue 41, deliverable 3: the debug log of five resources (created, then
+  # found in sync by a second run on the same host) holds the prelude once;
+  # it held it with every call (some 770 lines each) before.
+  it 'logs the prelude once for five resources over two runs on one host' do
+    manifests = Array.new(5) do |i|
+      { name: "five#{i}", dsc_destinationpath: "C:\\Temp\\Five#{i}.txt", dsc_ensure: 'Present', dsc_contents: "n#{i}" }
+    end
+    manifests.each { |m| drive(provider, context, m) }
+    second = recording_context(:dsc_fixturefile)
+    provider_class_for(:dsc_fixturefile).new.get(second, manifests.map { |m| m.slice(:name, :dsc_destinationpath) })
+    debug = context.logged(:debug) + second.logged(:debug)
+    calls = debug.grep(/: Script \(after prelude /)
+    expect(calls.size).to be >= 15
+    expect(debug.grep(/: Prelude dsc-/).size).to eq(1)
+    puts "debug lines for #{calls.size} calls of 5 resources: #{debug.sum { |m| m.lines.size }}" if ENV['PWSHLIB_SHOW_FIGURES']
+    lines = debug.sum { |m| m.lines.size }
+    # The prelude once, and a few dozen lines per call besides.
+    expect(lines).to be < prelude.lines.size + (calls.size * 40)
+    expect(lines).to be < 2 * prelude.lines.size
   end
 
   it 'gives a restarted host the prelude again' do

@@ -115,6 +115,25 @@ fn dsc_prelude() -> Prelude<'static> {
     }
 }
 
+/// What pwshlib 2.x put first in a dead host's `stderr`: the exception its
+/// pipe raised, as Ruby inspects it (callers match it, and ruby-pwsh's own
+/// spec expects it). A call on a host already gone wrote to a closed pipe;
+/// a host that died during the call ended the read (a named pipe on
+/// Windows says broken pipe either way).
+const BROKEN_PIPE: &str = "#<Errno::EPIPE: Broken pipe>";
+#[cfg(windows)]
+const DIED_DURING_CALL: &str = BROKEN_PIPE;
+#[cfg(not(windows))]
+const DIED_DURING_CALL: &str = "#<EOFError: end of file reached>";
+
+/// `result` with `reason` as its only stderr element (no line end: an
+/// exception's inspect, as 2.x gave it).
+fn lost_reason(mut result: ExecuteResult, reason: &str) -> ExecuteResult {
+    result.stderr = reason.to_owned();
+    result.stderr_items = Some(vec![reason.to_owned()]);
+    result
+}
+
 /// The Ruby object: a handle on the shared state.
 #[magnus::wrap(class = "Pwsh::Manager", free_immediately, size)]
 struct Manager {
@@ -145,8 +164,11 @@ impl Request<'_> {
         let shared = self.shared;
         let guard = self.held.get_or_insert_with(|| shared.host.lock());
         let Some(host) = guard.as_mut() else {
-            return Some(ExecuteResult::dead_host(
-                "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
+            return Some(lost_reason(
+                ExecuteResult::dead_host(
+                    "The PowerShell host is not running (it exited or died); call Pwsh::Manager.instance for a new one",
+                ),
+                BROKEN_PIPE,
             ));
         };
         if self.call.is_none() {
@@ -173,6 +195,7 @@ impl Request<'_> {
                 let mut result = self.fail(message);
                 if died {
                     result.exitcode = protocol::DEAD_HOST_EXITCODE;
+                    result = lost_reason(result, DIED_DURING_CALL);
                 }
                 Some(result)
             }

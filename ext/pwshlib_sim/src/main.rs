@@ -27,6 +27,9 @@ use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult, Message};
 struct Args {
     pipe_path: PathBuf,
     parent_pid: Option<u32>,
+    /// The `-ParentPid` as given (even with `--ignore-parent`): the one
+    /// client the endpoint accepts, as host.ps1 does (issue 41, item 10).
+    client_pid: Option<u32>,
     /// `--never-listen`: a host that starts but never opens its endpoint,
     /// for the manager's pipe_timeout (README.md).
     never_listen: bool,
@@ -69,6 +72,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         pipe_path,
         // `--ignore-parent`: no parent watch, to test what else ends a host.
         parent_pid: parent_pid.filter(|_| !ignore_parent),
+        client_pid: parent_pid.filter(|&pid| pid > 0),
         never_listen,
         tell_endpoint,
         record,
@@ -132,7 +136,7 @@ fn serve(args: &Args) -> i32 {
     if let Some(pid) = args.parent_pid.filter(|&pid| pid > 0) {
         endpoint::watch_parent(pid, args.pipe_path.clone());
     }
-    let code = match listener.accept() {
+    let code = match listener.accept(args.client_pid) {
         Ok(connection) => converse(connection, args.record.as_deref()),
         Err(e) => {
             eprintln!("pwshlib-sim: accept failed: {e}");

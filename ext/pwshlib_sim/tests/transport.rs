@@ -207,6 +207,41 @@ fn a_host_whose_parent_is_gone_already_leaves_at_once() {
     assert_left_cleanly(&mut child, &endpoint);
 }
 
+/// Issue 41, item 10: only the manager (the `-ParentPid`) may connect. A
+/// client that is another process of the same user gets no hello: it is hung
+/// up on, and the host goes on waiting for the manager.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_client_that_is_not_the_manager_is_refused_and_the_host_waits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "manager": a live process that is not this test.
+    let mut manager = spawn(&common::endpoint(dir.path(), "manager"), None);
+    let endpoint = common::endpoint(dir.path(), "guarded");
+    let mut child = spawn(&endpoint, Some(manager.id()));
+    let mut stream = common::connect(&endpoint);
+    assert!(
+        matches!(protocol::read_message(&mut stream), Ok(None) | Err(_)),
+        "a foreign client was greeted"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the host left instead of waiting for its manager"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let refused = stderr_of(child);
+    assert!(
+        refused.contains(&format!(
+            "refused a client (pid {}): only the manager (pid {})",
+            std::process::id(),
+            manager.id()
+        )),
+        "{refused}"
+    );
+    manager.kill().unwrap();
+    manager.wait().unwrap();
+}
+
 #[test]
 fn parent_pid_zero_watches_nobody() {
     let dir = tempfile::tempdir().unwrap();

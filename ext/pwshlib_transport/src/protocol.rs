@@ -168,7 +168,8 @@ fn is_zero(value: &u32) -> bool {
 impl ExecuteRequest {
     /// Builds a request from the Ruby-facing arguments: the timeout gets its
     /// default and floor, and `"NAME=value"` strings become pairs (a string
-    /// without `=` is ignored; the value may itself contain `=`).
+    /// without `=`, with an empty name or with an empty value is ignored, as
+    /// pwshlib 2.x ignored it; the value may itself contain `=`).
     pub fn new<S: AsRef<str>>(
         code: String,
         timeout_ms: Option<u64>,
@@ -179,7 +180,7 @@ impl ExecuteRequest {
             .iter()
             .filter_map(|entry| {
                 let (name, value) = entry.as_ref().split_once('=')?;
-                (!name.is_empty()).then(|| (name.to_owned(), value.to_owned()))
+                (!name.is_empty() && !value.is_empty()).then(|| (name.to_owned(), value.to_owned()))
             })
             .collect();
         ExecuteRequest {
@@ -369,7 +370,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn env_strings_become_pairs() {
+    fn env_strings_become_pairs_and_an_empty_value_is_ignored() {
         let request = ExecuteRequest::new(
             "x".into(),
             None,
@@ -378,11 +379,7 @@ mod tests {
         );
         assert_eq!(
             request.env,
-            vec![
-                ("A".into(), "1".into()),
-                ("B".into(), "x=y".into()),
-                ("C".into(), String::new())
-            ]
+            vec![("A".into(), "1".into()), ("B".into(), "x=y".into()),]
         );
         assert_eq!(request.timeout_ms, DEFAULT_TIMEOUT_MS);
     }

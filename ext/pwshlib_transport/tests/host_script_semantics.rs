@@ -640,6 +640,51 @@ fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     }
 }
 
+/// Issue 41, item 10: only the manager stays connected. Linux pwsh cannot
+/// serve a named pipe, so the pipe's side is read here: after each
+/// connection host.ps1 asks GetNamedPipeClientProcessId (kernel32) for the
+/// client's pid and, unless it is -ParentPid (or cannot be told), hangs up
+/// and waits again. The socket's side runs on the real pwsh
+/// (spec/real_pwsh/manager_peer_spec.rb).
+#[test]
+fn a_client_that_is_not_the_manager_is_hung_up_on() {
+    let source = host_source();
+    let check = member(&source, "public static class PeerCheck");
+    let declared = lines(&check);
+    holds_each(
+        &declared,
+        &[
+            "[System.Runtime.InteropServices.DllImport(\"kernel32.dll\", SetLastError = true)]",
+            "private static extern bool GetNamedPipeClientProcessId(System.Runtime.InteropServices.SafeHandle pipe, out uint clientProcessId);",
+            "private const int SolSocket = 1;",
+            "private const int SoPeerCred = 17;",
+            "if (client == managerPid) { return null; }",
+        ],
+    );
+    let pipe = lines(&member(&check, "public static string PipeClientRefusal"));
+    let failed = position(&pipe, "if (!GetNamedPipeClientProcessId(pipe, out client))");
+    assert!(
+        pipe[failed + 2].starts_with("return \"the client could not be identified"),
+        "a client that cannot be identified is refused: {pipe:#?}"
+    );
+    assert_eq!(
+        pipe[pipe.len() - 2],
+        "return Refusal((long)client, managerPid);"
+    );
+    let top = lines(&host_script());
+    let order = [
+        "$server.WaitForConnection()",
+        "if ($ParentPid -le 0) { break }",
+        "$refusal = [PwshlibHost.PeerCheck]::PipeClientRefusal($server.SafePipeHandle, $ParentPid)",
+        "$server.Disconnect()",
+        "$stream = $server",
+    ];
+    let at: Vec<usize> = order.iter().map(|line| position(&top, line)).collect();
+    assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{at:?}");
+    assert_eq!(top[at[0] - 1], "while ($true) {");
+    assert_eq!(top[at[2] + 1], "if ($null -eq $refusal) { break }");
+}
+
 /// Issue 38: a request's secrets are bound in the runspace before its code
 /// starts, and the hello offers the binding the codec speaks.
 #[test]

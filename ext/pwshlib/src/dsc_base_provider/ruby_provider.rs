@@ -372,6 +372,19 @@ impl ProviderCallbacks for RubyProvider<'_> {
         execute_output(self.ruby, result)
     }
 
+    /// The manager's endpoint (new for each host process), when it has one
+    /// (a stand-in manager may not).
+    fn host_session(&self) -> BindingResult<Option<String>> {
+        let manager: RValue = self
+            .provider
+            .funcall(id(self.ruby, &names::PS_MANAGER), ())?;
+        if !manager.respond_to("endpoint", false)? {
+            return Ok(None);
+        }
+        let endpoint: Option<String> = manager.funcall("endpoint", ())?;
+        Ok(endpoint)
+    }
+
     fn load_path(&self) -> BindingResult<Vec<String>> {
         Ok(self.shared_load_path()?.as_ref().clone())
     }

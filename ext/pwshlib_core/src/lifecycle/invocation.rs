@@ -2,6 +2,7 @@
 //! run-as credential whose logon failed earlier, the checks of what came
 //! back, and the retries after a collision with another DSC run.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::redaction::{add_known_state, redactor_for};
@@ -12,6 +13,7 @@ use super::{
 use crate::munge::parse_json;
 use crate::redact::{mark_result, shown_resource, Redactor};
 use crate::script::{DscMethod, Script};
+use crate::templates;
 use crate::value::{Map, Value};
 
 /// 2.x `specify_dsc_timeout`: the resource's `dsc_timeout` in ms, for this
@@ -138,7 +140,7 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
             shown_resource(&typedef, props)
         )
     })?;
-    debug_lazy(provider, || format!("Script:\n{}", script.redacted()))?;
+    debug_script(provider, &script)?;
     let desired = [name_hash, props];
     let invocation = Invocation {
         title,
@@ -154,6 +156,47 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         Outcome::Failed => Ok(None),
         Outcome::Collision => invocation.retry_after_collision(provider),
     }
+}
+
+/// The host sessions whose prelude `--debug` has shown, by
+/// [`ProviderCallbacks::host_session`]: one entry per host process this
+/// Ruby process started, shared by every provider (they share the hosts).
+static PRELUDE_SHOWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// True the first time `session` is seen; always true without a session.
+fn first_in_session(session: Option<String>) -> bool {
+    let Some(session) = session else {
+        return true;
+    };
+    let mut shown = PRELUDE_SHOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    if shown.contains(&session) {
+        return false;
+    }
+    shown.push(session);
+    true
+}
+
+/// The `--debug` dump of a call's script: the prelude (some 770 lines) once
+/// per host session, with its id, as the transport sends it (docs/protocol.md,
+/// "Preludes"); then, for every call, its own lines, redacted.
+fn debug_script<P: ProviderCallbacks>(provider: &P, script: &Script) -> Result<(), P::Error> {
+    if !provider.debug_enabled() {
+        return Ok(());
+    }
+    if !script.has_prelude() {
+        return provider.debug(&format!("Script:\n{}", script.redacted()));
+    }
+    let id = templates::prelude_id();
+    if first_in_session(provider.host_session()?) {
+        provider.debug(&format!(
+            "Prelude {id} (sent once per PowerShell host session; each call's script runs after it):\n{}",
+            templates::PRELUDE
+        ))?;
+    }
+    provider.debug(&format!(
+        "Script (after prelude {id}):\n{}",
+        script.redacted_body()
+    ))
 }
 
 /// One DSC call, ready to send (and to send again after a collision).

@@ -165,6 +165,14 @@ pub trait ProviderCallbacks {
         self.execute(script.text(), timeout_ms)
     }
 
+    /// Names the PowerShell host session the next call goes to (the
+    /// manager's endpoint, new for each host process), so that `--debug`
+    /// shows the prelude once per session; `None` when the manager cannot
+    /// say, and the prelude is then shown with every call.
+    fn host_session(&self) -> Result<Option<String>, Self::Error> {
+        Ok(None)
+    }
+
     fn load_path(&self) -> Result<Vec<String>, Self::Error>;
     /// The module's vendored `dsc_resources` folder, found along
     /// [`ProviderCallbacks::load_path`]. The binding remembers it for the run, so

@@ -271,6 +271,21 @@ impl Script {
             .unwrap_or_else(|| REDACTION_FALLBACK.to_owned())
     }
 
+    /// [`Script::redacted`] without the prelude in front: this call's own
+    /// lines, for a `--debug` that shows the prelude once per host session.
+    /// The prelude holds no secret (every span lies after it), so it is the
+    /// redacted text's untouched start.
+    pub fn redacted_body(&self) -> String {
+        let whole = self.redacted();
+        if !self.with_prelude {
+            return whole;
+        }
+        match whole.strip_prefix(templates::PRELUDE) {
+            Some(body) => body.to_owned(),
+            None => whole,
+        }
+    }
+
     /// The "marked text" form, for the pwshlib 2.x Ruby methods that pass a
     /// script around as one String (`ps_script_content`, `redact_secrets`,
     /// `remove_secret_identifiers`): each secret literal sits between two

@@ -15,11 +15,61 @@ impl Listener {
         UnixListener::bind(path).map(Listener)
     }
 
-    /// Accepts one connection and stops listening.
-    pub fn accept(self) -> io::Result<Connection> {
-        let (stream, _) = self.0.accept()?;
-        Ok(stream)
+    /// Accepts the manager's connection and stops listening. With
+    /// `client_pid`, another process's connection is closed unanswered and
+    /// the wait goes on (on Linux, where SO_PEERCRED names the peer).
+    pub fn accept(self, client_pid: Option<u32>) -> io::Result<Connection> {
+        loop {
+            let (stream, _) = self.0.accept()?;
+            let Some(expected) = client_pid else {
+                return Ok(stream);
+            };
+            match peer_pid(&stream) {
+                Ok(None) => return Ok(stream),
+                Ok(Some(pid)) if pid == expected => return Ok(stream),
+                Ok(Some(pid)) => eprintln!(
+                    "pwshlib-sim: refused a client (pid {pid}): only the manager (pid {expected}) may connect"
+                ),
+                Err(e) => eprintln!("pwshlib-sim: refused a client that could not be identified: {e}"),
+            }
+        }
     }
+}
+
+/// The pid of the process at the other end (SO_PEERCRED: the pid that
+/// connected, as the kernel recorded it at connect time).
+#[cfg(target_os = "linux")]
+fn peer_pid(stream: &UnixStream) -> io::Result<Option<u32>> {
+    use std::os::unix::io::AsRawFd;
+    let mut credentials = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut length = libc::socklen_t::try_from(std::mem::size_of::<libc::ucred>())
+        .map_err(|_| io::Error::other("ucred size"))?;
+    // SAFETY: a connected socket's descriptor, and a live ucred of
+    // `length` bytes for the kernel to fill.
+    let done = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            std::ptr::addr_of_mut!(credentials).cast(),
+            &mut length,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u32::try_from(credentials.pid).ok())
+}
+
+/// Elsewhere the peer is not checked: the socket's 0700 directory admits
+/// this user alone.
+#[cfg(not(target_os = "linux"))]
+fn peer_pid(_stream: &UnixStream) -> io::Result<Option<u32>> {
+    Ok(None)
 }
 
 /// Removes the socket file.

@@ -14,8 +14,9 @@ use windows_sys::Win32::Foundation::{
 };
 use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_FIRST_PIPE_INSTANCE, PIPE_ACCESS_DUPLEX};
 use windows_sys::Win32::System::Pipes::{
-    ConnectNamedPipe, CreateNamedPipeW, GetNamedPipeHandleStateW, PIPE_READMODE_BYTE,
-    PIPE_REJECT_REMOTE_CLIENTS, PIPE_TYPE_BYTE, PIPE_WAIT,
+    ConnectNamedPipe, CreateNamedPipeW, DisconnectNamedPipe, GetNamedPipeClientProcessId,
+    GetNamedPipeHandleStateW, PIPE_READMODE_BYTE, PIPE_REJECT_REMOTE_CLIENTS, PIPE_TYPE_BYTE,
+    PIPE_WAIT,
 };
 use windows_sys::Win32::System::Threading::{
     OpenProcess, WaitForSingleObject, INFINITE, PROCESS_SYNCHRONIZE,
@@ -91,8 +92,36 @@ impl Listener {
     }
 
     /// Waits for the client. The pipe has one instance, so once it is
-    /// connected any other client gets `ERROR_PIPE_BUSY`.
-    pub fn accept(self) -> io::Result<Connection> {
+    /// connected any other client gets `ERROR_PIPE_BUSY`. With
+    /// `client_pid`, a client that is another process
+    /// (GetNamedPipeClientProcessId) is disconnected unanswered and the wait
+    /// goes on, as host.ps1 does.
+    pub fn accept(self, client_pid: Option<u32>) -> io::Result<Connection> {
+        loop {
+            self.connect()?;
+            let Some(expected) = client_pid else {
+                break;
+            };
+            let mut pid = 0u32;
+            // SAFETY: a valid, connected pipe handle and a live u32.
+            if unsafe { GetNamedPipeClientProcessId(self.0.as_raw_handle(), &mut pid) } == 0 {
+                eprintln!(
+                    "pwshlib-sim: refused a client that could not be identified: {}",
+                    io::Error::last_os_error()
+                );
+            } else if pid == expected {
+                break;
+            } else {
+                eprintln!("pwshlib-sim: refused a client (pid {pid}): only the manager (pid {expected}) may connect");
+            }
+            // SAFETY: a valid pipe handle; ends that client's connection so
+            // that ConnectNamedPipe can take the next one.
+            unsafe { DisconnectNamedPipe(self.0.as_raw_handle()) };
+        }
+        Ok(File::from(self.0))
+    }
+
+    fn connect(&self) -> io::Result<()> {
         // SAFETY: the handle is a valid pipe handle, open for the duration
         // of the call; it was created without FILE_FLAG_OVERLAPPED, so the
         // call is synchronous and a null OVERLAPPED pointer is correct.
@@ -105,7 +134,7 @@ impl Listener {
                 return Err(error);
             }
         }
-        Ok(File::from(self.0))
+        Ok(())
     }
 }
 

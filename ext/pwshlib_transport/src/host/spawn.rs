@@ -156,11 +156,12 @@ impl Spawning {
                     cancel.pause(CONNECT_RETRY);
                 }
                 Err(e) => {
+                    // Opens with pwshlib 2.x's words, which callers match.
                     return Connected::Failed(format!(
-                        "Failure waiting for the PowerShell host (pid {}, {:?}) to open its {kind} {endpoint} within the pipe_timeout of {:.1} s ({e}); the process was killed",
+                        "Failure waiting for PowerShell process {} to start pipe server ({:?} was to open its {kind} {endpoint} within the pipe_timeout of {} s: {e}); the process was killed",
                         self.starting.pid(),
                         self.program,
-                        self.pipe_timeout.as_secs_f64()
+                        seconds(self.pipe_timeout)
                     ));
                 }
             }
@@ -211,6 +212,17 @@ impl Spawning {
             wire: WireStats::default(),
             lost: false,
         }
+    }
+}
+
+/// A pipe_timeout as said in a message: one decimal, or as many as it
+/// takes for one below 0.1 s (0.01, not 0.0).
+fn seconds(timeout: Duration) -> String {
+    let secs = timeout.as_secs_f64();
+    if secs >= 0.1 {
+        format!("{secs:.1}")
+    } else {
+        format!("{secs}")
     }
 }
 
@@ -340,6 +352,12 @@ mod tests {
             is_transient,
         );
         (outcome, attempts)
+    }
+
+    #[test]
+    fn a_pipe_timeout_below_a_tenth_keeps_its_digits() {
+        assert_eq!(seconds(Duration::from_secs(1)), "1.0");
+        assert_eq!(seconds(Duration::from_millis(10)), "0.01");
     }
 
     #[test]
