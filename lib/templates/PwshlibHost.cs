@@ -941,6 +941,9 @@ namespace PwshlibHost
         // "secrets", bound by SecretValues before the code runs).
         private const int SecretsVersion = 1;
         private const int MaxFrameLength = 268435456;
+        // How host.ps1 got this assembly, told in the hello: "compiled"
+        // at this start, or "cached" (loaded from its assembly cache).
+        public static string AssemblySource = "compiled";
         // Reading: strict UTF-8, invalid bytes throw instead of becoming
         // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
         // surrogates; nothing a call writes can end the host).
@@ -1019,6 +1022,7 @@ namespace PwshlibHost
             hello.Add(Field("host", hostName));
             hello.Add(Field("prelude", PreludeVersion));
             hello.Add(Field("secrets", SecretsVersion));
+            hello.Add(Field("assembly", AssemblySource));
             WriteFrame(hello);
             while (true)
             {

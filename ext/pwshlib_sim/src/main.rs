@@ -171,6 +171,7 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
         } else {
             0
         },
+        assembly: None,
     };
     if protocol::write_message(&mut stream, &hello).is_err() {
         return 1;

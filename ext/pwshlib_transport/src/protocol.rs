@@ -61,6 +61,11 @@ pub enum Message {
         /// (or absent) for none.
         #[serde(default, skip_serializing_if = "is_zero")]
         secrets: u32,
+        /// How the host got its compiled C#: "compiled" at this start,
+        /// "cached" (loaded from its assembly cache); absent from a host
+        /// that does not say (an older host.ps1, the simulator).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        assembly: Option<String>,
     },
     /// Manager → host: run code.
     Execute(ExecuteRequest),

@@ -128,6 +128,7 @@ fn any_message() -> impl Strategy<Value = Message> {
             host,
             prelude,
             secrets,
+            assembly: None,
         });
     prop_oneof![
         execute,
@@ -230,7 +231,8 @@ fn wire_format_matches_the_documentation() {
             pid: 4242,
             host: "pwsh 7.4.1".into(),
             prelude: 0,
-            secrets: 0
+            secrets: 0,
+            assembly: None
         }
     );
     // docs/protocol.md, "Secrets": each bound variable by name and kind.

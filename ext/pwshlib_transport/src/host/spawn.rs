@@ -46,6 +46,12 @@ impl Host {
             .arg(&endpoint)
             .arg("-ParentPid")
             .arg(std::process::id().to_string())
+            .args(
+                options
+                    .assembly_cache
+                    .iter()
+                    .flat_map(|dir| ["-AssemblyCache", dir.as_str()]),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(if options.show_host_errors {
@@ -192,7 +198,7 @@ impl Spawning {
     fn into_host(
         mut self,
         connection: Connection,
-        (prelude_version, secrets_version): (u32, u32),
+        (prelude_version, secrets_version, assembly): Versions,
     ) -> Host {
         Host {
             child: self
@@ -207,6 +213,7 @@ impl Spawning {
             last_request_id: 0,
             prelude_version,
             secrets_version,
+            assembly,
             installed_prelude: None,
             wire: WireStats::default(),
             lost: false,
@@ -222,16 +229,21 @@ enum Connected {
     Failed(String),
 }
 
+/// The prelude and secret binding versions a hello offers and how the host
+/// got its assembly.
+type Versions = (u32, u32, Option<String>);
+
 /// The prelude and secret binding versions a hello offers, or why the
 /// host cannot be used.
-fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<(u32, u32), String> {
+fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<Versions, String> {
     match hello {
         Ok(Some(Message::Hello {
             protocol: protocol::PROTOCOL_VERSION,
             prelude,
             secrets,
+            assembly,
             ..
-        })) => Ok((prelude, secrets)),
+        })) => Ok((prelude, secrets, assembly)),
         Ok(Some(Message::Hello { protocol, .. })) => Err(format!(
             "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
             protocol::PROTOCOL_VERSION
