@@ -39,13 +39,13 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
 
   it 'compiles at the first start, and a second fresh host loads that assembly instead' do
     assembly, compiled_took, out = fresh_start
-    expect([assembly, out]).to eq(['compiled', "42\n"])
+    expect([assembly, out]).to eq(%W[compiled 42\n])
     expect(cached_files.size).to eq(1)
     expect(File.stat(@cache).mode & 0o777).to eq(0o700)
     expect(Dir.children(@cache).grep(/^tmp-/)).to be_empty
 
     assembly, cached_took, out = fresh_start
-    expect([assembly, out]).to eq(['cached', "42\n"])
+    expect([assembly, out]).to eq(%W[cached 42\n])
     # Compiling takes seconds, loading a tenth of one.
     expect(cached_took).to be < compiled_took
   end
@@ -57,7 +57,7 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
     File.binwrite(file, bytes[0, bytes.size / 2])
 
     assembly, _took, out = fresh_start
-    expect([assembly, out]).to eq(['compiled', "42\n"])
+    expect([assembly, out]).to eq(%W[compiled 42\n])
     # The compiler's output differs from build to build (a new module id),
     # so the new file has a new name; the truncated one is gone.
     expect(cached_files.size).to eq(1)
