@@ -26,10 +26,10 @@ use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
     SET_OVERRIDE_HINT,
 };
-use pwshlib_transport::protocol::{self, BoundSecret, ExecuteRequest, ExecuteResult};
+use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
 use crate::convert::lossy_string;
-use crate::dsc_script::DscScript;
+use crate::dsc_script::{DscScript, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
 
@@ -83,26 +83,6 @@ impl Drop for Shared {
     fn drop(&mut self) {
         if let Some(host) = self.host.get_mut().take() {
             host.destroy();
-        }
-    }
-}
-
-/// A request's code: as given, or a DSC call's data form with the secrets
-/// it binds and its inline form for a host that cannot bind.
-struct RequestCode<'s> {
-    code: String,
-    secrets: Vec<BoundSecret>,
-    /// Borrowed from the DSC script for the call: copied only for a host
-    /// that cannot bind.
-    inline: Option<&'s str>,
-}
-
-impl RequestCode<'_> {
-    fn plain(code: RString) -> RequestCode<'static> {
-        RequestCode {
-            code: lossy_string(code),
-            secrets: Vec::new(),
-            inline: None,
         }
     }
 }
@@ -318,18 +298,15 @@ impl Manager {
     /// `Pwshlib::DscScript` after the DSC prelude. Its lines go as the code
     /// and its secrets in the request's `secrets`, bound by the host before
     /// the code runs (docs/protocol.md, "Secrets"); a host that cannot
-    /// bind gets the inline form, the secrets set by literals. The script
-    /// never becomes a Ruby String.
+    /// bind gets the inline form, the secrets set by literals. A host that
+    /// offers DSC calls as data gets the call as data instead of its lines
+    /// (docs/protocol.md, "DSC calls as data"). The script never becomes a
+    /// Ruby String.
     fn execute_dsc(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
         let args = scan_args::<(&DscScript,), (Option<Value>,), (), (), (), ()>(args)?;
         let (script,) = args.required;
         let (timeout,) = args.optional;
-        let secrets = script.secrets();
-        let code = RequestCode {
-            inline: (!secrets.is_empty()).then(|| script.0.inline_body()),
-            code: script.0.body().to_owned(),
-            secrets,
-        };
+        let code = script.request_code();
         rb_self.run(ruby, code, timeout, None, None, Some(dsc_prelude()))
     }
 
@@ -356,6 +333,7 @@ impl Manager {
         };
         let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
         request.secrets = code.secrets;
+        request.dsc = code.dsc;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {

@@ -102,6 +102,8 @@ pub struct Host {
     prelude_version: u32,
     /// The secret binding the host offered in its hello (0: none).
     secrets_version: u32,
+    /// The DSC data form the host offered in its hello (0: none).
+    dsc_version: u32,
     /// How the host got its compiled C#, as its hello said (None: it did
     /// not say).
     assembly: Option<String>,
@@ -144,6 +146,11 @@ impl Host {
     /// The secret binding the host offered (0: none, an older host).
     pub fn secrets_version(&self) -> u32 {
         self.secrets_version
+    }
+
+    /// The DSC data form the host offered (0: none, an older host).
+    pub fn dsc_version(&self) -> u32 {
+        self.dsc_version
     }
 
     /// How the host got its compiled C# ("compiled", "cached"), if it said.

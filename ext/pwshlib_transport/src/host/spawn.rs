@@ -198,7 +198,7 @@ impl Spawning {
     fn into_host(
         mut self,
         connection: Connection,
-        (prelude_version, secrets_version, assembly): Versions,
+        (prelude_version, secrets_version, dsc_version, assembly): Versions,
     ) -> Host {
         Host {
             child: self
@@ -213,6 +213,7 @@ impl Spawning {
             last_request_id: 0,
             prelude_version,
             secrets_version,
+            dsc_version,
             assembly,
             installed_prelude: None,
             wire: WireStats::default(),
@@ -229,9 +230,9 @@ enum Connected {
     Failed(String),
 }
 
-/// The prelude and secret binding versions a hello offers and how the host
-/// got its assembly.
-type Versions = (u32, u32, Option<String>);
+/// The prelude, secret binding and DSC data versions a hello offers, and
+/// how the host got its assembly.
+type Versions = (u32, u32, u32, Option<String>);
 
 /// The prelude and secret binding versions a hello offers, or why the
 /// host cannot be used.
@@ -242,8 +243,9 @@ fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<Versions, S
             prelude,
             secrets,
             assembly,
+            dsc,
             ..
-        })) => Ok((prelude, secrets, assembly)),
+        })) => Ok((prelude, secrets, dsc, assembly)),
         Ok(Some(Message::Hello { protocol, .. })) => Err(format!(
             "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
             protocol::PROTOCOL_VERSION
