@@ -367,7 +367,7 @@ impl Manager {
     }
 
     /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
-    /// prelude_version:, secrets_version:, prelude:, host_assembly:}` of the current host: what crossed the
+    /// prelude_version:, secrets_version:, dsc_version:, prelude:, host_assembly:}`: what crossed the
     /// connection (frames whole), the prelude mechanism the host offered and
     /// the id of the prelude it holds (nil when none). Zeros and nils once
     /// the host is gone.
@@ -375,17 +375,21 @@ impl Manager {
         // The lock is taken without the GVL: a call that holds it through a
         // wake-up needs the GVL back before it can let go.
         let shared = &rb_self.shared;
-        let (stats, (version, secrets), (installed, assembly)) = without_gvl(
+        let (stats, (version, secrets, dsc), (installed, assembly)) = without_gvl(
             || match shared.host.lock().as_ref() {
                 Some(host) => (
                     host.wire_stats(),
-                    (host.prelude_version(), host.secrets_version()),
+                    (
+                        host.prelude_version(),
+                        host.secrets_version(),
+                        host.dsc_version(),
+                    ),
                     (
                         host.installed_prelude().map(str::to_owned),
                         host.assembly().map(str::to_owned),
                     ),
                 ),
-                None => (WireStats::default(), (0, 0), (None, None)),
+                None => (WireStats::default(), (0, 0, 0), (None, None)),
             },
             || {},
         )
@@ -398,6 +402,7 @@ impl Manager {
         hash.aset(ruby.to_symbol("last_received"), stats.last_received)?;
         hash.aset(ruby.to_symbol("prelude_version"), version)?;
         hash.aset(ruby.to_symbol("secrets_version"), secrets)?;
+        hash.aset(ruby.to_symbol("dsc_version"), dsc)?;
         hash.aset(ruby.to_symbol("prelude"), installed)?;
         hash.aset(ruby.to_symbol("host_assembly"), assembly)?;
         Ok(hash)
