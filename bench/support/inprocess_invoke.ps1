@@ -2,7 +2,9 @@
 # floor bench/host_bench.rb sets a Pwsh::Manager round trip against. Times
 # [powershell]::Create() on a runspace opened once and reused,
 # AddScript(code).Invoke() and Dispose(), -Iterations times after -Warmup
-# untimed ones, and prints one line of JSON: {"median_ms": m, "runs": n}.
+# untimed ones, and prints one line of JSON: {"median_ms": m, "p90_ms": p,
+# "first_ms": f, "runs": n} (first: the first timed call; with -Warmup 0
+# the first call of the runspace, as bench/fresh_host_bench.rb wants).
 # The code's output is collected as objects, not formatted: what a caller
 # inside PowerShell pays, with no host of its own.
 #
@@ -37,6 +39,8 @@ for ($i = -$Warmup; $i -lt $Iterations; $i++) {
         $times[$i] = $clock.Elapsed.TotalMilliseconds
     }
 }
+$first = $times[0]
 [array]::Sort($times)
+$p90 = $times[[math]::Min($Iterations - 1, [math]::Ceiling($Iterations * 0.9) - 1)]
 $median = if ($Iterations % 2) { $times[($Iterations - 1) / 2] } else { ($times[$Iterations / 2 - 1] + $times[$Iterations / 2]) / 2 }
-ConvertTo-Json -Compress -InputObject ([ordered]@{ median_ms = $median; runs = $Iterations })
+ConvertTo-Json -Compress -InputObject ([ordered]@{ median_ms = $median; p90_ms = $p90; first_ms = $first; runs = $Iterations })

@@ -34,6 +34,7 @@
 //     as pwshlib 2.x showed them. The UI is not interactive: prompts and
 //     Read-Host throw.
 using System;
+using System.Collections;
 using System.Collections.Generic;
 using System.Collections.ObjectModel;
 using System.Diagnostics;
@@ -792,6 +793,143 @@ namespace PwshlibHost
     }
 
     // A malformed frame: the host answers with an error frame and leaves.
+    // A DSC call as data (docs/protocol.md, "DSC calls as data"; issue
+    // 39): the manager sends the resource, the method, the module and the
+    // properties, each value typed as the same literal of the script
+    // would be, instead of the call's script text. A script whose text is
+    // new (every resource's is) is parsed, compiled and bound anew; this
+    // class builds $InvokeParams itself and sets it (as SecretValues sets
+    // the secrets: SessionStateProxy.SetVariable, no PowerShell runs for
+    // it), and every call runs the one constant Script below. PowerShell
+    // caches a compiled script by its text (ScriptBlock's cache of parsed
+    // scripts, which PowerShell.AddScript goes through), so that text is
+    // parsed once per process. The call itself stays in the prelude
+    // (Invoke-PwshlibDscResource), as for a script.
+    public static class DscCall
+    {
+        // The body of every generated script, but for its $InvokeParams
+        // line, with its optional parameters splatted.
+        public const string Script = "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams @PwshlibDscArguments\n";
+
+        // Sets $InvokeParams and $PwshlibDscArguments in the runspace (after
+        // the secrets, which the values may name); returns the code to run.
+        public static string Bind(Runspace runspace, object data)
+        {
+            Dictionary<string, object> call = data as Dictionary<string, object>;
+            if (call == null) { throw new FormatException("protocol error: the request's dsc must be an object"); }
+            Hashtable invokeParams = NewTable();
+            invokeParams["Name"] = Text(call, "name");
+            invokeParams["Method"] = Text(call, "method");
+            Dictionary<string, object> properties = Member(call, "properties") as Dictionary<string, object>;
+            if (properties == null) { throw new FormatException("protocol error: the request's dsc has no properties"); }
+            invokeParams["Property"] = Table(runspace, properties);
+            if (!call.ContainsKey("module")) { throw new FormatException("protocol error: the request's dsc has no module"); }
+            invokeParams["ModuleName"] = Value(runspace, call["module"]);
+            Hashtable arguments = NewTable();
+            if (Member(call, "through_invoke_dsc_resource") is bool && (bool)Member(call, "through_invoke_dsc_resource"))
+            {
+                arguments["ThroughInvokeDscResource"] = true;
+            }
+            if (Member(call, "vendored_path") != null) { arguments["VendoredPath"] = Text(call, "vendored_path"); }
+            runspace.SessionStateProxy.SetVariable("InvokeParams", invokeParams);
+            runspace.SessionStateProxy.SetVariable("PwshlibDscArguments", arguments);
+            return Script;
+        }
+
+        private static object Member(Dictionary<string, object> table, string name)
+        {
+            object value;
+            return table.TryGetValue(name, out value) ? value : null;
+        }
+
+        private static string Text(Dictionary<string, object> table, string name)
+        {
+            string text = Member(table, name) as string;
+            if (text == null) { throw new FormatException("protocol error: the request's dsc." + name + " must be a string"); }
+            return text;
+        }
+
+        // As @{...} makes one: keys compared without case.
+        private static Hashtable NewTable()
+        {
+            return new Hashtable(StringComparer.OrdinalIgnoreCase);
+        }
+
+        private static Hashtable Table(Runspace runspace, Dictionary<string, object> members)
+        {
+            Hashtable table = NewTable();
+            foreach (KeyValuePair<string, object> member in members)
+            {
+                table[member.Key] = Value(runspace, member.Value);
+            }
+            return table;
+        }
+
+        // One value, as its literal in the script would be: @(...) an
+        // object[], an integer Int32 when it fits (the JSON reader gives
+        // Int64), a tagged object what its tag says.
+        private static object Value(Runspace runspace, object node)
+        {
+            if (node is long)
+            {
+                long whole = (long)node;
+                if (whole >= int.MinValue && whole <= int.MaxValue) { return (int)whole; }
+                return whole;
+            }
+            List<object> items = node as List<object>;
+            if (items != null)
+            {
+                object[] array = new object[items.Count];
+                for (int i = 0; i < items.Count; i++) { array[i] = Value(runspace, items[i]); }
+                return array;
+            }
+            Dictionary<string, object> tagged = node as Dictionary<string, object>;
+            if (tagged == null) { return node; }
+            if (tagged.Count != 1) { throw new FormatException("protocol error: a value of the request's dsc has no one tag"); }
+            foreach (KeyValuePair<string, object> tag in tagged)
+            {
+                return Tagged(runspace, tag.Key, tag.Value);
+            }
+            return null;
+        }
+
+        private static object Tagged(Runspace runspace, string tag, object inner)
+        {
+            string text = inner as string;
+            switch (tag)
+            {
+                case "hash":
+                    Dictionary<string, object> members = inner as Dictionary<string, object>;
+                    if (members != null) { return Table(runspace, members); }
+                    break;
+                case "int":
+                    if (text != null) { return SecretValues.Integer("of the request's dsc", text); }
+                    break;
+                case "real":
+                    double real;
+                    if (text != null && double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
+                    break;
+                case "datetime":
+                    // [DateTime]'...' and [DateTime]$var: PowerShell's cast,
+                    // which converts with the invariant culture.
+                    return LanguagePrimitives.ConvertTo(Value(runspace, inner), typeof(DateTime), CultureInfo.InvariantCulture);
+                case "empty":
+                    // [uint32[]]@(): the type name as PowerShell resolves it.
+                    if (text != null)
+                    {
+                        Type arrayType = (Type)LanguagePrimitives.ConvertTo(text + "[]", typeof(Type), CultureInfo.InvariantCulture);
+                        return Array.CreateInstance(arrayType.GetElementType(), 0);
+                    }
+                    break;
+                case "var":
+                    // A variable the request's secrets bound.
+                    if (text != null) { return runspace.SessionStateProxy.GetVariable(text); }
+                    break;
+            }
+            throw new FormatException("protocol error: a value of the request's dsc has an unknown tag '" + tag + "'");
+        }
+    }
+
     // A DSC call's secrets, bound as data (docs/protocol.md, "Secrets";
     // issue 38). PowerShell logs what it compiles and runs: script block
     // logging (event 4104) records every script's text, transcription the
@@ -860,7 +998,7 @@ namespace PwshlibHost
 
         // As PowerShell types an integer literal: Int32, else Int64, else
         // Decimal, else Double (Parser's ScanNumber).
-        private static object Integer(string name, string text)
+        internal static object Integer(string name, string text)
         {
             NumberStyles sign = NumberStyles.AllowLeadingSign;
             int small;
@@ -1098,7 +1236,13 @@ namespace PwshlibHost
         // The secret binding this host offers in its hello (a request's
         // "secrets", bound by SecretValues before the code runs).
         private const int SecretsVersion = 1;
+        // The DSC call as data this host offers in its hello (a request's
+        // "dsc", made by DscCall).
+        private const int DscVersion = 1;
         private const int MaxFrameLength = 268435456;
+        // How host.ps1 got this assembly, told in the hello: "compiled"
+        // at this start, or "cached" (loaded from its assembly cache).
+        public static string AssemblySource = "compiled";
         // Reading: strict UTF-8, invalid bytes throw instead of becoming
         // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
         // surrogates; nothing a call writes can end the host).
@@ -1180,6 +1324,8 @@ namespace PwshlibHost
             hello.Add(Field("host", hostName));
             hello.Add(Field("prelude", PreludeVersion));
             hello.Add(Field("secrets", SecretsVersion));
+            hello.Add(Field("assembly", AssemblySource));
+            hello.Add(Field("dsc", DscVersion));
             WriteFrame(hello);
             while (true)
             {
@@ -1739,10 +1885,17 @@ namespace PwshlibHost
                 }
                 psHost.Reset();
                 SecretValues.Bind(runspace, Get(request, "secrets"));
+                string code = Text(Get(request, "code"));
+                object dsc = Get(request, "dsc");
+                if (dsc != null)
+                {
+                    if (!forPrelude) { throw new FormatException("protocol error: a DSC call as data needs a prelude"); }
+                    code = DscCall.Bind(runspace, dsc);
+                }
 
                 ps = PowerShell.Create();
                 ps.Runspace = runspace;
-                ps.AddScript(Text(Get(request, "code")));
+                ps.AddScript(code);
                 if (!forPrelude)
                 {
                     // Module-qualified, so that a user's own function

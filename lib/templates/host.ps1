@@ -17,7 +17,12 @@ param(
     [Parameter(Mandatory = $true)]
     [string] $PipePath,
 
-    [int] $ParentPid = 0
+    [int] $ParentPid = 0,
+
+    # A directory only this user (or the administrators) can write, where
+    # the compiled host is kept between starts (the manager checks it and
+    # passes it; empty: compile in memory at every start).
+    [string] $AssemblyCache = ''
 )
 
 $ErrorActionPreference = 'Stop'
@@ -51,7 +56,72 @@ $script:StopWaitMs = 500
 # (Roslyn), which spec/real_pwsh/dsc/host_csharp5_spec.rb checks as C# 5.
 $script:HostSourcePath = Join-Path -Path $PSScriptRoot -ChildPath 'PwshlibHost.cs'
 $script:HostSource = [System.IO.File]::ReadAllText($script:HostSourcePath)
-Add-Type -TypeDefinition $script:HostSource -Language CSharp
+# Compiling takes seconds (about 4 s on pwsh 7, before the first call can
+# be answered); loading the same assembly takes about 0.1 s. So the
+# compiled assembly is kept in $AssemblyCache, named after a key (the
+# SHA-256 of the PowerShell edition, its version, the runtime's version and
+# the C# source: a new pwshlib or a new PowerShell gets its own file) and
+# the SHA-256 of the file's own bytes. A file is loaded only when the bytes
+# read hash to the name: a half-written, truncated or corrupted file is
+# deleted and compiled again. It is written under a temporary name and
+# renamed into place (the rename fails when another host got there first),
+# so no host ever reads a file still being written. It is loaded from the
+# bytes read and hashed (Assembly.Load(byte[]), as pwsh 7's own in-memory
+# Add-Type does): what runs is what was checked, and the file is not held
+# open (the .NET Framework locks a file loaded by path until the process
+# ends). Whoever can write the directory can run code as this user: the
+# manager passes only a directory it checked (docs/performance.md, "The
+# compiled host").
+$script:HostAssembly = 'compiled'
+function ConvertTo-PwshlibHex([byte[]] $Bytes) {
+    return [System.BitConverter]::ToString($Bytes).Replace('-', '').ToLowerInvariant()
+}
+if ($AssemblyCache -and [System.IO.Directory]::Exists($AssemblyCache)) {
+    try {
+        $sha256 = [System.Security.Cryptography.SHA256]::Create()
+        $keyText = "$($PSVersionTable.PSEdition) $($PSVersionTable.PSVersion) $([Environment]::Version)`n$script:HostSource"
+        $keyHex = ConvertTo-PwshlibHex $sha256.ComputeHash([System.Text.Encoding]::UTF8.GetBytes($keyText))
+        $prefix = 'PwshlibHost-' + $keyHex.Substring(0, 32) + '-'
+        foreach ($file in [System.IO.Directory]::GetFiles($AssemblyCache, $prefix + '*.dll')) {
+            $bytes = [System.IO.File]::ReadAllBytes($file)
+            $expected = $prefix + (ConvertTo-PwshlibHex $sha256.ComputeHash($bytes))
+            if ([System.IO.Path]::GetFileNameWithoutExtension($file) -ceq $expected) {
+                [void][System.Reflection.Assembly]::Load($bytes)
+                if ('PwshlibHost.Server' -as [type]) {
+                    $script:HostAssembly = 'cached'
+                    break
+                }
+            } else {
+                try {
+                    [System.IO.File]::Delete($file)
+                } catch {
+                }
+            }
+        }
+        if ($script:HostAssembly -ne 'cached') {
+            $temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
+            Add-Type -TypeDefinition $script:HostSource -Language CSharp -OutputAssembly $temporary -OutputType Library
+            $bytes = [System.IO.File]::ReadAllBytes($temporary)
+            # pwsh 7 writes the file and loads nothing; load what was
+            # written, unless this PowerShell loaded it already.
+            if (-not ('PwshlibHost.Server' -as [type])) {
+                [void][System.Reflection.Assembly]::Load($bytes)
+            }
+            try {
+                [System.IO.File]::Move($temporary, (Join-Path -Path $AssemblyCache -ChildPath ($prefix + (ConvertTo-PwshlibHex $sha256.ComputeHash($bytes)) + '.dll')))
+            } catch {
+                [System.IO.File]::Delete($temporary)
+            }
+        }
+    } catch {
+        # No usable cache (full disk, no rights, a file that is no
+        # assembly): compiled in memory below, as without one.
+    }
+}
+if (-not ('PwshlibHost.Server' -as [type])) {
+    Add-Type -TypeDefinition $script:HostSource -Language CSharp
+}
+[PwshlibHost.Server]::AssemblySource = $script:HostAssembly
 
 # Native programs' output is decoded with [Console]::OutputEncoding, which
 # on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it

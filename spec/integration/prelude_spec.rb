@@ -22,13 +22,13 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
 
   around do |example|
     Dir.mktmpdir('pwshlib-prelude') do |dir|
-      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_NO_PRELUDE')
+      saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_NO_PRELUDE', 'PWSHLIB_SIM_NO_DSC')
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => File.join(dir, 'state.json'))
       begin
         example.run
       ensure
         Pwsh::Manager.shutdown_all
-        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_NO_PRELUDE].each { |k| ENV[k] = saved[k] }
+        %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_NO_PRELUDE PWSHLIB_SIM_NO_DSC].each { |k| ENV[k] = saved[k] }
       end
     end
   end
@@ -50,11 +50,23 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # The request frame for a body run with the prelude held: a 4-byte length,
   # then the JSON the manager writes (serde's field order). A host numbers
   # its requests from 1, and each example starts a fresh host.
-  def frame_bytes(body, id, request:, prelude_code: nil)
+  # With dsc: the call as data (issue 39), its code then empty.
+  def frame_bytes(body, id, request:, prelude_code: nil, dsc: nil)
     prelude = { id: id }
     prelude[:code] = prelude_code if prelude_code
-    4 + JSON.generate(type: 'execute', id: request, code: body, timeout_ms: 300_000, working_dir: nil, env: [],
-                      prelude: prelude).bytesize
+    frame = { type: 'execute', id: request, code: dsc ? '' : body, timeout_ms: 300_000, working_dir: nil, env: [],
+              prelude: prelude }
+    frame[:dsc] = dsc if dsc
+    4 + JSON.generate(frame).bytesize
+  end
+
+  # The data the host is handed for the FixtureFile call (docs/protocol.md,
+  # "DSC calls as data").
+  def data_for(method)
+    { name: 'FixtureFile', method: method,
+      module: { hash: { ModuleName: module_path, RequiredVersion: '1.2.0' } },
+      properties: { destinationpath: path, ensure: 'Present', contents: "it's here" },
+      vendored_path: vendored }
   end
 
   # Every body's call carries the vendored folder, which the prelude puts
@@ -66,7 +78,26 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
       "#{call}"
   end
 
-  it 'sends the prelude with the first call only; an in-sync Get and a Set carry their own lines alone' do
+  it 'sends the prelude with the first call only; an in-sync Get and a Set carry their own data alone' do
+    sent = record_calls(provider.ps_manager)
+    expect(drive(provider, context, manifest)).to be(true) # Get, then Set
+    second_run = provider_class_for(:dsc_fixturefile).new
+    allow(second_run).to receive(:ps_manager).and_return(provider.ps_manager)
+    expect(drive(second_run, recording_context(:dsc_fixturefile), manifest)).to be(false) # one in-sync Get
+
+    id = sent.first[:prelude]
+    expect(sent.map { |call| call[:bytes] }).to eq(
+      [frame_bytes(nil, id, request: 1, prelude_code: prelude, dsc: data_for('Get')),
+       frame_bytes(nil, id, request: 2, dsc: data_for('Set')), frame_bytes(nil, id, request: 3, dsc: data_for('Get'))]
+    )
+    # Exact, apart from the checkout's paths (as below): 155 bytes fewer
+    # than the call's lines (504).
+    expect(sent[2][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
+    expect(sent[1][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
+  end
+
+  it 'sends a host that takes no data the call\'s lines, the prelude with the first call only' do
+    ENV['PWSHLIB_SIM_NO_DSC'] = '1'
     sent = record_calls(provider.ps_manager)
     expect(drive(provider, context, manifest)).to be(true) # Get, then Set
     second_run = provider_class_for(:dsc_fixturefile).new

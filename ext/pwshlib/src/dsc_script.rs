@@ -6,10 +6,35 @@
 //!
 //! It holds owned Rust data only (no Ruby value), so it needs no marking.
 
-use magnus::{method, prelude::*, Error, RArray, Ruby};
+use magnus::{method, prelude::*, Error, RArray, RString, Ruby};
 use pwshlib_core::bound::{BoundValue, SecretBinding};
 use pwshlib_core::script::Script;
 use pwshlib_transport::protocol::{BoundSecret, SecretValue};
+
+use crate::convert::lossy_string;
+
+/// A request's code: as given, or a DSC call's data form with the secrets
+/// it binds and its inline form for a host that cannot bind.
+pub struct RequestCode<'s> {
+    pub code: String,
+    pub secrets: Vec<BoundSecret>,
+    /// Borrowed from the DSC script for the call: copied only for a host
+    /// that cannot bind.
+    pub inline: Option<&'s str>,
+    /// The call as data, for a host that offers it.
+    pub dsc: Option<serde_json::Value>,
+}
+
+impl RequestCode<'_> {
+    pub fn plain(code: RString) -> RequestCode<'static> {
+        RequestCode {
+            code: lossy_string(code),
+            secrets: Vec::new(),
+            inline: None,
+            dsc: None,
+        }
+    }
+}
 
 #[magnus::wrap(class = "Pwshlib::DscScript", free_immediately, size)]
 pub struct DscScript(pub Script);
@@ -32,6 +57,19 @@ impl DscScript {
             self.0.bindings().len(),
             self.0.body()
         )
+    }
+
+    /// The request's code for the call: its lines in the data form, the
+    /// secrets they bind, the inline form for a host that cannot bind, and
+    /// the call as data for a host that takes it (issue 39).
+    pub fn request_code(&self) -> RequestCode<'_> {
+        let secrets = self.secrets();
+        RequestCode {
+            inline: (!secrets.is_empty()).then(|| self.0.inline_body()),
+            code: self.0.body().to_owned(),
+            secrets,
+            dsc: pwshlib_core::script::dsc_data(self.0.body()),
+        }
     }
 
     /// What the host binds before the call, in the wire's form.

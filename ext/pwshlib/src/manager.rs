@@ -26,10 +26,10 @@ use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
     SET_OVERRIDE_HINT,
 };
-use pwshlib_transport::protocol::{self, BoundSecret, ExecuteRequest, ExecuteResult};
+use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
 use crate::convert::lossy_string;
-use crate::dsc_script::DscScript;
+use crate::dsc_script::{DscScript, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
 
@@ -83,26 +83,6 @@ impl Drop for Shared {
     fn drop(&mut self) {
         if let Some(host) = self.host.get_mut().take() {
             host.destroy();
-        }
-    }
-}
-
-/// A request's code: as given, or a DSC call's data form with the secrets
-/// it binds and its inline form for a host that cannot bind.
-struct RequestCode<'s> {
-    code: String,
-    secrets: Vec<BoundSecret>,
-    /// Borrowed from the DSC script for the call: copied only for a host
-    /// that cannot bind.
-    inline: Option<&'s str>,
-}
-
-impl RequestCode<'_> {
-    fn plain(code: RString) -> RequestCode<'static> {
-        RequestCode {
-            code: lossy_string(code),
-            secrets: Vec::new(),
-            inline: None,
         }
     }
 }
@@ -244,6 +224,7 @@ impl Manager {
             host_script,
             show_host_errors: debug,
             pipe_timeout,
+            assembly_cache: pwshlib_transport::host::assembly_cache_dir(),
         })?;
         let cancel = Cancel::default();
         // As for a request (see `run`): a wake that Ruby does not turn into
@@ -340,18 +321,15 @@ impl Manager {
     /// `Pwshlib::DscScript` after the DSC prelude. Its lines go as the code
     /// and its secrets in the request's `secrets`, bound by the host before
     /// the code runs (docs/protocol.md, "Secrets"); a host that cannot
-    /// bind gets the inline form, the secrets set by literals. The script
-    /// never becomes a Ruby String.
+    /// bind gets the inline form, the secrets set by literals. A host that
+    /// offers DSC calls as data gets the call as data instead of its lines
+    /// (docs/protocol.md, "DSC calls as data"). The script never becomes a
+    /// Ruby String.
     fn execute_dsc(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
         let args = scan_args::<(&DscScript,), (Option<Value>,), (), (), (), ()>(args)?;
         let (script,) = args.required;
         let (timeout,) = args.optional;
-        let secrets = script.secrets();
-        let code = RequestCode {
-            inline: (!secrets.is_empty()).then(|| script.0.inline_body()),
-            code: script.0.body().to_owned(),
-            secrets,
-        };
+        let code = script.request_code();
         rb_self.run(ruby, code, timeout, None, None, Some(dsc_prelude()))
     }
 
@@ -378,6 +356,7 @@ impl Manager {
         };
         let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
         request.secrets = code.secrets;
+        request.dsc = code.dsc;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {
@@ -411,7 +390,7 @@ impl Manager {
     }
 
     /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
-    /// prelude_version:, secrets_version:, prelude:}` of the current host: what crossed the
+    /// prelude_version:, secrets_version:, dsc_version:, prelude:, host_assembly:}`: what crossed the
     /// connection (frames whole), the prelude mechanism the host offered and
     /// the id of the prelude it holds (nil when none). Zeros and nils once
     /// the host is gone.
@@ -419,14 +398,21 @@ impl Manager {
         // The lock is taken without the GVL: a call that holds it through a
         // wake-up needs the GVL back before it can let go.
         let shared = &rb_self.shared;
-        let (stats, (version, secrets), installed) = without_gvl(
+        let (stats, (version, secrets, dsc), (installed, assembly)) = without_gvl(
             || match shared.host.lock().as_ref() {
                 Some(host) => (
                     host.wire_stats(),
-                    (host.prelude_version(), host.secrets_version()),
-                    host.installed_prelude().map(str::to_owned),
+                    (
+                        host.prelude_version(),
+                        host.secrets_version(),
+                        host.dsc_version(),
+                    ),
+                    (
+                        host.installed_prelude().map(str::to_owned),
+                        host.assembly().map(str::to_owned),
+                    ),
                 ),
-                None => (WireStats::default(), (0, 0), None),
+                None => (WireStats::default(), (0, 0, 0), (None, None)),
             },
             || {},
         )
@@ -439,7 +425,9 @@ impl Manager {
         hash.aset(ruby.to_symbol("last_received"), stats.last_received)?;
         hash.aset(ruby.to_symbol("prelude_version"), version)?;
         hash.aset(ruby.to_symbol("secrets_version"), secrets)?;
+        hash.aset(ruby.to_symbol("dsc_version"), dsc)?;
         hash.aset(ruby.to_symbol("prelude"), installed)?;
+        hash.aset(ruby.to_symbol("host_assembly"), assembly)?;
         Ok(hash)
     }
 

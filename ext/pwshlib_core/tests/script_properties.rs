@@ -2,7 +2,8 @@
 //! (a) every generated script parses under tree-sitter-powershell;
 //! (b) every string formats to exactly one single-quoted literal whose
 //!     PowerShell value is the original text;
-//! (c) no secret leaks into the redacted rendering.
+//! (c) no secret leaks into the redacted rendering;
+//! and each call as data (issue 39) writes back to the same body.
 //!
 //! The parse checks read only what the builder generated: the prelude in
 //! front of it is constant text, parsed once by
@@ -17,7 +18,7 @@ use common::*;
 use proptest::prelude::*;
 use pwshlib_core::literal::quote;
 use pwshlib_core::pslint::{parse_errors, with_tree};
-use pwshlib_core::script::{DscMethod, Script};
+use pwshlib_core::script::{body_of, dsc_data, DscMethod, Script};
 use pwshlib_core::secrecy::{peel, REDACTION_FALLBACK, REDACTION_MARKER};
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 
@@ -400,6 +401,12 @@ proptest! {
         prop_assert_eq!(generated(script.text()), script.inline_body());
         let errors = parse_errors(script.body());
         prop_assert!(errors.is_empty(), "{errors:?}\n{}", script.body());
+        // The call as data (issue 39) says what the body says: the body
+        // written back from it is the same text.
+        if let Some(data) = dsc_data(script.body()) {
+            let written = body_of(&data);
+            prop_assert_eq!(written.as_deref(), Some(script.body()));
+        }
         let redacted = script.redacted();
         if redacted != REDACTION_FALLBACK {
             let errors = parse_errors(generated(&redacted));

@@ -157,10 +157,15 @@ const OLD_HOST_ENV: &str = "PWSHLIB_SIM_NO_PRELUDE";
 /// (README.md), so the manager sends their inline form.
 const NO_SECRETS_ENV: &str = "PWSHLIB_SIM_NO_SECRETS";
 
+/// Set (to anything) to play a host that holds preludes and binds secrets
+/// but takes no DSC call as data: its hello offers no `dsc`.
+const NO_DSC_ENV: &str = "PWSHLIB_SIM_NO_DSC";
+
 /// Hello, then requests until exit or EOF.
 fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
     let offers_preludes = std::env::var_os(OLD_HOST_ENV).is_none();
     let binds_secrets = offers_preludes && std::env::var_os(NO_SECRETS_ENV).is_none();
+    let offers_dsc = binds_secrets && std::env::var_os(NO_DSC_ENV).is_none();
     let hello = Message::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         pid: std::process::id(),
@@ -175,6 +180,8 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
         } else {
             0
         },
+        assembly: None,
+        dsc: if offers_dsc { protocol::DSC_VERSION } else { 0 },
     };
     if protocol::write_message(&mut stream, &hello).is_err() {
         return 1;
@@ -202,7 +209,10 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
                     request.secrets.clear();
                 }
                 let id = request.id;
-                let (result, answer_twice) = execute(&request, &mut session);
+                let (result, answer_twice) = match dsc_as_code(&mut request, offers_dsc) {
+                    Ok(()) => execute(&request, &mut session),
+                    Err(message) => (ExecuteResult::failure(message), false),
+                };
                 let reply = Message::Result(ExecuteResult {
                     id: Some(id),
                     ..result
@@ -230,6 +240,25 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
             return 1;
         }
     }
+}
+
+/// A DSC call as data (docs/protocol.md, "DSC calls as data") becomes the
+/// script it stands for, which the simulator then reads as it reads every
+/// DSC call. As the real host: only with a prelude, and never when the
+/// hello did not offer it (an older host knows no `dsc` and runs the code).
+fn dsc_as_code(request: &mut ExecuteRequest, offers_dsc: bool) -> Result<(), String> {
+    let Some(data) = request.dsc.take() else {
+        return Ok(());
+    };
+    if !offers_dsc {
+        return Ok(());
+    }
+    if request.prelude.is_none() {
+        return Err("protocol error: a DSC call as data needs a prelude".into());
+    }
+    request.code = pwshlib_core::script::body_of(&data)
+        .ok_or("protocol error: the request's dsc is not a DSC call this host can make")?;
+    Ok(())
 }
 
 /// The fault that makes the host answer one request twice (the manager must

@@ -90,6 +90,7 @@ fn start_a_host_and_die() -> ! {
         // runner's pipe open.
         show_host_errors: false,
         pipe_timeout: Duration::from_secs(20),
+        assembly_cache: None,
     };
     let mut host = Host::spawn(&options, &Cancel::default()).expect("the simulator starts");
     // A process of the host's own: another simulator that just waits.

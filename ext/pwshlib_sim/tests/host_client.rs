@@ -21,6 +21,7 @@ fn options() -> SpawnOptions {
         host_script: "host.ps1".into(),
         show_host_errors: true,
         pipe_timeout: Duration::from_secs(20),
+        assembly_cache: None,
     }
 }
 

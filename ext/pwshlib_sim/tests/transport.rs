@@ -32,6 +32,7 @@ fn greet(endpoint: &Path, child: &Child) -> common::Stream {
             host,
             prelude,
             secrets,
+            ..
         }) => {
             assert_eq!(prelude, protocol::PRELUDE_VERSION);
             assert_eq!(secrets, protocol::SECRETS_VERSION);

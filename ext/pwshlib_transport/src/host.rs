@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::protocol::{self, Message};
 
+mod assembly_cache;
 mod call;
 mod channel;
 mod spawn;
@@ -35,6 +36,7 @@ mod transport;
 #[path = "host/windows.rs"]
 mod transport;
 
+pub use assembly_cache::{assembly_cache_dir, ASSEMBLY_CACHE_ENV};
 pub use call::{Call, Waited};
 use channel::Deadlined;
 pub use spawn::{Spawned, Spawning, CONSTRAINED_LANGUAGE_EXIT, SET_OVERRIDE_HINT};
@@ -65,6 +67,9 @@ pub struct SpawnOptions {
     pub show_host_errors: bool,
     /// How long the host may take to open its endpoint and say hello.
     pub pipe_timeout: Duration,
+    /// Where host.ps1 keeps its compiled assembly (`-AssemblyCache`; see
+    /// [`assembly_cache_dir`]); `None`: it compiles at every start.
+    pub assembly_cache: Option<String>,
 }
 
 /// Why a host could not be started or can no longer be trusted. The message
@@ -97,6 +102,11 @@ pub struct Host {
     prelude_version: u32,
     /// The secret binding the host offered in its hello (0: none).
     secrets_version: u32,
+    /// The DSC data form the host offered in its hello (0: none).
+    dsc_version: u32,
+    /// How the host got its compiled C#, as its hello said (None: it did
+    /// not say).
+    assembly: Option<String>,
     /// The prelude this host session holds, by id: set when a result says
     /// its code ran with it. A new host (after a crash, a kill or a restart)
     /// starts with none, so it is sent the prelude again.
@@ -136,6 +146,16 @@ impl Host {
     /// The secret binding the host offered (0: none, an older host).
     pub fn secrets_version(&self) -> u32 {
         self.secrets_version
+    }
+
+    /// The DSC data form the host offered (0: none, an older host).
+    pub fn dsc_version(&self) -> u32 {
+        self.dsc_version
+    }
+
+    /// How the host got its compiled C# ("compiled", "cached"), if it said.
+    pub fn assembly(&self) -> Option<&str> {
+        self.assembly.as_deref()
     }
 
     /// The id of the prelude this host session holds, if any.

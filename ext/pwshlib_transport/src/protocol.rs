@@ -16,6 +16,9 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// The prelude mechanism this codec speaks (the `hello` frame's `prelude`;
 /// absent or 0 means the host has none, as hosts before it).
 pub const PRELUDE_VERSION: u32 = 1;
+/// The DSC data form this codec speaks (the `hello` frame's `dsc`; absent
+/// or 0: the host gets every DSC call as script text).
+pub const DSC_VERSION: u32 = 1;
 /// The secret binding this codec speaks (the `hello` frame's `secrets`;
 /// absent or 0: the host binds nothing, and gets secrets as literals).
 pub const SECRETS_VERSION: u32 = 1;
@@ -61,6 +64,15 @@ pub enum Message {
         /// (or absent) for none.
         #[serde(default, skip_serializing_if = "is_zero")]
         secrets: u32,
+        /// How the host got its compiled C#: "compiled" at this start,
+        /// "cached" (loaded from its assembly cache); absent from a host
+        /// that does not say (an older host.ps1, the simulator).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        assembly: Option<String>,
+        /// The DSC data form the host offers (a request's `dsc`); 0 (or
+        /// absent) for none.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dsc: u32,
     },
     /// Manager → host: run code.
     Execute(ExecuteRequest),
@@ -94,6 +106,12 @@ pub struct ExecuteRequest {
     /// never in its code. Only to a host whose hello offered `secrets`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<BoundSecret>,
+    /// A DSC call as data (docs/protocol.md, "DSC calls as data"), which
+    /// the host makes with a constant script instead of `code`. Only to a
+    /// host whose hello offered `dsc`, and only with a prelude; the
+    /// manager drops it (keeping `code`) for any other host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsc: Option<serde_json::Value>,
 }
 
 /// One variable a host binds: its name (without `$`) and value.
@@ -191,6 +209,7 @@ impl ExecuteRequest {
             env,
             prelude: None,
             secrets: Vec::new(),
+            dsc: None,
         }
     }
 }

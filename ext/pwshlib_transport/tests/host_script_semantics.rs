@@ -576,7 +576,12 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
 
     // The JSON reader keeps strings as text: no date conversion anywhere,
     // no ConvertFrom-Json (pwsh 7 parses date-like strings into DateTime).
-    assert!(!lines(&source).join("\n").contains("DateTime"));
+    // Only a DSC call as data makes a DateTime, of a value tagged so
+    // (docs/protocol.md, "DSC calls as data").
+    let dsc_call = member(&source, "public static class DscCall");
+    assert!(dsc_call.contains("case \"datetime\":"));
+    let outside = source.replace(&dsc_call, "");
+    assert!(!lines(&outside).join("\n").contains("DateTime"));
     let cmdlet = regex::Regex::new(r"(?i)ConvertFrom-Json\b").unwrap();
     assert!(!cmdlet.is_match(&lines(&script).join("\n")));
     position(

@@ -89,6 +89,7 @@ fn any_message() -> impl Strategy<Value = Message> {
                     env,
                     prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
                     secrets,
+                    dsc: None,
                 })
             },
         );
@@ -128,6 +129,8 @@ fn any_message() -> impl Strategy<Value = Message> {
             host,
             prelude,
             secrets,
+            assembly: None,
+            dsc: 0,
         });
     prop_oneof![
         execute,
@@ -207,6 +210,7 @@ fn wire_format_matches_the_documentation() {
         env: vec![("NAME".into(), "value".into())],
         prelude: None,
         secrets: Vec::new(),
+        dsc: None,
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
@@ -230,7 +234,9 @@ fn wire_format_matches_the_documentation() {
             pid: 4242,
             host: "pwsh 7.4.1".into(),
             prelude: 0,
-            secrets: 0
+            secrets: 0,
+            assembly: None,
+            dsc: 0
         }
     );
     // docs/protocol.md, "Secrets": each bound variable by name and kind.
@@ -406,4 +412,20 @@ fn frame_errors_tell_a_malformed_peer_from_a_broken_connection() {
     let error = FrameError::Io(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
     assert!(!error.is_malformed());
     assert!(error.to_string().starts_with("i/o error: "), "{error}");
+}
+
+/// docs/protocol.md, "DSC calls as data": the call after the secrets,
+/// its code empty.
+#[test]
+fn a_dsc_call_as_data_matches_the_documentation() {
+    let data = Message::Execute(ExecuteRequest {
+        dsc: Some(
+            serde_json::json!({"name": "File", "method": "Get", "module": "M", "properties": {"n": {"var": "secret_1"}}}),
+        ),
+        ..ExecuteRequest::new(String::new(), None, None, &[] as &[&str])
+    });
+    assert_eq!(
+        std::str::from_utf8(&encode(&data).unwrap()[4..]).unwrap(),
+        r#"{"type":"execute","id":0,"code":"","timeout_ms":300000,"working_dir":null,"env":[],"dsc":{"name":"File","method":"Get","module":"M","properties":{"n":{"var":"secret_1"}}}}"#
+    );
 }

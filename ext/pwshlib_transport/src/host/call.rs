@@ -30,13 +30,23 @@ impl Host {
     /// older host gets the whole script, prelude first, as one plain request.
     /// `inline` is the code to send instead, the request's secrets set by
     /// literals in it, to a host that cannot bind them (docs/protocol.md,
-    /// "Secrets"); it is copied only then.
+    /// "Secrets"); it is copied only then. A request's `dsc` goes only to a
+    /// host that offers it (its `code` then empty), else the `code` does.
     pub fn start_call_with_prelude(
         &mut self,
         prelude: Prelude<'_>,
         mut request: ExecuteRequest,
         inline: Option<&str>,
     ) -> Result<Call, HostFailure> {
+        // A DSC call as data goes as data to a host that offers it, its
+        // code then left out; any other host gets the code.
+        if request.dsc.is_some() {
+            if self.dsc_version < protocol::DSC_VERSION {
+                request.dsc = None;
+            } else {
+                request.code.clear();
+            }
+        }
         if self.secrets_version < protocol::SECRETS_VERSION {
             request.secrets.clear();
             if let Some(inline) = inline {

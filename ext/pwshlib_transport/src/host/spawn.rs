@@ -46,6 +46,12 @@ impl Host {
             .arg(&endpoint)
             .arg("-ParentPid")
             .arg(std::process::id().to_string())
+            .args(
+                options
+                    .assembly_cache
+                    .iter()
+                    .flat_map(|dir| ["-AssemblyCache", dir.as_str()]),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(if options.show_host_errors {
@@ -193,7 +199,7 @@ impl Spawning {
     fn into_host(
         mut self,
         connection: Connection,
-        (prelude_version, secrets_version): (u32, u32),
+        (prelude_version, secrets_version, dsc_version, assembly): Versions,
     ) -> Host {
         Host {
             child: self
@@ -208,6 +214,8 @@ impl Spawning {
             last_request_id: 0,
             prelude_version,
             secrets_version,
+            dsc_version,
+            assembly,
             installed_prelude: None,
             wire: WireStats::default(),
             lost: false,
@@ -234,16 +242,22 @@ enum Connected {
     Failed(String),
 }
 
+/// The prelude, secret binding and DSC data versions a hello offers, and
+/// how the host got its assembly.
+type Versions = (u32, u32, u32, Option<String>);
+
 /// The prelude and secret binding versions a hello offers, or why the
 /// host cannot be used.
-fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<(u32, u32), String> {
+fn versions_of(hello: Result<Option<Message>, FrameError>) -> Result<Versions, String> {
     match hello {
         Ok(Some(Message::Hello {
             protocol: protocol::PROTOCOL_VERSION,
             prelude,
             secrets,
+            assembly,
+            dsc,
             ..
-        })) => Ok((prelude, secrets)),
+        })) => Ok((prelude, secrets, dsc, assembly)),
         Ok(Some(Message::Hello { protocol, .. })) => Err(format!(
             "The PowerShell host speaks protocol version {protocol}; this pwshlib speaks {}",
             protocol::PROTOCOL_VERSION

@@ -1,0 +1,177 @@
+# frozen_string_literal: true
+
+# Issue 39: what a Windows agent run pays, where every run is a new process
+# and so a fresh PowerShell host, measured in one run on the real pwsh
+# (script/find-pwsh), each figure beside its floor and the issue's target:
+#
+# * first call: a puppet apply's first DSC Get (the host's start included)
+#   against `pwsh -NoProfile -c 1`'s own start; target at most 2x. With the
+#   host's assembly cache warm, and once without a cache (PWSHLIB_HOST_CACHE
+#   empty), as before issue 39.
+# * per call: the in-sync Gets after the first, through the whole provider
+#   (the provider's own "Invoke-DscResource Get took" debug line, from
+#   handing the call to the manager until its answer), against the
+#   resource's own Get in a warm runspace (bench/support/resource_get_floor.ps1);
+#   target: median at most Get() + max(Get()/2, 1 ms). Class-based
+#   (RealSetting) and script-based (MSFT_RealKeyed) resources.
+# * round trip: Pwsh::Manager#execute of `1` and of 20 lines, back to back
+#   in a fresh host, against PowerShell's in-process invoke after the same
+#   number of calls (bench/support/inprocess_invoke.ps1 -Warmup 0); target
+#   at most 3x.
+# Medians with the p90 beside them; the load average printed (the machine
+# is shared). Run by `rake bench`; prints "not run" without a real pwsh.
+require 'json'
+require 'open3'
+require 'tmpdir'
+require_relative '../spec/acceptance/spec_helper_acceptance'
+require_relative 'support/repetitions'
+
+ROOT_DIR = File.expand_path('..', __dir__)
+REAL_DSC = File.join(ROOT_DIR, 'spec', 'real_pwsh', 'dsc')
+SIZE = Integer(ENV.fetch('PWSHLIB_BENCH_FRESH_N', '100'))
+ROUNDS = Integer(ENV.fetch('PWSHLIB_BENCH_FRESH_ROUNDS', '3'))
+CALLS = Integer(ENV.fetch('PWSHLIB_BENCH_FRESH_CALLS', '300'))
+CODES = { '1' => '1', '20 lines' => '1..20 | ForEach-Object { "line $_" }' }.freeze
+
+pwsh = ENV['PWSHLIB_REAL_PWSH'] || IO.popen([File.join(ROOT_DIR, 'script', 'find-pwsh')], &:read).strip
+unless File.executable?(pwsh.to_s)
+  puts 'fresh host bench: not run, no real pwsh (script/find-pwsh found none)'
+  exit 0
+end
+$LOAD_PATH.unshift(File.join(ROOT_DIR, 'lib'))
+require 'pwsh'
+
+def p90(values)
+  sorted = values.sort
+  sorted[[((sorted.size * 0.9).ceil - 1), 0].max]
+end
+
+def clock
+  Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
+
+def timed
+  started = clock
+  yield
+  clock - started
+end
+
+def load_average
+  File.readable?('/proc/loadavg') ? File.read('/proc/loadavg').split.first(3).join(' ') : 'unknown'
+end
+
+def figures(values, unit = 'ms')
+  format('median %<m>.2f %<u>s (p90 %<p>.2f)', m: median(values), p: p90(values), u: unit)
+end
+
+def verdict(value, limit)
+  format('%<r>s (%<v>.2f against %<l>.2f)', r: value <= limit ? 'MET' : 'NOT MET', v: value, l: limit)
+end
+
+# The resource kinds: the Puppet type, its properties for resource i.
+KINDS = {
+  'class-based' => ['dsc_realsetting', 'Class', lambda { |i|
+    { 'dsc_name' => "fresh-#{i}", 'dsc_ensure' => 'Present', 'dsc_count' => i, 'dsc_description' => "resource #{i}" }
+  }],
+  'script-based' => ['dsc_realkeyed', 'Script', lambda { |i|
+    { 'dsc_name' => "fresh-#{i}", 'dsc_ensure' => 'Present', 'dsc_value' => "value #{i}" }
+  }],
+}.freeze
+
+def manifest(type, properties)
+  Array.new(SIZE) { |i| Acceptance.resource(type, "r#{i}", properties.call(i)) }.join("\n")
+end
+
+# The Gets' times (ms) of one in-sync puppet apply, in call order.
+def in_sync_gets(machine, manifest, env, what)
+  run = machine.apply(manifest, env: env)
+  raise "#{what}: the in-sync run changed something or failed:\n#{run.output}" unless run.exitcode.zero?
+
+  took = run.output.scan(/Invoke-DscResource Get took ([0-9.]+) s/).map { |(s)| Float(s) * 1000.0 }
+  raise "#{what}: #{took.size} Gets, not #{SIZE}" unless took.size == SIZE
+
+  took
+end
+
+def floor_gets(pwsh, kind, env)
+  script = File.join(ROOT_DIR, 'bench', 'support', 'resource_get_floor.ps1')
+  out, err, status = Open3.capture3(env, pwsh, '-NoProfile', '-NonInteractive', '-File', script,
+                                    '-Kind', kind, '-Count', SIZE.to_s, '-Prefix', 'fresh')
+  raise "resource_get_floor.ps1 failed: #{err}#{out}" unless status.success?
+
+  JSON.parse(out.lines.last).fetch('times_ms')
+end
+
+def inprocess(pwsh, code)
+  script = File.join(ROOT_DIR, 'bench', 'support', 'inprocess_invoke.ps1')
+  out, err, status = Open3.capture3(pwsh, '-NoProfile', '-NonInteractive', '-File', script,
+                                    '-Code', code, '-Iterations', CALLS.to_s, '-Warmup', '0')
+  raise "inprocess_invoke.ps1 failed: #{err}#{out}" unless status.success?
+
+  JSON.parse(out.lines.last)
+end
+
+# A fresh host: the first call of `code` and the CALLS - 1 after it, back
+# to back (ms).
+def manager_calls(pwsh, code)
+  manager = Pwsh::Manager.new(pwsh, Pwsh::Manager.pwsh_args)
+  times = Array.new(CALLS) do
+    result = nil
+    took = timed { result = manager.execute(code) }
+    raise "the host failed #{code}: #{result}" unless result[:exitcode].zero?
+
+    took * 1000.0
+  end
+  [times.first, times.drop(1)]
+ensure
+  manager&.exit
+end
+
+Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
+  cache = File.join(scratch, 'host-cache')
+  ENV['PWSHLIB_HOST_CACHE'] = cache
+  starts = Array.new(5) { timed { system(pwsh, '-NoProfile', '-c', '1', out: File::NULL) } }
+  machine = Acceptance::Machine.new('fresh-bench', module_path: File.join(REAL_DSC, 'modules'))
+  state = File.join(machine.dir, 'dsc-state')
+  FileUtils.mkdir_p(state)
+  env = { 'PWSHLIB_POWERSHELL' => pwsh, 'PSModulePath' => File.join(REAL_DSC, 'standin'),
+          'PWSHLIB_REAL_DSC_STATE' => state, 'PWSHLIB_HOST_CACHE' => cache }
+  begin
+    puts "fresh host bench (issue 39): #{pwsh}, N=#{SIZE} in-sync resources, #{ROUNDS} puppet applies per kind " \
+         "(each a fresh host), load #{load_average}"
+    puts "  pwsh -NoProfile -c 1 (its own start): #{figures(starts.map { |s| s * 1000.0 })}"
+    firsts = []
+    KINDS.each do |name, (type, floor_kind, properties)|
+      text = manifest(type, properties)
+      created = machine.apply(text, env: env)
+      raise "#{name}: the first run failed:\n#{created.output}" unless created.exitcode == 2
+
+      runs = Array.new(ROUNDS) { in_sync_gets(machine, text, env, name) }
+      uncached = in_sync_gets(machine, text, env.merge('PWSHLIB_HOST_CACHE' => ''), name) if firsts.empty?
+      firsts.concat(runs.map(&:first))
+      later = runs.flat_map { |run| run.drop(1) }
+      floor = floor_gets(pwsh, floor_kind, env)
+      limit = median(floor) + [median(floor) / 2.0, 1.0].max
+      puts "  #{name}, calls after the first: provider Get #{figures(later)} | resource's own Get " \
+           "#{figures(floor)} | target median <= #{format('%.2f', limit)} ms: #{verdict(median(later), limit)}"
+      puts "  #{name}, first call (a fresh host, cached assembly): #{figures(runs.map(&:first))}"
+      puts "  #{name}, first call without the assembly cache: #{format('%.0f', uncached.first)} ms" if uncached
+    end
+    start = median(starts) * 1000.0
+    puts "  first call against pwsh's start: target median <= #{format('%.0f', 2 * start)} ms: " \
+         "#{verdict(median(firsts), 2 * start)} (#{format('%.1f', median(firsts) / start)}x)"
+    CODES.each do |name, code|
+      first, later = manager_calls(pwsh, code)
+      floor = inprocess(pwsh, code)
+      ratio = median(later) / floor.fetch('median_ms')
+      puts format("  round trip %<n>-8s fresh host, #{CALLS} calls back to back: first %<f>.1f ms, then %<l>s | " \
+                  'in-process invoke: first %<if>.1f ms, then median %<im>.3f ms (p90 %<ip>.3f) | ' \
+                  '%<r>.1fx, target <= 3x: %<v>s',
+                  n: name, f: first, l: figures(later), if: floor.fetch('first_ms'), im: floor.fetch('median_ms'),
+                  ip: floor.fetch('p90_ms'), r: ratio, v: ratio <= 3 ? 'MET' : 'NOT MET')
+    end
+    puts "  load average at the end: #{load_average}"
+  ensure
+    FileUtils.rm_rf(machine.dir)
+  end
+end

@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+require 'json'
+require 'tmpdir'
+require_relative '../spec_helper_real_pwsh'
+require_relative '../../support/fake_manager'
+
+# Issue 39 on the real pwsh: a DSC call goes to pwshlib's host as data
+# (docs/protocol.md, "DSC calls as data"), which the host binds as
+# $InvokeParams and makes with one constant script. The provider in this
+# process (the realdsc fixture module's RealSetting) drives the real pwsh;
+# each request's frame is the data one, not the call's lines, and every
+# value the script's literal would type arrives typed the same (a string
+# array, a uint32, a bool, a date-time, a credential bound from secrets).
+RSpec.describe 'DSC calls as data, on the real pwsh' do
+  let(:lib) { File.join(__dir__, 'modules', 'realdsc', 'lib') }
+  let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
+
+  around do |example|
+    Dir.mktmpdir('pwshlib-dsc-data') do |state|
+      keys = %w[PWSHLIB_POWERSHELL PSModulePath PWSHLIB_REAL_DSC_STATE]
+      saved = ENV.to_h.slice(*keys)
+      ENV.update('PWSHLIB_POWERSHELL' => REAL_PWSH, 'PSModulePath' => File.join(__dir__, 'standin'),
+                 'PWSHLIB_REAL_DSC_STATE' => state)
+      $LOAD_PATH.unshift(lib)
+      begin
+        example.run
+      ensure
+        $LOAD_PATH.delete(lib)
+        Pwsh::Manager.shutdown_all
+        keys.each { |k| ENV[k] = saved[k] }
+      end
+    end
+  end
+
+  let(:context) { recording_context(:dsc_realsetting) }
+  let(:provider) { provider_class_for(:dsc_realsetting).new }
+
+  # Each execute_dsc call: its lines and the bytes its request frame took.
+  def record(manager)
+    sent = []
+    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, script, *rest|
+      result = original.call(script, *rest)
+      stats = manager.wire_stats
+      sent << { body: script.body, names: script.secret_names, bytes: stats[:last_sent], dsc: stats[:dsc_version],
+                prelude: stats[:prelude], request: stats[:requests] }
+      result
+    end
+    allow(provider).to receive(:ps_manager).and_return(manager)
+    sent
+  end
+
+  it 'sends the call as data, and the resource gets every value typed as the script would give it' do
+    sent = record(provider.ps_manager)
+    title = { name: 'typed', dsc_name: 'typed' }
+    should = { dsc_name: 'typed', dsc_ensure: 'Present', dsc_tags: %w[a b], dsc_count: 7, dsc_enabled: true,
+               dsc_expires: '2030-01-02T03:04:05Z', dsc_description: "it's 'quoted' \u00fc",
+               dsc_credential: { 'user' => 'svc', 'password' => sensitive.new("p'ss") } }
+    provider.invoke_dsc_resource(context, title, should, 'set')
+    read = provider.invoke_dsc_resource(context, title, should, 'get')
+
+    expect(sent.map { |call| call[:dsc] }).to eq([1, 1])
+    # The Get's frame holds the data, not the lines: smaller than the frame
+    # of its lines would be (docs/protocol.md: the fields in serde's order).
+    get = sent.last
+    secrets = [{ name: get[:names].first, kind: 'credential', user: 'svc', password: "p'ss" }]
+    as_lines = 4 + JSON.generate(type: 'execute', id: get[:request], code: get[:body], timeout_ms: 300_000,
+                                 working_dir: nil, env: [], prelude: { id: get[:prelude] }, secrets: secrets).bytesize
+    expect(get[:bytes]).to be < as_lines - 50
+    # The resource's own Get (invoke_dsc_resource hands back its result).
+    expect(read).to include('Name' => 'typed', 'Ensure' => 'Present', 'Tags' => %w[a b], 'Count' => 7,
+                            'Enabled' => true, 'Description' => "it's 'quoted' \u00fc",
+                            'Expires' => '2030-01-02T03:04:05.0000000Z')
+    expect(read['Credential']).to include('user' => 'svc')
+  end
+end

@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require 'tmpdir'
+require_relative 'spec_helper_real_pwsh'
+
+# Issue 39, item 2: host.ps1 compiles its C# once per pwshlib and
+# PowerShell, keeps the assembly in the directory the manager passes
+# (PWSHLIB_HOST_CACHE here), and a later host loads it instead of
+# compiling; the hello says which it did (wire_stats[:host_assembly]).
+RSpec.describe 'the host assembly cache, on the real pwsh' do
+  around do |example|
+    Dir.mktmpdir('pwshlib-cache-spec') do |base|
+      @cache = File.join(base, 'cache')
+      saved = ENV.fetch('PWSHLIB_HOST_CACHE', nil)
+      ENV['PWSHLIB_HOST_CACHE'] = @cache
+      begin
+        example.run
+      ensure
+        ENV['PWSHLIB_HOST_CACHE'] = saved
+      end
+    end
+  end
+
+  # A new host (not the cached instance): how it got its assembly, how
+  # long it took to answer its first call, and that the call worked.
+  def fresh_start
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    manager = Pwsh::Manager.new(REAL_PWSH, Pwsh::Manager.pwsh_args)
+    result = manager.execute('6 * 7')
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    [manager.wire_stats[:host_assembly], took, result[:stdout]]
+  ensure
+    manager&.exit
+  end
+
+  def cached_files
+    Dir[File.join(@cache, 'PwshlibHost-*.dll')]
+  end
+
+  it 'compiles at the first start, and a second fresh host loads that assembly instead' do
+    assembly, compiled_took, out = fresh_start
+    expect([assembly, out]).to eq(%W[compiled 42\n])
+    expect(cached_files.size).to eq(1)
+    expect(File.stat(@cache).mode & 0o777).to eq(0o700)
+    expect(Dir.children(@cache).grep(/^tmp-/)).to be_empty
+
+    assembly, cached_took, out = fresh_start
+    expect([assembly, out]).to eq(%W[cached 42\n])
+    # Compiling takes seconds, loading a tenth of one.
+    expect(cached_took).to be < compiled_took
+  end
+
+  it 'loads no file whose bytes do not hash to its name: it compiles again and replaces it' do
+    fresh_start
+    file = cached_files.first
+    bytes = File.binread(file)
+    File.binwrite(file, bytes[0, bytes.size / 2])
+
+    assembly, _took, out = fresh_start
+    expect([assembly, out]).to eq(%W[compiled 42\n])
+    # The compiler's output differs from build to build (a new module id),
+    # so the new file has a new name; the truncated one is gone.
+    expect(cached_files.size).to eq(1)
+    expect(File.exist?(file)).to be(false)
+    expect(fresh_start.first).to eq('cached')
+  end
+
+  it 'passes no directory that others can write: the host compiles in memory' do
+    FileUtils.mkdir_p(@cache)
+    File.chmod(0o777, @cache)
+    expect(fresh_start.first).to eq('compiled')
+    expect(cached_files).to be_empty
+  end
+
+  it 'keeps no cache when PWSHLIB_HOST_CACHE is empty' do
+    ENV['PWSHLIB_HOST_CACHE'] = ''
+    expect(fresh_start.first).to eq('compiled')
+    expect(File.exist?(@cache)).to be(false)
+  end
+end
