@@ -224,6 +224,15 @@ module PreludeModules
         expect(result.last['errormessage']).to include('Windows PowerShell 5.1', "LCM's RefreshMode set to Disabled")
       end
 
+      it 'a call for Invoke-DscResource where there is none fails naming the resource and the missing module' do
+        # This pwsh has no PSDesiredStateConfiguration (the puppet_apply suites
+        # bring a stand-in of their own).
+        result = dsc_call(own_manager('no idr'), 'CountA', counter_module, extra: ' -ThroughInvokeDscResource')
+        expect(result.last['errormessage']).to match(
+          /\AThe DSC resource 'CountA' cannot run: .*PowerShell 7\.\d+\.\d+ has no Invoke-DscResource\. .*PSDesiredStateConfiguration module/
+        )
+      end
+
       it 'a composite resource fails with a message naming it' do
         result = dsc_call(own_manager('composite'), 'OddComposite', oddities, method: 'Test')
         expect(result.last).to include('indesiredstate' => false)
