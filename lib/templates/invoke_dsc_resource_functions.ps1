@@ -1060,7 +1060,9 @@ function Invoke-PwshlibDscResource {
 
         [string] $VendoredPath
     )
-    $PwshlibUser = Get-PwshlibNonSystemUser
+    # Asked on 5.1 only: a function call per DSC call is not free, and on
+    # PowerShell 7 the answer is $null.
+    $PwshlibUser = if ($PSVersionTable.PSVersion.Major -le 5) { Get-PwshlibNonSystemUser } else { $null }
     $PwshlibDirect = -not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential') -and -not ($LcmUnlessSystem -and $null -ne $PwshlibUser)
     # The outcome of a Set, and of any failed Get or Set.
     $Response = [ordered]@{
