@@ -379,6 +379,12 @@ function Invoke-PwshlibDscResourceCmdlet {
     # machine-level PSModulePath for the call on Windows PowerShell 5.1
     # (the LCM reads it there) and taken back in the finally, whatever the
     # call does (a finally also runs when the pipeline is stopped).
+    #
+    # Where there is no Invoke-DscResource (PowerShell 7 without the
+    # PSDesiredStateConfiguration 2.x module, which pwsh does not ship),
+    # nothing can run a resource the direct path did not find: the call
+    # fails naming the resource and what is missing (issue 41, item 11),
+    # not with PowerShell's "not recognized" for the command.
     param([hashtable] $InvokeParams, [string] $VendoredPath)
     $Previous = $null
     try {
@@ -386,6 +392,12 @@ function Invoke-PwshlibDscResourceCmdlet {
             $Previous = Add-PwshlibMachineModulePath -Path $VendoredPath
         }
         Invoke-DscResource @InvokeParams
+    }
+    catch [System.Management.Automation.CommandNotFoundException] {
+        if ($_.Exception.CommandName -ne 'Invoke-DscResource') {
+            throw
+        }
+        throw "The DSC resource '$($InvokeParams.Name)' cannot run: it is to go through Invoke-DscResource (PWSHLIB_DSC_DIRECT, a run-as account, or not a [DscResource()] class of its module's root module nor a script resource under DSCResources), and PowerShell $($PSVersionTable.PSVersion) has no Invoke-DscResource. On PowerShell 7 it comes with the PSDesiredStateConfiguration module (2.x), from the PowerShell Gallery."
     }
     finally {
         Restore-PwshlibVendoredModulePath -Previous $Previous
@@ -1048,7 +1060,9 @@ function Invoke-PwshlibDscResource {
 
         [string] $VendoredPath
     )
-    $PwshlibUser = Get-PwshlibNonSystemUser
+    # Asked on 5.1 only: a function call per DSC call is not free, and on
+    # PowerShell 7 the answer is $null.
+    $PwshlibUser = if ($PSVersionTable.PSVersion.Major -le 5) { Get-PwshlibNonSystemUser } else { $null }
     $PwshlibDirect = -not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential') -and -not ($LcmUnlessSystem -and $null -ne $PwshlibUser)
     # The outcome of a Set, and of any failed Get or Set.
     $Response = [ordered]@{

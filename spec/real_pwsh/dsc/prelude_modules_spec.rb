@@ -77,6 +77,22 @@ module PreludeModules
     }
   PS
 
+  # A stand-in for a RegistryKey with the members the prelude calls (item 6).
+  FAKE_KEY = <<~'PS'
+    $Store = @{}
+    $Key = [pscustomobject]@{ Store = $Store; Kind = 'ExpandString'; Writes = 0 }
+    $Key | Add-Member ScriptMethod GetValueNames { @($this.Store.Keys) }
+    $Key | Add-Member ScriptMethod GetValueKind { param($Name) [Microsoft.Win32.RegistryValueKind] $this.Kind }
+    $Key | Add-Member ScriptMethod GetValue {
+        param($Name, $Default, $Options)
+        if ($Options -ne [Microsoft.Win32.RegistryValueOptions]::DoNotExpandEnvironmentNames) { throw 'read expanded' }
+        $this.Store[$Name]
+    }
+    $Key | Add-Member ScriptMethod SetValue { param($Name, $Value, $Kind) $this.Store[$Name] = $Value; $this.Kind = [string] $Kind; $this.Writes++ }
+    $Key | Add-Member ScriptMethod DeleteValue { param($Name, $Throw) $this.Store.Remove($Name) }
+    $S = [string] [System.IO.Path]::PathSeparator
+  PS
+
   RSpec.describe 'the prelude loading DSC resource modules on the real pwsh' do
     include_context 'a manager on the real pwsh'
 
@@ -208,12 +224,61 @@ module PreludeModules
         expect(result.last['errormessage']).to include('Windows PowerShell 5.1', "LCM's RefreshMode set to Disabled")
       end
 
+      it 'a call for Invoke-DscResource where there is none fails naming the resource and the missing module' do
+        # This pwsh has no PSDesiredStateConfiguration (the puppet_apply suites
+        # bring a stand-in of their own).
+        result = dsc_call(own_manager('no idr'), 'CountA', counter_module, extra: ' -ThroughInvokeDscResource')
+        expect(result.last['errormessage']).to match(
+          /\AThe DSC resource 'CountA' cannot run: .*PowerShell 7\.\d+\.\d+ has no Invoke-DscResource\. .*PSDesiredStateConfiguration module/
+        )
+      end
+
       it 'a composite resource fails with a message naming it' do
         result = dsc_call(own_manager('composite'), 'OddComposite', oddities, method: 'Test')
         expect(result.last).to include('indesiredstate' => false)
         expect(result.last['errormessage']).to match(
           /\AThe DSC resource 'OddComposite' of module 'PwshlibOddities' is a composite resource .*nothing can run it/
         )
+      end
+    end
+
+    # Item 6's registry access runs on Windows only (Microsoft.Win32.Registry
+    # throws on Linux), but the logic between the reads and writes is the
+    # prelude's own: here against a stand-in for a RegistryKey with the
+    # members the prelude calls.
+    describe 'item 6: taking back the machine-level PSModulePath entry' do
+      def run_prelude(code)
+        result = own_manager('module path').execute_with_prelude('dsc', FAKE_KEY + code)
+        expect(result[:exitcode]).to eq(0), result.inspect
+        result[:stdout].to_s.lines.map(&:chomp)
+      end
+
+      it 'removes only that entry from the value as it is now, keeping its kind and a change made meanwhile' do
+        lines = run_prelude(<<~'PS')
+          # Added by the call, then an installer appended its own folder.
+          $Store.PSModulePath = "/opt/modules$S/vendored$S/installer/modules"
+          Remove-PwshlibModulePathEntry -Key $Key -Path '/vendored/'
+          "$($Store.PSModulePath)|$($Key.Kind)|$($Key.Writes)"
+          # Gone already (a resource took it out): nothing written.
+          Remove-PwshlibModulePathEntry -Key $Key -Path '/vendored'
+          "$($Store.PSModulePath)|$($Key.Writes)"
+          # The last entry: the value goes.
+          $Store.PSModulePath = '/vendored'
+          Remove-PwshlibModulePathEntry -Key $Key -Path '/vendored'
+          "$($Store.ContainsKey('PSModulePath'))"
+        PS
+        sep = File::PATH_SEPARATOR
+        expect(lines).to eq(["/opt/modules#{sep}/installer/modules|ExpandString|1", "/opt/modules#{sep}/installer/modules|1", 'False'])
+      end
+
+      it 'tells a running host\'s note from a dead one\'s' do
+        lines = run_prelude(<<~'PS')
+          Test-PwshlibModulePathOwner -Owner (Get-PwshlibProcessStamp)
+          Test-PwshlibModulePathOwner -Owner "$PID 1"
+          Test-PwshlibModulePathOwner -Owner '2147483000 1'
+          Test-PwshlibModulePathOwner -Owner 'not a note'
+        PS
+        expect(lines).to eq(%w[True False False False])
       end
     end
 
