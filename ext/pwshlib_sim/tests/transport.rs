@@ -211,7 +211,7 @@ fn a_host_whose_parent_is_gone_already_leaves_at_once() {
 /// Issue 41, item 10: only the manager (the `-ParentPid`) may connect. A
 /// client that is another process of the same user gets no hello: it is hung
 /// up on, and the host goes on waiting for the manager.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 #[test]
 fn a_client_that_is_not_the_manager_is_refused_and_the_host_waits_on() {
     let dir = tempfile::tempdir().unwrap();
