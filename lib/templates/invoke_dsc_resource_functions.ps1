@@ -657,7 +657,7 @@ function Invoke-PwshlibDirect {
     # provider judges that resource by its Test (docs/behavior.md section 3
     # "insync?"). [object]::ReferenceEquals sees the same object through
     # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
-    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{})
+    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{}, [bool] $Strict = $false)
     $Method = [string] $InvokeParams.Method
     $Property = $InvokeParams.Property
     # Reset before the call, read after Set: a resource asks for a reboot
@@ -701,7 +701,20 @@ function Invoke-PwshlibDirect {
     }
     switch ($Method) {
         'Get' { return & $Command @Arguments }
-        'Test' { return [pscustomobject]@{ InDesiredState = [bool] (& $Command @Arguments | Select-Object -Last 1) } }
+        'Test' {
+            $Output = @(& $Command @Arguments)
+            if ($Strict -and -not ($Output.Count -eq 1 -and $Output[0] -is [bool])) {
+                # The 5.1 LCM takes the one boolean the function returns
+                # (ResourceTest's InDesiredState is a boolean, its MOF
+                # says) and refuses anything else; PowerShell 7's
+                # PSDesiredStateConfiguration 2.x casts what it gets, as
+                # the lenient branch below does. The types only, never
+                # the values: the output may hold anything.
+                $Types = @(foreach ($Item in $Output) { if ($null -eq $Item) { 'null' } else { $Item.GetType().Name } })
+                throw "The DSC resource '$($InvokeParams.Name)' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
+            }
+            return [pscustomobject]@{ InDesiredState = [bool] ($Output | Select-Object -Last 1) }
+        }
         'Set' {
             & $Command @Arguments | Out-Null
             return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
@@ -717,29 +730,52 @@ function Invoke-PwshlibDscCall {
     # preference variables of its module, whose parent is the global
     # scope, so they are set there for the call and put back after (tried
     # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
-    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{})
-    $Resolved = $null
-    if ($Direct) {
-        $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
-    }
-    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference)
+    #
+    # $ErrorActionPreference likewise: the script's header sets it to Stop
+    # in the global scope (the host runs the script there), and a
+    # resource's module, its top-level code when it is imported and its
+    # classes all read it there. The LCM runs resources with Continue: a
+    # non-terminating error does not stop the resource, and on Windows
+    # PowerShell 5.1 (and 7.0, 7.1) a native program's stderr redirected
+    # with 2>$null is not made a terminating error (issue 41, item 1;
+    # tried on pwsh 7.6.9: a Get-TargetResource called here saw Stop).
+    # So the global value is Continue for the call, and our own code keeps
+    # Stop in this function's scope: the functions called from here
+    # (Resolve-PwshlibDscResource and its Import-Module, Invoke-PwshlibDirect)
+    # read it through their callers, a module's code never does, since its
+    # scopes end in the global one.
+    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{}, [bool] $Strict = $false)
+    $ErrorActionPreference = 'Stop'
+    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference)
     try {
+        # Before the module is imported (its top-level code runs then), but
+        # the streams only for the call itself: an import's own verbose
+        # lines are not the resource's.
+        $global:ErrorActionPreference = 'Continue'
+        $Resolved = $null
+        if ($Direct) {
+            $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
+        }
         $global:VerbosePreference = 'Continue'
         $global:DebugPreference = 'Continue'
         $global:InformationPreference = 'Continue'
         $global:WarningPreference = 'Continue'
         if ($null -ne $Resolved) {
-            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen } *>&1
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen -Strict $Strict } *>&1
         }
         else {
             if ($InvokeParams.Method -eq 'Get') {
                 $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
             }
-            & { Invoke-DscResource @InvokeParams } *>&1
+            # -ErrorAction Stop: an error of Invoke-DscResource itself (on
+            # 5.1, the LCM's report that the resource failed) ends the call
+            # as the global Stop used to; it is set in the scope of
+            # Invoke-DscResource, not of the resource.
+            & { Invoke-DscResource @InvokeParams -ErrorAction Stop } *>&1
         }
     }
     finally {
-        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference = $Saved
+        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference = $Saved
     }
 }
 
@@ -810,6 +846,16 @@ function Invoke-PwshlibDscResource {
     $PwshlibPSModulePathRestore = $null
     # What the direct call saw of the resource (Invoke-PwshlibDirect).
     $Seen = @{}
+    # On Windows PowerShell 5.1 as strict as its LCM, on 7 as lenient as
+    # PSDesiredStateConfiguration 2.x (issue 41, item 2): strict, a
+    # resource's non-terminating errors fail the call, and a script-based
+    # Test must return one boolean. $PwshlibDscStrict,
+    # when a script sets it, picks the branch (a test's switch: the
+    # real pwsh on Linux is 7).
+    $Strict = $PSVersionTable.PSVersion.Major -le 5
+    if ($null -ne $PwshlibDscStrict) {
+        $Strict = [bool] $PwshlibDscStrict
+    }
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -825,9 +871,23 @@ function Invoke-PwshlibDscResource {
         }
         # Direct, but for the escape hatch and a run-as account (which only
         # the 5.1 LCM can start the resource as).
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) -Seen $Seen | & { process { $Merged.Add($_) } }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct (-not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) -Seen $Seen -Strict $Strict | & { process { $Merged.Add($_) } }
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
+        if ($Strict) {
+            # The 5.1 LCM fails a resource that wrote to its error stream,
+            # even when it went on to return: "The PowerShell DSC resource
+            # '...' threw one or more non-terminating errors while running
+            # the Set-TargetResource functionality. These errors are logged
+            # to the ETW channel called Microsoft-Windows-DSC/Operational"
+            # (its message, as UKCloud's Azure Stack guide quotes it,
+            # azs-how-deploy-sql-template-powershell.md). There is no ETW
+            # channel here: the errors follow, and show at --debug too.
+            $Errors = @(foreach ($Record in $Split.Streams) { if ($Record.kind -eq 'error') { $Record.text } })
+            if ($Errors.Count -gt 0) {
+                throw "The PowerShell DSC resource '$($InvokeParams.Name)' threw one or more non-terminating errors while running the $($InvokeParams.Method)-TargetResource functionality: $($Errors -join ' ')"
+            }
+        }
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {
