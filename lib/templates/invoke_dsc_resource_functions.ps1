@@ -227,6 +227,23 @@ function Restore-PwshlibVendoredModulePath {
     }
 }
 
+function ConvertTo-PwshlibPlainString {
+    # A copy of a string that carries no ETS members. Windows PowerShell
+    # 5.1's ConvertTo-Json (and 7.0, 7.1's) writes a string with note
+    # properties as an object, {"value": ..., "PSPath": ..., ...}: so
+    # every line Get-Content read, which it gives PSPath, PSParentPath,
+    # PSChildName, PSDrive, PSProvider and ReadCount. PowerShell 7.2 stopped
+    # that (PowerShell/PowerShell#15665, "Don't serialize to json ETS
+    # properties for DateTime and string types"; issue 41, item 4).
+    # PowerShell may keep the instance members of a reference type beside
+    # the object itself (PSObject's resurrection table), not only in the
+    # PSObject around it, and then neither .PSObject.BaseObject nor a
+    # [string] cast drops them (#5797 shows BaseObject keeping a
+    # DateTime's): a new string instance has none, whichever it is.
+    param([string] $Text)
+    [string]::new($Text.ToCharArray())
+}
+
 function ConvertTo-PwshlibCanonicalValue {
     # One value of a DSC Get result, made ready for JSON: empty strings and
     # empty collections become $null, DateTime becomes ISO-8601 text, CIM
@@ -247,6 +264,11 @@ function ConvertTo-PwshlibCanonicalValue {
     if ($Value -is [string]) {
         if ($Value.Length -eq 0) {
             return $null
+        }
+        # $PwshlibPlainStrings: ConvertTo-PwshlibCanonicalResult's, read
+        # through the caller's scope (this is only called under it).
+        if ($PwshlibPlainStrings) {
+            return ConvertTo-PwshlibPlainString -Text $Value
         }
         return $Value
     }
@@ -331,7 +353,25 @@ function ConvertTo-PwshlibCanonicalValue {
         # The comma keeps a one-item array an array on the way out.
         return , $Items
     }
-    $Value
+    # What is left: numbers and booleans, a PSCustomObject (ConvertTo-Json
+    # writes its properties), and other .NET objects, which have no
+    # meaning in a MOF schema (a TimeSpan, a Version, a Guid, an
+    # IPAddress): the LCM converted them to the MOF property's type, for a
+    # String their text, where ConvertTo-Json would write their members as
+    # an object (issue 41, item 3). The schema's other conversions (a
+    # one-item array, 'True' for a Boolean) are the provider's, which knows
+    # the type (ext/pwshlib_core/src/munge.rs).
+    $Type = $Value.GetType()
+    if (($Type.IsPrimitive -and $Value -isnot [char]) -or $Value -is [decimal] -or
+        $Type -eq [System.Management.Automation.PSCustomObject]) {
+        return $Value
+    }
+    if ($Value -is [System.DateTimeOffset]) {
+        return $Value.UtcDateTime.ToString('o', [System.Globalization.CultureInfo]::InvariantCulture)
+    }
+    # PowerShell's own conversion to text (invariant culture, as a [string]
+    # cast is).
+    [string] $Value
 }
 
 function ConvertTo-PwshlibCanonicalResult {
@@ -346,6 +386,11 @@ function ConvertTo-PwshlibCanonicalResult {
     if ($null -eq $Result) {
         return $Table
     }
+    # Before 7.2 only, strings are copied to drop their ETS members
+    # (ConvertTo-PwshlibPlainString); ConvertTo-PwshlibCanonicalValue reads
+    # this too.
+    $Version = $PSVersionTable.PSVersion
+    $PwshlibPlainStrings = $Version.Major -lt 7 -or ($Version.Major -eq 7 -and $Version.Minor -lt 2)
     # Names and values in order, read with foreach statements (a pipeline
     # per result cost more than the conversion itself).
     $Names = [System.Collections.Generic.List[string]]::new()
@@ -366,12 +411,15 @@ function ConvertTo-PwshlibCanonicalResult {
         }
         $Value = $Values[$Index]
         # Text and plain numbers and booleans stay as they are (but empty
-        # text, which reads as $null) without a call of
-        # ConvertTo-PwshlibCanonicalValue, which would give the same.
+        # text, which reads as $null, and text copied before 7.2) without
+        # a call of ConvertTo-PwshlibCanonicalValue, which would give the
+        # same. Other value types (an enum, a DateTime, a TimeSpan) go
+        # through it.
         if ($Value -is [string]) {
             if ($Value.Length -eq 0) { $Value = $null }
+            elseif ($PwshlibPlainStrings) { $Value = ConvertTo-PwshlibPlainString -Text $Value }
         }
-        elseif ($null -ne $Value -and -not ($Value -is [System.ValueType] -and $Value -isnot [enum] -and $Value -isnot [datetime])) {
+        elseif ($null -ne $Value -and -not ($Value -is [System.ValueType] -and $Value.GetType().IsPrimitive -and $Value -isnot [char])) {
             $Value = ConvertTo-PwshlibCanonicalValue -Value $Value -Depth 1
         }
         if ($Name -eq 'Ensure' -and $null -eq $Value) {

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require 'json'
+require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
 # Issue 41: a resource called directly by the prelude runs as under the LCM,
@@ -32,6 +33,21 @@ RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
 
   def streams(lines)
     lines.find { |line| line.key?('pwshlib_streams') }&.fetch('pwshlib_streams') || []
+  end
+
+  # Windows PowerShell 5.1's ConvertTo-Json writes a string with note
+  # properties as an object; the prelude copies strings there first. On
+  # pwsh 7 the copy shows it drops them.
+  it 'item 4: ConvertTo-PwshlibPlainString drops the note properties Get-Content gives a line' do
+    Dir.mktmpdir('pwshlib-ets') do |dir|
+      path = File.join(dir, 'content.txt')
+      File.write(path, "line one\n")
+      body = "$Line = Get-Content -LiteralPath '#{path}' -TotalCount 1\n" \
+             "$Copy = ConvertTo-PwshlibPlainString -Text $Line\n" \
+             "'{0}|{1}|{2}' -f ($null -ne $Line.PSPath), ($null -ne $Copy.PSPath), ($Copy -ceq $Line)\n"
+      result = manager.execute_with_prelude('dsc', body)
+      expect(result[:stdout]).to eq("True|False|True\n"), result.inspect
+    end
   end
 
   describe 'item 1: the resource runs with ErrorActionPreference Continue' do
