@@ -391,7 +391,7 @@ function Invoke-PwshlibDscResourceCmdlet {
         if (-not [string]::IsNullOrEmpty($VendoredPath)) {
             $Previous = Add-PwshlibMachineModulePath -Path $VendoredPath
         }
-        Invoke-DscResource @InvokeParams
+        Invoke-DscResource @InvokeParams -ErrorAction Stop
     }
     catch [System.Management.Automation.CommandNotFoundException] {
         if ($_.Exception.CommandName -ne 'Invoke-DscResource') {
@@ -428,6 +428,23 @@ function Get-PwshlibNonSystemUser {
     $Known
 }
 
+function ConvertTo-PwshlibPlainString {
+    # A copy of a string that carries no ETS members. Windows PowerShell
+    # 5.1's ConvertTo-Json (and 7.0, 7.1's) writes a string with note
+    # properties as an object, {"value": ..., "PSPath": ..., ...}: so
+    # every line Get-Content read, which it gives PSPath, PSParentPath,
+    # PSChildName, PSDrive, PSProvider and ReadCount. PowerShell 7.2 stopped
+    # that (PowerShell/PowerShell#15665, "Don't serialize to json ETS
+    # properties for DateTime and string types"; issue 41, item 4).
+    # PowerShell may keep the instance members of a reference type beside
+    # the object itself (PSObject's resurrection table), not only in the
+    # PSObject around it, and then neither .PSObject.BaseObject nor a
+    # [string] cast drops them (#5797 shows BaseObject keeping a
+    # DateTime's): a new string instance has none, whichever it is.
+    param([string] $Text)
+    [string]::new($Text.ToCharArray())
+}
+
 function ConvertTo-PwshlibCanonicalValue {
     # One value of a DSC Get result, made ready for JSON: empty strings and
     # empty collections become $null, DateTime becomes ISO-8601 text, CIM
@@ -448,6 +465,11 @@ function ConvertTo-PwshlibCanonicalValue {
     if ($Value -is [string]) {
         if ($Value.Length -eq 0) {
             return $null
+        }
+        # $PwshlibPlainStrings: ConvertTo-PwshlibCanonicalResult's, read
+        # through the caller's scope (this is only called under it).
+        if ($PwshlibPlainStrings) {
+            return ConvertTo-PwshlibPlainString -Text $Value
         }
         return $Value
     }
@@ -532,7 +554,25 @@ function ConvertTo-PwshlibCanonicalValue {
         # The comma keeps a one-item array an array on the way out.
         return , $Items
     }
-    $Value
+    # What is left: numbers and booleans, a PSCustomObject (ConvertTo-Json
+    # writes its properties), and other .NET objects, which have no
+    # meaning in a MOF schema (a TimeSpan, a Version, a Guid, an
+    # IPAddress): the LCM converted them to the MOF property's type, for a
+    # String their text, where ConvertTo-Json would write their members as
+    # an object (issue 41, item 3). The schema's other conversions (a
+    # one-item array, 'True' for a Boolean) are the provider's, which knows
+    # the type (ext/pwshlib_core/src/munge.rs).
+    $Type = $Value.GetType()
+    if (($Type.IsPrimitive -and $Value -isnot [char]) -or $Value -is [decimal] -or
+        $Type -eq [System.Management.Automation.PSCustomObject]) {
+        return $Value
+    }
+    if ($Value -is [System.DateTimeOffset]) {
+        return $Value.UtcDateTime.ToString('o', [System.Globalization.CultureInfo]::InvariantCulture)
+    }
+    # PowerShell's own conversion to text (invariant culture, as a [string]
+    # cast is).
+    [string] $Value
 }
 
 function ConvertTo-PwshlibCanonicalResult {
@@ -547,6 +587,11 @@ function ConvertTo-PwshlibCanonicalResult {
     if ($null -eq $Result) {
         return $Table
     }
+    # Before 7.2 only, strings are copied to drop their ETS members
+    # (ConvertTo-PwshlibPlainString); ConvertTo-PwshlibCanonicalValue reads
+    # this too.
+    $Version = $PSVersionTable.PSVersion
+    $PwshlibPlainStrings = $Version.Major -lt 7 -or ($Version.Major -eq 7 -and $Version.Minor -lt 2)
     # Names and values in order, read with foreach statements (a pipeline
     # per result cost more than the conversion itself).
     $Names = [System.Collections.Generic.List[string]]::new()
@@ -567,12 +612,15 @@ function ConvertTo-PwshlibCanonicalResult {
         }
         $Value = $Values[$Index]
         # Text and plain numbers and booleans stay as they are (but empty
-        # text, which reads as $null) without a call of
-        # ConvertTo-PwshlibCanonicalValue, which would give the same.
+        # text, which reads as $null, and text copied before 7.2) without
+        # a call of ConvertTo-PwshlibCanonicalValue, which would give the
+        # same. Other value types (an enum, a DateTime, a TimeSpan) go
+        # through it.
         if ($Value -is [string]) {
             if ($Value.Length -eq 0) { $Value = $null }
+            elseif ($PwshlibPlainStrings) { $Value = ConvertTo-PwshlibPlainString -Text $Value }
         }
-        elseif ($null -ne $Value -and -not ($Value -is [System.ValueType] -and $Value -isnot [enum] -and $Value -isnot [datetime])) {
+        elseif ($null -ne $Value -and -not ($Value -is [System.ValueType] -and $Value.GetType().IsPrimitive -and $Value -isnot [char])) {
             $Value = ConvertTo-PwshlibCanonicalValue -Value $Value -Depth 1
         }
         if ($Name -eq 'Ensure' -and $null -eq $Value) {
@@ -914,7 +962,7 @@ function Invoke-PwshlibDirect {
     # provider judges that resource by its Test (docs/behavior.md section 3
     # "insync?"). [object]::ReferenceEquals sees the same object through
     # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
-    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{})
+    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{}, [bool] $Strict = $false)
     $Method = [string] $InvokeParams.Method
     $Property = $InvokeParams.Property
     # Reset before the call, read after Set: a resource asks for a reboot
@@ -958,7 +1006,20 @@ function Invoke-PwshlibDirect {
     }
     switch ($Method) {
         'Get' { return & $Command @Arguments }
-        'Test' { return [pscustomobject]@{ InDesiredState = [bool] (& $Command @Arguments | Select-Object -Last 1) } }
+        'Test' {
+            $Output = @(& $Command @Arguments)
+            if ($Strict -and -not ($Output.Count -eq 1 -and $Output[0] -is [bool])) {
+                # The 5.1 LCM takes the one boolean the function returns
+                # (ResourceTest's InDesiredState is a boolean, its MOF
+                # says) and refuses anything else; PowerShell 7's
+                # PSDesiredStateConfiguration 2.x casts what it gets, as
+                # the lenient branch below does. The types only, never
+                # the values: the output may hold anything.
+                $Types = @(foreach ($Item in $Output) { if ($null -eq $Item) { 'null' } else { $Item.GetType().Name } })
+                throw "The DSC resource '$($InvokeParams.Name)' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
+            }
+            return [pscustomobject]@{ InDesiredState = [bool] ($Output | Select-Object -Last 1) }
+        }
         'Set' {
             & $Command @Arguments | Out-Null
             return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
@@ -974,29 +1035,53 @@ function Invoke-PwshlibDscCall {
     # preference variables of its module, whose parent is the global
     # scope, so they are set there for the call and put back after (tried
     # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
-    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{}, [string] $VendoredPath)
-    $Resolved = $null
-    if ($Direct) {
-        $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
-    }
-    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference)
+    #
+    # $ErrorActionPreference likewise: the script's header sets it to Stop
+    # in the global scope (the host runs the script there), and a
+    # resource's module, its top-level code when it is imported and its
+    # classes all read it there. The LCM runs resources with Continue: a
+    # non-terminating error does not stop the resource, and on Windows
+    # PowerShell 5.1 (and 7.0, 7.1) a native program's stderr redirected
+    # with 2>$null is not made a terminating error (issue 41, item 1;
+    # tried on pwsh 7.6.9: a Get-TargetResource called here saw Stop).
+    # So the global value is Continue for the call, and our own code keeps
+    # Stop in this function's scope: the functions called from here
+    # (Resolve-PwshlibDscResource and its Import-Module, Invoke-PwshlibDirect)
+    # read it through their callers, a module's code never does, since its
+    # scopes end in the global one.
+    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{}, [string] $VendoredPath, [bool] $Strict = $false)
+    $ErrorActionPreference = 'Stop'
+    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference)
     try {
+        # Before the module is imported (its top-level code runs then), but
+        # the streams only for the call itself: an import's own verbose
+        # lines are not the resource's.
+        $global:ErrorActionPreference = 'Continue'
+        $Resolved = $null
+        if ($Direct) {
+            $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
+        }
         $global:VerbosePreference = 'Continue'
         $global:DebugPreference = 'Continue'
         $global:InformationPreference = 'Continue'
         $global:WarningPreference = 'Continue'
         if ($null -ne $Resolved) {
-            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen } *>&1
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen -Strict $Strict } *>&1
         }
         else {
             if ($InvokeParams.Method -eq 'Get') {
                 $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
             }
+            # -ErrorAction Stop (on Invoke-DscResource, in
+            # Invoke-PwshlibDscResourceCmdlet): an error of Invoke-DscResource
+            # itself (on 5.1, the LCM's report that the resource failed) ends
+            # the call as the global Stop used to; it is set in the scope of
+            # Invoke-DscResource, not of the resource.
             & { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1
         }
     }
     finally {
-        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference = $Saved
+        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference = $Saved
     }
 }
 
@@ -1076,6 +1161,16 @@ function Invoke-PwshlibDscResource {
     $Merged = [System.Collections.Generic.List[object]]::new()
     # What the direct call saw of the resource (Invoke-PwshlibDirect).
     $Seen = @{}
+    # On Windows PowerShell 5.1 as strict as its LCM, on 7 as lenient as
+    # PSDesiredStateConfiguration 2.x (issue 41, item 2): strict, a
+    # resource's non-terminating errors fail the call, and a script-based
+    # Test must return one boolean. $PwshlibDscStrict,
+    # when a script sets it, picks the branch (a test's switch: the
+    # real pwsh on Linux is 7).
+    $Strict = $PSVersionTable.PSVersion.Major -le 5
+    if ($null -ne $PwshlibDscStrict) {
+        $Strict = [bool] $PwshlibDscStrict
+    }
     try {
         if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
@@ -1089,9 +1184,23 @@ function Invoke-PwshlibDscResource {
         if (-not [string]::IsNullOrEmpty($VendoredPath)) {
             Add-PwshlibVendoredModulePath -Path $VendoredPath
         }
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct $PwshlibDirect -Seen $Seen -VendoredPath $VendoredPath | & { process { $Merged.Add($_) } }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct $PwshlibDirect -Seen $Seen -VendoredPath $VendoredPath -Strict $Strict | & { process { $Merged.Add($_) } }
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
+        if ($Strict) {
+            # The 5.1 LCM fails a resource that wrote to its error stream,
+            # even when it went on to return: "The PowerShell DSC resource
+            # '...' threw one or more non-terminating errors while running
+            # the Set-TargetResource functionality. These errors are logged
+            # to the ETW channel called Microsoft-Windows-DSC/Operational"
+            # (its message, as UKCloud's Azure Stack guide quotes it,
+            # azs-how-deploy-sql-template-powershell.md). There is no ETW
+            # channel here: the errors follow, and show at --debug too.
+            $Errors = @(foreach ($Record in $Split.Streams) { if ($Record.kind -eq 'error') { $Record.text } })
+            if ($Errors.Count -gt 0) {
+                throw "The PowerShell DSC resource '$($InvokeParams.Name)' threw one or more non-terminating errors while running the $($InvokeParams.Method)-TargetResource functionality: $($Errors -join ' ')"
+            }
+        }
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {

@@ -360,6 +360,7 @@ fn munge_value(
             }
         }
     }
+    conform_to_mof(attribute, &mut value);
     if value.is_collection() {
         downcase_hash_keys(&mut value);
         munge_cim_instances(&mut value);
@@ -386,6 +387,60 @@ fn munge_value(
     }
     conform_enums(&attribute.shape, &mut value);
     value
+}
+
+/// A value in the shape its MOF type gives it, as the LCM made it: the
+/// 5.1 LCM converted Get-TargetResource's hashtable to an instance of the
+/// resource's MOF class, and pwshlib 2.x wrapped a one-item value of an
+/// array property (issue 41, item 3). Without it, Puppet's type check
+/// (`strict=error`, Puppet 8's default) raises "Provider returned data
+/// that does not match the Type Schema", and otherwise the resource
+/// changes every run. A one-item value of a `[]` property becomes an
+/// array; for a Boolean, the text `True`/`False` (any case) a boolean;
+/// for a String (or Char16), a number or a boolean its text, as
+/// PowerShell writes it (`True`). A .NET object with no JSON meaning (a
+/// TimeSpan, a Version) is already text: the prelude's
+/// `ConvertTo-PwshlibCanonicalValue` writes it so.
+fn conform_to_mof(attribute: &Attribute, value: &mut Value) {
+    let Some(mof_type) = &attribute.mof_type else {
+        return;
+    };
+    if mof_type.is_array() && !matches!(value, Value::Nil | Value::Array(_)) {
+        let item = std::mem::replace(value, Value::Nil);
+        *value = Value::Array(vec![item]);
+    }
+    let convert: fn(&mut Value) = match mof_type.element() {
+        CimType::Boolean => boolean_from_text,
+        CimType::String | CimType::Char16 => text_from_scalar,
+        _ => return,
+    };
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(convert),
+        scalar => convert(scalar),
+    }
+}
+
+fn boolean_from_text(value: &mut Value) {
+    if let Value::Str(text) = value {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("true") {
+            *value = Value::Bool(true);
+        } else if text.eq_ignore_ascii_case("false") {
+            *value = Value::Bool(false);
+        }
+    }
+}
+
+fn text_from_scalar(value: &mut Value) {
+    let text = match value {
+        Value::Int(number) => number.to_string(),
+        Value::BigInt(digits) => digits.clone(),
+        Value::Float(number) if number.is_finite() => number.to_string(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        _ => return,
+    };
+    *value = Value::Str(text);
 }
 
 /// How a Get result's value is read back, by its property's CIM type.
@@ -746,6 +801,94 @@ mod tests {
         assert!(!out.contains_named("dsc_ensurable"));
         let (plain, _) = munge_get_result(&fixture_typedef(), &query, &Map::new());
         assert!(!plain.contains_named("ensurable"));
+    }
+}
+
+#[cfg(test)]
+mod mof_shape_tests {
+    use super::*;
+    use crate::cim_type::MofType;
+
+    fn attribute(mof_type: &str) -> Attribute {
+        let mut attribute = crate::test_support::scaffolded_enum_typedef()
+            .attribute("dsc_schedule")
+            .unwrap()
+            .clone();
+        attribute.type_string = "Any".into();
+        attribute.mof_type = Some(MofType::parse(mof_type, false));
+        attribute
+    }
+
+    fn conformed(mof_type: &str, value: Value) -> Value {
+        let mut value = value;
+        conform_to_mof(&attribute(mof_type), &mut value);
+        value
+    }
+
+    /// Issue 41, item 3: what a Get-TargetResource returns loosely, in the
+    /// shape the MOF class gave it under the LCM.
+    #[test]
+    fn get_values_take_the_shape_of_their_mof_type() {
+        let one = |text: &str| Value::Array(vec![Value::str(text)]);
+        assert_eq!(
+            conformed("String[]", Value::str("only-one")),
+            one("only-one")
+        );
+        assert_eq!(conformed("String[]", one("kept")), one("kept"));
+        assert_eq!(conformed("String[]", Value::Nil), Value::Nil);
+        assert_eq!(
+            conformed("UInt32[]", Value::Int(5)),
+            Value::Array(vec![Value::Int(5)])
+        );
+        let instance = Value::Hash(Map(vec![(Value::str("key"), Value::str("a"))]));
+        assert_eq!(
+            conformed("MSFT_Option[]", instance.clone()),
+            Value::Array(vec![instance])
+        );
+        assert_eq!(conformed("Boolean", Value::str("True")), Value::Bool(true));
+        assert_eq!(
+            conformed("boolean", Value::str(" false ")),
+            Value::Bool(false)
+        );
+        assert_eq!(conformed("Boolean", Value::str("yes")), Value::str("yes"));
+        assert_eq!(
+            conformed("Boolean[]", Value::str("TRUE")),
+            Value::Array(vec![Value::Bool(true)])
+        );
+        assert_eq!(conformed("String", Value::Int(42)), Value::str("42"));
+        assert_eq!(conformed("String", Value::Bool(true)), Value::str("True"));
+        assert_eq!(conformed("String", Value::Float(1.5)), Value::str("1.5"));
+        assert_eq!(
+            conformed(
+                "String[]",
+                Value::Array(vec![Value::Int(1), Value::str("b")])
+            ),
+            Value::Array(vec![Value::str("1"), Value::str("b")])
+        );
+        assert_eq!(conformed("UInt32", Value::str("7")), Value::str("7"));
+    }
+
+    /// Through the whole munge: a scalar for an array property, and a text
+    /// boolean, read as the schema wants, so that they equal the desired
+    /// values.
+    #[test]
+    fn a_get_result_munged_is_shaped_by_the_mof_types() {
+        let def = crate::test_support::fixture_typedef();
+        let query = Map(vec![
+            (Value::sym("name"), Value::str("Title")),
+            (Value::sym("dsc_destinationpath"), Value::str("c:\\foo")),
+        ]);
+        let data = match parse_json(r#"{"Attributes":"ReadOnly","Force":"True"}"#).unwrap() {
+            Value::Hash(map) => map,
+            other => panic!("{other}"),
+        };
+        let (out, errors) = munge_get_result(&def, &query, &data);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            out.get_named("dsc_attributes"),
+            Some(&Value::Array(vec![Value::str("ReadOnly")]))
+        );
+        assert_eq!(out.get_named("dsc_force"), Some(&Value::Bool(true)));
     }
 }
 

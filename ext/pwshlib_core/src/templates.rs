@@ -74,6 +74,7 @@ mod tests {
                 "New-PwshlibEmbeddedInstanceArray",
                 "Add-PwshlibVendoredModulePath",
                 "Restore-PwshlibVendoredModulePath",
+                "ConvertTo-PwshlibPlainString",
                 "ConvertTo-PwshlibCanonicalValue",
                 "ConvertTo-PwshlibCanonicalResult",
                 "Get-PwshlibDirectCache",

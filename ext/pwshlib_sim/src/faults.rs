@@ -27,6 +27,12 @@ pub struct FaultConfig {
     pub logon_failure_user: Option<String>,
     pub malformed_json: Option<Selector>,
     pub reboot_required: Option<Selector>,
+    /// Matching calls' resources write a non-terminating error (issue 41).
+    pub nonterminating_error: Option<Selector>,
+    /// Matching Tests return a stray string, no boolean (issue 41).
+    pub test_output: Option<Selector>,
+    /// Matching Gets report strings read with Get-Content (issue 41).
+    pub ets_strings: Option<Selector>,
 }
 
 /// Looks a setting up: the environment variable `PWSHLIB_SIM_<NAME>` wins
@@ -97,6 +103,9 @@ impl FaultConfig {
             logon_failure_user: settings.get("logon_failure_user"),
             malformed_json: settings.selector("malformed_json")?,
             reboot_required: settings.selector("reboot_required")?,
+            nonterminating_error: settings.selector("nonterminating_error")?,
+            test_output: settings.selector("test_output")?,
+            ets_strings: settings.selector("ets_strings")?,
         })
     }
 }

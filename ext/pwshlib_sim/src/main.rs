@@ -307,8 +307,14 @@ fn run_code(
         Ok(saved) => saved,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let outcome = dsc::handle_bound(&request.code, &tree, request.timeout_ms, &request.secrets)
-        .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
+    let outcome = dsc::handle_bound(
+        &request.code,
+        &tree,
+        request.timeout_ms,
+        &request.secrets,
+        functions,
+    )
+    .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
     let result = carry_out(outcome, deadline, request.timeout_ms);
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));

@@ -1115,3 +1115,122 @@ fn a_type_whose_get_returns_this_echoes_what_it_was_handed_flagged_when_direct()
     );
     assert!(sim.json(&get).get("pwshlib_get_returned_this").is_none());
 }
+
+/// The stdout lines of a DSC call that answered, each read as JSON.
+fn reply_lines(outcome: Option<Outcome>) -> Vec<Json> {
+    match outcome {
+        Some(Outcome::Reply {
+            stdout: Some(stdout),
+            exitcode: 0,
+            ..
+        }) => stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect(),
+        Some(other) => panic!("expected a result on stdout, got {}", describe(&other)),
+        None => panic!("not recognised as a DSC invocation"),
+    }
+}
+
+/// Issue 41, item 2: a script-based resource that writes a non-terminating
+/// error fails its call playing Windows PowerShell 5.1 (the LCM's message,
+/// the error after it) and succeeds playing 7; either way the error comes
+/// on the streams line before the result. A Set still changes the state
+/// (the resource went on), as under the LCM.
+#[test]
+fn a_non_terminating_error_fails_the_call_on_5_1_only() {
+    let mut sim = Sim::new();
+    sim.set_env("PWSHLIB_SIM_NONTERMINATING_ERROR", "FixtureFile");
+    let streams = json!({"pwshlib_streams": [{"kind": "error", "text": "pwshlib-sim: a non-terminating error"}]});
+    let get = reply_lines(sim.outcome(&script(
+        "",
+        "FixtureFile",
+        "Get",
+        "destinationpath = 'C:\\a'",
+    )));
+    assert_eq!(get[0], streams);
+    assert_eq!(
+        get[1]["errormessage"],
+        "The PowerShell DSC resource 'FixtureFile' threw one or more non-terminating errors while running \
+         the Get-TargetResource functionality: pwshlib-sim: a non-terminating error"
+    );
+    let set = reply_lines(sim.outcome(&script(
+        "",
+        "FixtureFile",
+        "Set",
+        "destinationpath = 'C:\\a'; contents = 'x'",
+    )));
+    assert!(set[1]["errormessage"]
+        .as_str()
+        .unwrap()
+        .contains("while running the Set-TargetResource functionality"));
+    assert_eq!(sim.state()["resources"]["FixtureFile"][0]["contents"], "x");
+    assert_eq!(sim.log()[1]["fault"], "nonterminating_error");
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.6.9");
+    let get = reply_lines(sim.outcome(&script(
+        "",
+        "FixtureFile",
+        "Get",
+        "destinationpath = 'C:\\a'",
+    )));
+    assert_eq!(get[0], streams);
+    assert_eq!(get[1]["contents"], "x", "{}", get[1]);
+    // A class-based resource's Write-Error reaches no stream.
+    let class_based = script("", "FixtureFile", "Get", "destinationpath = 'C:\\a'").replace(
+        MODULE,
+        "@{ModuleName = 'PwshlibFixtureDsc'; RequiredVersion = '1.0.0'}",
+    );
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "");
+    assert_eq!(reply_lines(sim.outcome(&class_based)).len(), 1);
+}
+
+/// Issue 41, item 2: a Test-TargetResource that returns a string, no
+/// boolean, fails playing 5.1 and reads as [bool] of it (true) playing 7.
+#[test]
+fn a_test_without_one_boolean_fails_on_5_1_only() {
+    let mut sim = Sim::new();
+    // A Get first: the simulator learns the key properties from it.
+    sim.get("destinationpath = 'C:\\a'");
+    sim.set("destinationpath = 'C:\\a'; contents = 'x'");
+    sim.set_env("PWSHLIB_SIM_TEST_OUTPUT", "Test/FixtureFile");
+    let on_5_1 = sim.test("destinationpath = 'C:\\a'; contents = 'other'");
+    assert_eq!(
+        on_5_1,
+        json!({"indesiredstate": false, "errormessage": "The DSC resource 'FixtureFile' returned 1 value(s) from \
+               Test-TargetResource (String), not one boolean: Windows PowerShell 5.1 takes exactly one $true or $false, as its LCM did."})
+    );
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.6.9");
+    let on_7 = sim.test("destinationpath = 'C:\\a'; contents = 'other'");
+    assert_eq!(on_7, json!({"indesiredstate": true, "errormessage": ""}));
+    assert_eq!(sim.get("destinationpath = 'C:\\a'")["contents"], "x");
+}
+
+/// Issue 41, item 4: a Get whose resource read its strings with
+/// Get-Content. Before PowerShell 7.2 ConvertTo-Json writes each as an
+/// object with its note properties, unless the prelude copies them
+/// (ConvertTo-PwshlibPlainString defined for the call); from 7.2 on, a
+/// plain string either way.
+#[test]
+fn strings_with_ets_members_are_objects_before_7_2_unless_the_prelude_copies_them() {
+    let mut sim = Sim::new();
+    sim.get("destinationpath = 'C:\\a'");
+    sim.set("destinationpath = 'C:\\a'; contents = 'line one'");
+    sim.set_env("PWSHLIB_SIM_ETS_STRINGS", "Get/FixtureFile");
+    let without = sim.get("destinationpath = 'C:\\a'");
+    assert_eq!(without["contents"]["value"], "line one", "{without}");
+    assert_eq!(without["contents"]["PSChildName"], "content.txt");
+    assert_eq!(without["contents"]["ReadCount"], 1);
+    let copying =
+        "function ConvertTo-PwshlibPlainString {\n    param([string] $Text)\n    $Text\n}";
+    let with = sim.json(&script(
+        copying,
+        "FixtureFile",
+        "Get",
+        "destinationpath = 'C:\\a'",
+    ));
+    assert_eq!(with["contents"], "line one", "{with}");
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.1.7");
+    assert!(sim.get("destinationpath = 'C:\\a'")["contents"].is_object());
+    sim.set_env("PWSHLIB_SIM_PSVERSION", "7.2.0");
+    assert_eq!(sim.get("destinationpath = 'C:\\a'")["contents"], "line one");
+}

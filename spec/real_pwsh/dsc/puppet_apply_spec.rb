@@ -405,3 +405,40 @@ module RealPwshDsc
     end
   end
 end
+
+module RealPwshDsc
+  # Issue 41, item 3: RealShape's Get-TargetResource returns one tag of a
+  # String[] as a bare string, a Boolean as 'True', a TimeSpan and a Version
+  # for String properties. The LCM converted them to the MOF class's types;
+  # so does the provider, or Puppet's strict=error (the harness runs with
+  # it, Puppet 8's default) raises "Provider returned data that does not
+  # match the Type Schema" and the resource changes every run.
+  RSpec.describe 'a Get result shaped to the schema, as the LCM did (issue 41, item 3)' do
+    include Runs
+
+    before(:all) do
+      @machine = Machine.new('real-dsc-shape')
+      attributes = { 'dsc_name' => 'shape-ü', 'dsc_tags' => ['only-one'], 'dsc_enabled' => true,
+                     'dsc_interval' => '00:05:00', 'dsc_release' => '1.2.3' }
+      manifest = Acceptance.resource('dsc_realshape', 'shape', attributes)
+      @runs = Array.new(2) { @machine.apply(manifest) }
+    end
+
+    after(:all) { @machine&.cleanup }
+
+    it 'run 1 creates the resource' do
+      expect(run(1).exitcode).to eq(2), run(1).to_s
+      expect(run(1).changed?('Dsc_realshape[shape]')).to be(true), run(1).to_s
+      expect(@machine.stored('RealShape', 'shape-ü')).to eq('Name' => 'shape-ü', 'Tags' => ['only-one'], 'Enabled' => true,
+                                                            'Interval' => '00:05:00', 'Release' => '1.2.3')
+    end
+
+    it 'run 2 reads the loose shapes as the schema says and changes nothing' do
+      expect(run(2).exitcode).to eq(0), run(2).to_s
+      expect(run(2).changed?('Dsc_realshape[shape]')).to be(false), run(2).to_s
+      expect(run(2).failed?('Dsc_realshape[shape]')).to be(false), run(2).to_s
+      expect(counts(run(2), 'RealShape')).to eq('Get' => 1, 'Set' => 0, 'Test' => 0)
+      expect(run(2).output).not_to match(/does not match the Type Schema/), run(2).to_s
+    end
+  end
+end

@@ -8,6 +8,7 @@
 
 mod call_log;
 mod comparing;
+mod lcm;
 mod methods;
 mod reading;
 mod running;
@@ -80,19 +81,20 @@ pub fn call_kind(invocation: &Invocation, edition: Edition, not_system: bool) ->
 /// The main loop's entry point: `tree` is the parse of `code` (which the
 /// main loop has checked); reads the environment of the process.
 pub fn handle(code: &str, tree: &Tree, timeout_ms: u64) -> Option<Outcome> {
-    handle_bound(code, tree, timeout_ms, &[])
+    handle_bound(code, tree, timeout_ms, &[], &[])
 }
 
-/// [`handle`] with the variables the request binds (its `secrets`).
+/// [`handle`] with the variables the request binds (its `secrets`) and
+/// the functions of the prelude it runs with.
 pub fn handle_bound(
     code: &str,
     tree: &Tree,
     timeout_ms: u64,
     bound: &[BoundSecret],
+    functions: &[String],
 ) -> Option<Outcome> {
-    handle_parsed(code, tree, timeout_ms, bound, &|name| {
-        std::env::var(name).ok()
-    })
+    let env = |name: &str| std::env::var(name).ok();
+    handle_parsed(code, tree, timeout_ms, bound, functions, &env)
 }
 
 /// [`handle`] with an explicit environment, for tests (the process
@@ -103,7 +105,7 @@ pub fn handle_with_env(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
     match pslint::parse_tree(code) {
-        Some(tree) => handle_parsed(code, &tree, timeout_ms, &[], env),
+        Some(tree) => handle_parsed(code, &tree, timeout_ms, &[], &[], env),
         None => Some(Outcome::error(NO_PARSER.to_owned())),
     }
 }
@@ -113,6 +115,7 @@ fn handle_parsed(
     tree: &Tree,
     timeout_ms: u64,
     bound: &[BoundSecret],
+    functions: &[String],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Outcome> {
     // Reading a script evaluates its literals; a script that never names
@@ -128,7 +131,15 @@ fn handle_parsed(
         // a terminating error, reported by the host, not in the result JSON.
         Err(message) => return Some(Outcome::error(message)),
     };
-    Some(run(&invocation, timeout_ms, env))
+    // The functions defined for the call: its prelude's, or the script's
+    // own (the inline form carries the whole prelude).
+    let defined = |name: &str| {
+        functions
+            .iter()
+            .chain(pwshlib_core::templates::defined_functions(code).iter())
+            .any(|f| f.eq_ignore_ascii_case(name))
+    };
+    Some(run(&invocation, timeout_ms, env, &defined))
 }
 
 fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {

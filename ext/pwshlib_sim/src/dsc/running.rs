@@ -33,6 +33,7 @@ pub fn run(
     invocation: &Invocation,
     timeout_ms: u64,
     env: &dyn Fn(&str) -> Option<String>,
+    defined: &dyn Fn(&str) -> bool,
 ) -> Outcome {
     let state_path = env("PWSHLIB_SIM_STATE")
         .filter(|p| !p.trim().is_empty())
@@ -42,7 +43,7 @@ pub fn run(
         Ok(state) => state,
         Err(message) => return stdout_reply(failure_json(method, &message).to_string()),
     };
-    let (outcome, fault) = play(invocation, timeout_ms, env, &mut state);
+    let (outcome, fault) = play(invocation, timeout_ms, env, defined, &mut state);
     // Logged while the state is still locked, so that lines from several
     // hosts sharing one state never interleave.
     if let Some(log_path) = env("PWSHLIB_SIM_LOG").filter(|p| !p.trim().is_empty()) {
@@ -91,6 +92,7 @@ fn play(
     invocation: &Invocation,
     timeout_ms: u64,
     env: &dyn Fn(&str) -> Option<String>,
+    defined: &dyn Fn(&str) -> bool,
     state: &mut State,
 ) -> (Outcome, Option<&'static str>) {
     let method = invocation.method;
@@ -136,6 +138,18 @@ fn play(
         if let Json::Object(result) = &mut json {
             result.insert(GET_RETURNED_THIS.to_owned(), json!(true));
         }
+    }
+    if method == DscMethod::Get && armed.selected(armed.faults.ets_strings.as_ref()) {
+        let version = env(PSVERSION_VARIABLE).unwrap_or_default();
+        super::lcm::ets_strings(&mut json, &version, defined);
+    }
+    let writes_error = armed.selected(armed.faults.nonterminating_error.as_ref());
+    let stray_test_output = armed.selected(armed.faults.test_output.as_ref());
+    let edition = edition(env);
+    if let Some((text, fault)) =
+        super::lcm::answer(invocation, edition, writes_error, stray_test_output, &json)
+    {
+        return (armed.with_latency(stdout_reply(text)), Some(fault));
     }
     if armed.selected(armed.faults.malformed_json.as_ref()) {
         let malformed = stdout_reply(MALFORMED_STDOUT.to_owned());
