@@ -147,6 +147,7 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       raise "#{name}: the first run failed:\n#{created.output}" unless created.exitcode == 2
 
       runs = Array.new(ROUNDS) { in_sync_gets(machine, text, env, name) }
+      as_script = in_sync_gets(machine, text, env.merge('PWSHLIB_DSC_DATA' => '0'), name).drop(1)
       uncached = in_sync_gets(machine, text, env.merge('PWSHLIB_HOST_CACHE' => ''), name) if firsts.empty?
       firsts.concat(runs.map(&:first))
       later = runs.flat_map { |run| run.drop(1) }
@@ -154,6 +155,7 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       limit = median(floor) + [median(floor) / 2.0, 1.0].max
       puts "  #{name}, calls after the first: provider Get #{figures(later)} | resource's own Get " \
            "#{figures(floor)} | target median <= #{format('%.2f', limit)} ms: #{verdict(median(later), limit)}"
+      puts "  #{name}, calls after the first as script text (PWSHLIB_DSC_DATA=0, one run): #{figures(as_script)}"
       puts "  #{name}, first call (a fresh host, cached assembly): #{figures(runs.map(&:first))}"
       puts "  #{name}, first call without the assembly cache: #{format('%.0f', uncached.first)} ms" if uncached
     end
