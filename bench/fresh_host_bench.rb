@@ -19,7 +19,8 @@
 #   number of calls (bench/support/inprocess_invoke.ps1 -Warmup 0); target
 #   at most 3x.
 # Medians with the p90 beside them; the load average printed (the machine
-# is shared). Run by `rake bench`; prints "not run" without a real pwsh.
+# is shared). The calls after the first are also timed as script text
+# (PWSHLIB_DSC_DATA=0), in turns with the data form. Run by `rake bench`; prints "not run" without a real pwsh.
 require 'json'
 require 'open3'
 require 'tmpdir'
@@ -146,7 +147,14 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       created = machine.apply(text, env: env)
       raise "#{name}: the first run failed:\n#{created.output}" unless created.exitcode == 2
 
-      runs = Array.new(ROUNDS) { in_sync_gets(machine, text, env, name) }
+      # The data form and the script text (PWSHLIB_DSC_DATA=0, the before
+      # of issue 39) take turns, so that the machine's load drifts alike.
+      runs = []
+      as_script = []
+      ROUNDS.times do
+        runs << in_sync_gets(machine, text, env, name)
+        as_script.concat(in_sync_gets(machine, text, env.merge('PWSHLIB_DSC_DATA' => '0'), name).drop(1))
+      end
       uncached = in_sync_gets(machine, text, env.merge('PWSHLIB_HOST_CACHE' => ''), name) if firsts.empty?
       firsts.concat(runs.map(&:first))
       later = runs.flat_map { |run| run.drop(1) }
@@ -154,6 +162,7 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       limit = median(floor) + [median(floor) / 2.0, 1.0].max
       puts "  #{name}, calls after the first: provider Get #{figures(later)} | resource's own Get " \
            "#{figures(floor)} | target median <= #{format('%.2f', limit)} ms: #{verdict(median(later), limit)}"
+      puts "  #{name}, calls after the first as script text (PWSHLIB_DSC_DATA=0, in turns): #{figures(as_script)}"
       puts "  #{name}, first call (a fresh host, cached assembly): #{figures(runs.map(&:first))}"
       puts "  #{name}, first call without the assembly cache: #{format('%.0f', uncached.first)} ms" if uncached
     end

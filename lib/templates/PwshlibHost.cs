@@ -1545,7 +1545,45 @@ namespace PwshlibHost
                 {
                     try { other.Session = new Session(); } catch (Exception) { other.Session = null; }
                 }
+                if (outcome.ForPrelude) { DefineInBackground(other); }
             }
+        }
+
+        // A prelude slot whose session lacks the current prelude gets it on
+        // a thread-pool thread, as its reset would run: otherwise the first
+        // call in the second slot of a fresh host (the second DSC call of
+        // an agent run) defined it on its own critical path (issue 39). The
+        // loop waits on Ready before it uses the slot, and GetPreludeSlot
+        // defines the text again when the generation moved meanwhile.
+        private void DefineInBackground(Slot slot)
+        {
+            string code = preludeCode;
+            int generation = preludeGeneration;
+            if (code == null || slot.Session == null || slot.Broken || slot.PreludeGeneration == generation || !slot.Ready.WaitOne(0))
+            {
+                return;
+            }
+            slot.Ready.Reset();
+            ThreadPool.QueueUserWorkItem(delegate(object unused)
+            {
+                Runspace previous = Runspace.DefaultRunspace;
+                try
+                {
+                    Runspace.DefaultRunspace = slot.Session.Runspace;
+                    DefinePrelude(slot.Session, code);
+                    slot.PreludeGeneration = generation;
+                }
+                catch (Exception)
+                {
+                    // Defined again, or the session built again, when used.
+                    slot.Broken = true;
+                }
+                finally
+                {
+                    Runspace.DefaultRunspace = previous;
+                    slot.Ready.Set();
+                }
+            });
         }
 
         // The slot's reset, on a thread-pool thread. Thread safety:

@@ -36,6 +36,14 @@ impl RequestCode<'_> {
     }
 }
 
+/// `PWSHLIB_DSC_DATA` set to `0`, `false`, `no` or `off` (read per call)
+/// sends every DSC call as script text: the before of issue 39, for
+/// bench/fresh_host_bench.rb's comparison and as an escape hatch.
+fn data_enabled() -> bool {
+    !std::env::var("PWSHLIB_DSC_DATA")
+        .is_ok_and(|value| pwshlib_core::script::direct_disabled_by(&value))
+}
+
 #[magnus::wrap(class = "Pwshlib::DscScript", free_immediately, size)]
 pub struct DscScript(pub Script);
 
@@ -68,7 +76,9 @@ impl DscScript {
             inline: (!secrets.is_empty()).then(|| self.0.inline_body()),
             code: self.0.body().to_owned(),
             secrets,
-            dsc: pwshlib_core::script::dsc_data(self.0.body()),
+            dsc: data_enabled()
+                .then(|| pwshlib_core::script::dsc_data(self.0.body()))
+                .flatten(),
         }
     }
 

@@ -688,3 +688,62 @@ fn a_host_started_by_a_wrapper_as_its_child_is_accepted() {
     );
     assert!(host.exit_gracefully().is_some());
 }
+
+/// Issue 39: a DSC call as data goes as data to a host that offers it (its
+/// code left out, so the host answers for the data alone) and as code to
+/// one that does not; a host refuses data that comes without a prelude.
+#[test]
+fn a_dsc_call_as_data_goes_only_to_a_host_that_offers_it() {
+    use pwshlib_core::templates;
+    use pwshlib_transport::host::Prelude;
+    let prelude = Prelude {
+        id: templates::prelude_id(),
+        code: templates::PRELUDE,
+    };
+    let with_data = || {
+        let mut request = request("Write-Output 'the code ran'", 10_000);
+        request.dsc = Some(serde_json::json!({"not": "a call"}));
+        request
+    };
+    let mut host = start();
+    assert_eq!(host.dsc_version(), 1);
+    let taken = host
+        .execute_with_prelude(prelude, with_data(), &Cancel::default())
+        .unwrap();
+    assert!(
+        taken
+            .errormessage
+            .as_deref()
+            .is_some_and(|m| m.contains("is not a DSC call this host can make")),
+        "{taken:?}"
+    );
+    assert_eq!(taken.stdout, None);
+    let refused = host.execute(&with_data(), &Cancel::default()).unwrap();
+    assert!(
+        refused
+            .errormessage
+            .as_deref()
+            .is_some_and(|m| m.contains("needs a prelude")),
+        "{refused:?}"
+    );
+    host.destroy();
+    #[cfg(unix)]
+    {
+        let older = SpawnOptions {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("PWSHLIB_SIM_NO_DSC=1 exec '{SIM}' \"$@\""),
+                "sh".into(),
+            ],
+            ..options()
+        };
+        let mut host = Host::spawn(&older, &Cancel::default()).expect("the older host starts");
+        assert_eq!(host.dsc_version(), 0);
+        let ran = host
+            .execute_with_prelude(prelude, with_data(), &Cancel::default())
+            .unwrap();
+        assert_eq!(ran.stdout.as_deref(), Some("the code ran\n"), "{ran:?}");
+        host.destroy();
+    }
+}
