@@ -6,9 +6,8 @@ use std::cell::RefCell;
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 
 use magnus::{
-    prelude::*, r_hash::ForEach, value::Id, value::LazyId, value::Opaque, value::OpaqueId,
-    value::ReprValue, Float, Integer, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol,
-    Value as RValue,
+    prelude::*, r_hash::ForEach, value::Id, value::LazyId, value::OpaqueId, value::ReprValue,
+    Float, Integer, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
 };
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 use rustc_hash::FxHashMap;
@@ -50,27 +49,6 @@ pub fn interned(ruby: &Ruby, name: &str) -> OpaqueId {
     })
 }
 
-thread_local! {
-    static FROZEN_LITERALS: RefCell<FxHashMap<&'static str, Opaque<RString>>> = RefCell::default();
-}
-
-/// A frozen Ruby String of a literal the binding passes on every call (a
-/// DSC method name, the prelude's name), made once: a frozen string
-/// literal is what pwshlib 2.x passed too. Each is registered with the GC,
-/// which keeps it for the life of the process; there are a handful.
-pub fn frozen_literal(ruby: &Ruby, text: &'static str) -> RString {
-    FROZEN_LITERALS.with(|literals| {
-        if let Some(found) = literals.borrow().get(text) {
-            return ruby.get_inner(*found);
-        }
-        let string = ruby.str_new(text);
-        string.freeze();
-        ruby.gc_register_mark_object(string);
-        literals.borrow_mut().insert(text, Opaque::from(string));
-        string
-    })
-}
-
 /// `name` as a Ruby Symbol ([`interned`]).
 pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
     interned(ruby, name).into_value_with(ruby)
@@ -83,11 +61,6 @@ pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
 pub mod names {
     use magnus::value::LazyId;
 
-    pub static INVOKE_GET_METHOD: LazyId = LazyId::new("invoke_get_method");
-    pub static INVOKE_DSC_RESOURCE: LazyId = LazyId::new("invoke_dsc_resource");
-    pub static PS_MANAGER: LazyId = LazyId::new("ps_manager");
-    pub static EXECUTE_WITH_PRELUDE: LazyId = LazyId::new("execute_with_prelude");
-    pub static EXECUTE_DSC: LazyId = LazyId::new("execute_dsc");
     pub static STDOUT: LazyId = LazyId::new("stdout");
     pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
     pub static NATIVE_STDOUT: LazyId = LazyId::new("native_stdout");
@@ -117,12 +90,6 @@ pub fn static_symbol(ruby: &Ruby, name: &LazyId) -> RValue {
 /// unsupported value yields an error that names the attribute.
 pub fn from_ruby(ruby: &Ruby, value: RValue, attribute: &str) -> BindingResult<Value> {
     from_ruby_at(ruby, value, &Place::root(attribute))
-}
-
-/// Converts a hash; nested values are attributed to `parent.key` (or `key`
-/// at the top level, which is how resource hashes name their attributes).
-pub fn map_from_ruby(ruby: &Ruby, hash: RHash, parent: &str) -> BindingResult<Map> {
-    map_from_ruby_at(ruby, hash, &Place::root(parent))
 }
 
 /// Where a value being converted sits (`dsc_x.key.sub`), kept as borrowed
@@ -385,28 +352,10 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
 }
 
 pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
-    map_to_ruby_with(ruby, map, |_, _, _| None)
-}
-
-/// Converts `map`; a String value is passed as the String `offered(key,
-/// key as made for Ruby, text)` answers, when it answers one (the Strings
-/// Ruby made already: `handover::Donors`), else made anew.
-pub fn map_to_ruby_with(
-    ruby: &Ruby,
-    map: &Map,
-    mut offered: impl FnMut(&Value, RValue, &str) -> Option<RValue>,
-) -> BindingResult<RHash> {
     let hash = ruby.hash_new();
     for (k, v) in map.iter() {
         let key = key_to_ruby(ruby, k)?;
-        let given = match v {
-            Value::Str(text) => offered(k, key, text),
-            _ => None,
-        };
-        let value = match given {
-            Some(given) => given,
-            None => to_ruby(ruby, v)?,
-        };
+        let value = to_ruby(ruby, v)?;
         if Symbol::from_value(key).is_some() || RString::from_value(key).is_some() {
             // SAFETY: `hash` is a new, unfrozen Hash no Ruby code has seen,
             // and a Symbol or String key is hashed and compared in C

@@ -39,12 +39,6 @@ impl std::fmt::Display for BindingError {
 pub type BindingResult<T> = Result<T, BindingError>;
 
 impl BindingError {
-    /// A failure of one resource, raised so that Puppet marks that resource
-    /// failed and goes on: `Puppet::Error` (RuntimeError without Puppet).
-    pub fn resource_failed(message: String) -> Self {
-        BindingError::Core(pwshlib_core::Error::Invocation(message))
-    }
-
     /// A bug of ours caught at the boundary (a panic), reported rather than
     /// unwound across FFI.
     pub fn internal(message: &str) -> Self {
@@ -52,12 +46,6 @@ impl BindingError {
             "pwshlib internal error: {message}"
         )))
     }
-}
-
-/// The exception for `error`, where a `magnus::Error` is needed rather than
-/// a [`BindingResult`] (inside a native block).
-pub fn to_exception(ruby: &Ruby, error: impl Into<BindingError>) -> magnus::Error {
-    error.into().into_error(ruby)
 }
 
 impl IntoError for BindingError {

@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 
 use super::resource_api::{
-    canonicalized_earlier, insync, judged_by_test, validates_whole_resource,
+    canonicalized_earlier, insync_step, judged_by_test, validates_whole_resource,
 };
-use super::{invocation_identity, Insync, ProviderCallbacks};
+use super::{invocation_identity, Insync, InsyncStep, ProviderCallbacks};
 use crate::cache::Identity;
 use crate::value::{Map, Value};
 
@@ -92,5 +92,11 @@ pub fn insync_in_brief<P: ProviderCallbacks>(
     let Some(is) = is_entries(&[property]) else {
         return Ok(None);
     };
-    insync(provider, name, property, is.as_ref(), &should).map(Some)
+    // No Test is due here (checked above): a Test step is no answer.
+    Ok(
+        match insync_step(provider, name, property, is.as_ref(), &should, None)? {
+            InsyncStep::Answer(answer) => Some(answer),
+            InsyncStep::Test => None,
+        },
+    )
 }

@@ -1,10 +1,9 @@
-//! The provider as the core lifecycle sees it: [`RubyProvider`] implements
-//! `pwshlib_core::lifecycle::ProviderCallbacks` with state access and Ruby
-//! dispatch (`funcall` on self) for every overridable method and every
-//! `context` call, so that subclasses, prepended modules and RSpec stubs
-//! are honoured.
+//! The provider's session as the core lifecycle sees it: [`Session`]
+//! implements `pwshlib_core::lifecycle::ProviderCallbacks` with the
+//! provider's state and the `context`'s log methods. It calls no provider
+//! method: the overridable methods are the Ruby spine's, which calls the
+//! session's steps (`lifecycle_methods`).
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -13,10 +12,8 @@ use magnus::{
     RString, Ruby, Value as RValue,
 };
 use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
-use pwshlib_core::script::{DscMethod, Script};
-use pwshlib_core::templates;
 use pwshlib_core::vendored;
-use pwshlib_core::{Map, TypeDef, Value};
+use pwshlib_core::{TypeDef, Value};
 use rustc_hash::FxHashSet;
 
 use super::run::{
@@ -24,30 +21,23 @@ use super::run::{
 };
 use super::{private_state, DscBaseProvider};
 use crate::convert::{
-    from_ruby, frozen_literal, hash_arg, id, interned, interned_string, lossy_string,
-    map_from_ruby, map_to_ruby, names, static_symbol, symbol, to_ruby,
+    id, interned, interned_string, lossy_string, names, static_symbol, symbol, to_ruby,
     type_definition_from_context,
 };
-use crate::dsc_script::DscScript;
 use crate::error::{BindingError, BindingResult};
-use crate::handover::{map_to_ruby_reusing, EntryValues};
 
-/// The provider seen from the core lifecycle: state access plus Ruby
-/// dispatch for every overridable method and every `context` call.
-pub(super) struct RubyProvider<'r> {
+/// The provider's session seen from the core lifecycle, for one step.
+pub(super) struct Session<'r> {
     ruby: &'r Ruby,
     provider: Obj<DscBaseProvider>,
     context: RValue,
     pub(super) typedef: Arc<TypeDef>,
-    /// Whether `context.debug` keeps messages; asked once per entry call,
-    /// when the first debug message is due.
+    /// Whether `context.debug` keeps messages; asked once per step, when
+    /// the first debug message is due.
     debug_enabled: Cell<Option<bool>>,
-    /// The Ruby values of this entry call its callbacks may pass on as
-    /// they are (`crate::handover`); on the machine stack with this struct.
-    values: EntryValues,
 }
 
-impl<'r> RubyProvider<'r> {
+impl<'r> Session<'r> {
     pub(super) fn new(
         ruby: &'r Ruby,
         provider: Obj<DscBaseProvider>,
@@ -65,37 +55,26 @@ impl<'r> RubyProvider<'r> {
             facts.learn_typedef(typedef.clone());
             typedef
         };
-        // A call nested in a running entry call of the same context (the
-        // Get that canonicalize makes, through Ruby dispatch) knows the
-        // answer already.
-        let debug_enabled = provider.entry.borrow_mut().enter(context.as_raw());
-        Ok(RubyProvider {
+        Ok(Session {
             ruby,
             provider,
             context,
             typedef,
-            debug_enabled: Cell::new(debug_enabled),
-            values: EntryValues::default(),
+            debug_enabled: Cell::new(None),
         })
     }
 
-    /// `value` (an argument of the running entry call: a hash, or an array
-    /// of hashes) is what later callbacks may pass on as it is.
-    pub(super) fn set_received(&self, value: RValue) {
-        self.values.set_received(value);
+    /// Whether the context keeps debug messages (asked once per step).
+    pub(super) fn keeps_debug(&self) -> bool {
+        self.debug_enabled()
     }
 
-    /// The hash the last `invoke_dsc_resource` of this entry call answered
-    /// with, if it answered with one.
-    pub(super) fn dsc_answer(&self) -> Option<RHash> {
-        self.values.dsc_answer()
-    }
-
-    /// `map` for Ruby: the received hash it equals, else a new hash.
-    fn ruby_hash_of(&self, map: &Map) -> BindingResult<RValue> {
-        match self.values.received_equal_to(self.ruby, map) {
-            Some(received) => Ok(received),
-            None => Ok(map_to_ruby(self.ruby, map)?.as_value()),
+    /// A debug message, when the context keeps them.
+    pub(super) fn debug_message(&self, message: &str) -> BindingResult<()> {
+        if self.debug_enabled() {
+            self.debug(message)
+        } else {
+            Ok(())
         }
     }
 
@@ -115,42 +94,10 @@ impl<'r> RubyProvider<'r> {
         Ok(entry)
     }
 
-    /// Through Ruby, so that an overridden or stubbed `load_path` decides
-    /// where the vendored resources are found, as in pwshlib 2.x; read once
-    /// per provider (per run), not per invocation.
-    fn shared_load_path(&self) -> BindingResult<Arc<Vec<String>>> {
-        let cached = self.provider.run.borrow().load_path();
-        if let Some(cached) = cached {
-            return Ok(cached);
-        }
-        let load_path: RArray = self.provider.funcall("load_path", ())?;
-        let mut entries = Vec::with_capacity(load_path.len());
-        for entry in load_path.into_iter() {
-            let text: RString = entry.funcall("to_s", ())?;
-            entries.push(text.to_string()?);
-        }
-        let entries = Arc::new(entries);
-        self.provider
-            .run
-            .borrow_mut()
-            .keep_load_path(entries.clone());
-        Ok(entries)
-    }
-
-    /// Remembers `values`, just converted for Ruby (`Handover::hand_over`).
-    pub(super) fn hand_over(&self, values: Vec<Value>) {
-        self.provider.handover.hand_over(values);
-    }
-
-    /// A hash argument: the map lent by the caller when it comes back
-    /// unchanged (no copy either way), else converted (`convert::hash_arg`).
-    pub(super) fn hash_arg(&self, value: RValue, what: &str) -> BindingResult<Cow<'_, Map>> {
-        if let Some(hash) = RHash::from_value(value) {
-            if let Some(map) = self.provider.handover.lent_equal_to(self.ruby, hash) {
-                return Ok(Cow::Borrowed(map));
-            }
-        }
-        hash_arg(self.ruby, value, what).map(Cow::Owned)
+    /// The load path the spine gave for this run (`load_path`, which a
+    /// provider may override), empty when it gave none.
+    fn shared_load_path(&self) -> std::sync::Arc<Vec<String>> {
+        self.provider.run.borrow().load_path().unwrap_or_default()
     }
 
     fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
@@ -168,12 +115,6 @@ impl<'r> RubyProvider<'r> {
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for RubyProvider<'_> {
-    fn drop(&mut self) {
-        self.provider.entry.borrow_mut().leave();
     }
 }
 
@@ -220,7 +161,7 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
     Some(level.as_raw() != static_symbol(ruby, &names::DEBUG).as_raw())
 }
 
-fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
+pub(super) fn execute_output(ruby: &Ruby, result: RValue) -> BindingResult<ExecuteOutput> {
     let Some(hash) = RHash::from_value(result) else {
         return Ok(ExecuteOutput::default());
     };
@@ -254,7 +195,7 @@ fn output_field(
     }
 }
 
-impl ProviderCallbacks for RubyProvider<'_> {
+impl ProviderCallbacks for Session<'_> {
     type Error = BindingError;
 
     fn typedef(&self) -> BindingResult<Arc<TypeDef>> {
@@ -268,114 +209,6 @@ impl ProviderCallbacks for RubyProvider<'_> {
         }))
     }
 
-    fn invoke_get_method(&self, name_hash: &Map) -> BindingResult<Option<Map>> {
-        let arg = self.ruby_hash_of(name_hash)?;
-        let result: RValue = self.provider.handover.lending(&[name_hash], || {
-            self.provider.funcall(
-                id(self.ruby, &names::INVOKE_GET_METHOD),
-                (self.context, arg),
-            )
-        })?;
-        let Some(hash) = RHash::from_value(result) else {
-            return Ok(None);
-        };
-        match self.provider.handover.take_handed(self.ruby, result) {
-            Some(Value::Hash(map)) => Ok(Some(map)),
-            _ => Ok(Some(map_from_ruby(self.ruby, hash, "")?)),
-        }
-    }
-
-    fn invoke_set_method(&self, name: &Value, should: &Map) -> BindingResult<()> {
-        let name = to_ruby(self.ruby, name)?;
-        let should = map_to_ruby(self.ruby, should)?;
-        let _: RValue = self
-            .provider
-            .funcall("invoke_set_method", (self.context, name, should))?;
-        Ok(())
-    }
-
-    fn invoke_test_method(&self, name: &Value, should: &Map) -> BindingResult<Insync> {
-        let name = to_ruby(self.ruby, name)?;
-        let should = map_to_ruby(self.ruby, should)?;
-        let result: RValue = self
-            .provider
-            .funcall("invoke_test_method", (self.context, name, should))?;
-        Ok(insync_from_ruby(self.ruby, result))
-    }
-
-    fn invoke_dsc_resource(
-        &self,
-        name_hash: &Map,
-        props: &Map,
-        method: DscMethod,
-    ) -> BindingResult<Option<Value>> {
-        let name_hash_arg = self.ruby_hash_of(name_hash)?;
-        // pwshlib 2.x selected the props out of name_hash: the same Strings.
-        let props_arg = map_to_ruby_reusing(self.ruby, props, RHash::from_value(name_hash_arg))?;
-        let method = frozen_literal(self.ruby, method.as_lowercase_str());
-        let result: RValue = self.provider.handover.lending(&[name_hash, props], || {
-            self.provider.funcall(
-                id(self.ruby, &names::INVOKE_DSC_RESOURCE),
-                (self.context, name_hash_arg, props_arg, method),
-            )
-        })?;
-        if result.is_nil() {
-            return Ok(None);
-        }
-        self.values.keep_dsc_answer(result);
-        match self.provider.handover.take_handed(self.ruby, result) {
-            Some(value) => Ok(Some(value)),
-            None => Ok(Some(from_ruby(self.ruby, result, "result")?)),
-        }
-    }
-
-    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> BindingResult<ExecuteOutput> {
-        let manager: RValue = self.provider.funcall("ps_manager", ())?;
-        let result: RValue = manager.funcall("execute", (script, timeout_ms))?;
-        execute_output(self.ruby, result)
-    }
-
-    /// This library's `Pwsh::Manager` takes the script as it is
-    /// (`execute_dsc`): its lines, and its secrets as data for the host to
-    /// bind, never a Ruby String. Any other manager gets the inline form
-    /// (the secrets set by literals, as pwshlib 2.x sent them): a manager
-    /// with `execute_with_prelude` only the lines of this call, any other
-    /// (a pwshlib 2.x manager, a test double) the whole script through
-    /// `execute`.
-    fn execute_script(
-        &self,
-        script: &Script,
-        timeout_ms: Option<u64>,
-    ) -> BindingResult<ExecuteOutput> {
-        let manager: RValue = self
-            .provider
-            .funcall(id(self.ruby, &names::PS_MANAGER), ())?;
-        let result: RValue = if script.has_prelude()
-            && manager.respond_to(id(self.ruby, &names::EXECUTE_DSC), false)?
-        {
-            let wrapped = self.ruby.obj_wrap(DscScript(script.clone()));
-            manager.funcall(id(self.ruby, &names::EXECUTE_DSC), (wrapped, timeout_ms))?
-        } else if script.has_prelude()
-            && manager.respond_to(id(self.ruby, &names::EXECUTE_WITH_PRELUDE), false)?
-        {
-            manager.funcall(
-                id(self.ruby, &names::EXECUTE_WITH_PRELUDE),
-                (
-                    frozen_literal(self.ruby, templates::PRELUDE_NAME),
-                    script.inline_body(),
-                    timeout_ms,
-                ),
-            )?
-        } else {
-            manager.funcall("execute", (script.text(), timeout_ms))?
-        };
-        execute_output(self.ruby, result)
-    }
-
-    fn load_path(&self) -> BindingResult<Vec<String>> {
-        Ok(self.shared_load_path()?.as_ref().clone())
-    }
-
     /// Found once per run and module: the search looks at the disk.
     fn vendored_modules_path(
         &self,
@@ -385,7 +218,7 @@ impl ProviderCallbacks for RubyProvider<'_> {
         if let Some(found) = cached {
             return Ok(Ok(found));
         }
-        let load_path = self.shared_load_path()?;
+        let load_path = self.shared_load_path();
         let found = vendored::vendored_modules_path(&load_path, module_name);
         if let Ok(path) = &found {
             self.provider
@@ -419,16 +252,6 @@ impl ProviderCallbacks for RubyProvider<'_> {
         }
     }
 
-    fn sleep(&self, seconds: f64) -> BindingResult<()> {
-        // Kernel#sleep on self: releases the VM lock and can be stubbed.
-        let _: RValue = self.provider.funcall("sleep", (seconds,))?;
-        Ok(())
-    }
-
-    fn describe_error(&self, error: &BindingError) -> String {
-        error.to_string()
-    }
-
     fn debug(&self, message: &str) -> BindingResult<()> {
         self.call_context("debug", None, message)
     }
@@ -443,10 +266,6 @@ impl ProviderCallbacks for RubyProvider<'_> {
         }
         let enabled = puppet_drops_debug(self.ruby, self.context) != Some(true);
         self.debug_enabled.set(Some(enabled));
-        self.provider
-            .entry
-            .borrow_mut()
-            .remember_debug(self.context.as_raw(), enabled);
         enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
