@@ -250,7 +250,7 @@ impl Manager {
                 Spawned::Woken(pending) => spawning = Some(pending),
             }
         };
-        let host = spawned.map_err(|HostFailure(message)| pwshlib_core::Error::Host(message))?;
+        let host = spawned.map_err(|HostFailure(message)| BindingError::Host(message))?;
         let shared = Arc::new(Shared {
             pid: host.pid(),
             endpoint: host.endpoint().to_owned(),
@@ -482,17 +482,15 @@ impl Manager {
 
 fn validated(options: SpawnOptions) -> Result<SpawnOptions, BindingError> {
     if options.program.is_empty() {
-        return Err(pwshlib_core::Error::Host(format!(
+        return Err(BindingError::Host(format!(
             "No PowerShell executable given. {SET_OVERRIDE_HINT}"
-        ))
-        .into());
+        )));
     }
     if !Path::new(&options.host_script).is_file() {
-        return Err(pwshlib_core::Error::Host(format!(
+        return Err(BindingError::Host(format!(
             "The host script {} does not exist",
             options.host_script
-        ))
-        .into());
+        )));
     }
     Ok(options)
 }
