@@ -185,7 +185,7 @@ fn from_ruby_at(ruby: &Ruby, value: RValue, place: &Place) -> BindingResult<Valu
     if let Some(hash) = RHash::from_value(value) {
         return Ok(Value::Hash(map_from_ruby_at(ruby, hash, place)?));
     }
-    let class_name = unsafe_free_class_name(value);
+    let class_name = class_name(value);
     match class_name.as_str() {
         SENSITIVE_CLASS => {
             let inner: RValue = value.funcall("unwrap", ())?;
@@ -311,10 +311,12 @@ fn integer_text(integer: Integer) -> BindingResult<String> {
     Ok(text.to_string()?)
 }
 
-fn unsafe_free_class_name(value: RValue) -> String {
-    // SAFETY: `classname` borrows the class name string only until it is
-    // copied into an owned String on the same line.
-    unsafe { value.classname().into_owned() }
+/// The name of the class of a value that is none of the plain kinds (a
+/// Sensitive, a Timestamp, or one to refuse): `Class#inspect`, its name, or
+/// `#<Class:…>` for an anonymous one. Safe, unlike `classname`, which lends
+/// the name's bytes.
+fn class_name(value: RValue) -> String {
+    value.class().inspect()
 }
 
 /// Converts back to Ruby: Sensitive and Timestamp become the Puppet classes
