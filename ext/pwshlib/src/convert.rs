@@ -54,13 +54,39 @@ pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
     interned(ruby, name).into_value_with(ruby)
 }
 
-/// The method names and Symbols the binding passes on every entry call,
-/// each interned once for the process: a `LazyId` is a `OnceLock`, read
-/// without the hashing and comparing of [`interned`]'s table, which was
-/// the largest self cost of the binding per in-sync resource (perf).
+/// Every method name and Symbol the binding names in its code: the one way
+/// to name one (`id(ruby, &names::X)`, `static_symbol(ruby, &names::X)`).
+/// Each is interned once for the process: a `LazyId` is a `OnceLock`, read
+/// without the hashing and comparing of [`interned`]'s table, which was the
+/// largest self cost of the binding per in-sync resource (perf). Names that
+/// come from data (attribute keys) go through [`symbol`].
 pub mod names {
     use magnus::value::LazyId;
 
+    pub static CLEAR: LazyId = LazyId::new("clear");
+    pub static CONST_GET: LazyId = LazyId::new("const_get");
+    pub static DEFINITION: LazyId = LazyId::new("definition");
+    pub static DESTINATIONS: LazyId = LazyId::new("destinations");
+    pub static LOAD_PATH: LazyId = LazyId::new("load_path");
+    pub static LOOKUP: LazyId = LazyId::new("lookup");
+    pub static METAPARAMS: LazyId = LazyId::new("metaparams");
+    pub static METHOD: LazyId = LazyId::new("method");
+    pub static NSECS: LazyId = LazyId::new("nsecs");
+    pub static OWNER: LazyId = LazyId::new("owner");
+    pub static REPLACE: LazyId = LazyId::new("replace");
+    pub static RESPOND_TO_P: LazyId = LazyId::new("respond_to?");
+    pub static RSAPI_PROVIDER_GET_CACHE: LazyId = LazyId::new("rsapi_provider_get_cache");
+    pub static SEND_LOG: LazyId = LazyId::new("send_log");
+    pub static TO_I: LazyId = LazyId::new("to_i");
+    pub static TO_S: LazyId = LazyId::new("to_s");
+    pub static TYPE: LazyId = LazyId::new("type");
+    pub static UNWRAP: LazyId = LazyId::new("unwrap");
+    pub static VENDORED_MODULES_PATH: LazyId = LazyId::new("vendored_modules_path");
+    pub static NOTICE: LazyId = LazyId::new("notice");
+    pub static WARNING: LazyId = LazyId::new("warning");
+    pub static ERR: LazyId = LazyId::new("err");
+    pub static NAME: LazyId = LazyId::new("name");
+    pub static TEST: LazyId = LazyId::new("test");
     pub static STDOUT: LazyId = LazyId::new("stdout");
     pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
     pub static NATIVE_STDOUT: LazyId = LazyId::new("native_stdout");
@@ -169,7 +195,7 @@ fn from_ruby_at(ruby: &Ruby, value: RValue, place: &Place) -> BindingResult<Valu
     if let Some(integer) = Integer::from_value(value) {
         return Ok(match integer.to_i64() {
             Ok(i) => Value::Int(i),
-            Err(_) => Value::BigInt(integer_text(integer)?),
+            Err(_) => Value::BigInt(integer_text(ruby, integer)?),
         });
     }
     if let Some(float) = Float::from_value(value) {
@@ -188,7 +214,7 @@ fn from_ruby_at(ruby: &Ruby, value: RValue, place: &Place) -> BindingResult<Valu
     let class_name = class_name(value);
     match class_name.as_str() {
         SENSITIVE_CLASS => {
-            let inner: RValue = value.funcall("unwrap", ())?;
+            let inner: RValue = value.funcall(id(ruby, &names::UNWRAP), ())?;
             Ok(Value::Sensitive(Box::new(from_ruby_at(
                 ruby,
                 inner,
@@ -196,14 +222,13 @@ fn from_ruby_at(ruby: &Ruby, value: RValue, place: &Place) -> BindingResult<Valu
             )?)))
         }
         TIMESTAMP_CLASS => {
-            let nanos: Integer = value.funcall("nsecs", ())?;
-            let nanos: i128 =
-                integer_text(nanos)?
-                    .parse()
-                    .map_err(|_| pwshlib_core::Error::InvalidValue {
-                        attribute: place.path(),
-                        message: "the Timestamp is out of range".into(),
-                    })?;
+            let nanos: Integer = value.funcall(id(ruby, &names::NSECS), ())?;
+            let nanos: i128 = integer_text(ruby, nanos)?.parse().map_err(|_| {
+                pwshlib_core::Error::InvalidValue {
+                    attribute: place.path(),
+                    message: "the Timestamp is out of range".into(),
+                }
+            })?;
             Ok(Value::Timestamp(Timestamp::from_nanos(nanos)))
         }
         _ => Err(pwshlib_core::Error::InvalidValue {
@@ -306,8 +331,8 @@ pub(crate) fn symbol_name_string(symbol: Symbol) -> Option<RString> {
     RString::from_value(unsafe { RValue::from_raw(rb_sys::rb_sym2str(symbol.as_raw())) })
 }
 
-fn integer_text(integer: Integer) -> BindingResult<String> {
-    let text: RString = integer.funcall("to_s", ())?;
+fn integer_text(ruby: &Ruby, integer: Integer) -> BindingResult<String> {
+    let text: RString = integer.funcall(id(ruby, &names::TO_S), ())?;
     Ok(text.to_string()?)
 }
 
@@ -327,7 +352,7 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
         Value::Bool(true) => ruby.qtrue().as_value(),
         Value::Bool(false) => ruby.qfalse().as_value(),
         Value::Int(i) => ruby.integer_from_i64(*i).as_value(),
-        Value::BigInt(text) => ruby.str_new(text).funcall("to_i", ())?,
+        Value::BigInt(text) => ruby.str_new(text).funcall(id(ruby, &names::TO_I), ())?,
         Value::Float(f) => ruby.float_from_f64(*f).as_value(),
         Value::Str(s) => ruby.str_new(s).as_value(),
         // A static symbol: interned without making a Ruby String first, as
@@ -347,7 +372,9 @@ pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
         }
         Value::Timestamp(t) => {
             let class = puppet_class(ruby, TIMESTAMP_CLASS)?;
-            let nanos: RValue = ruby.str_new(&t.nanos.to_string()).funcall("to_i", ())?;
+            let nanos: RValue = ruby
+                .str_new(&t.nanos.to_string())
+                .funcall(id(ruby, &names::TO_I), ())?;
             class.new_instance((nanos,))?
         }
     })
@@ -485,13 +512,15 @@ pub fn hash_entries(ruby: &Ruby, hash: RHash, wanted: &[&str]) -> Option<Map> {
 
 /// Resolves `A::B::C` from Object.
 pub fn puppet_class(ruby: &Ruby, path: &str) -> BindingResult<RClass> {
-    Ok(ruby.class_object().funcall("const_get", (path,))?)
+    Ok(ruby
+        .class_object()
+        .funcall(id(ruby, &names::CONST_GET), (path,))?)
 }
 
 /// Reads `context.type.definition` into a [`TypeDef`].
 pub fn type_definition_from_context(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {
-    let type_definition: RValue = context.funcall("type", ())?;
-    let definition: RValue = type_definition.funcall("definition", ())?;
+    let type_definition: RValue = context.funcall(id(ruby, &names::TYPE), ())?;
+    let definition: RValue = type_definition.funcall(id(ruby, &names::DEFINITION), ())?;
     let definition = from_ruby(ruby, definition, "definition")?;
     Ok(TypeDef::from_definition(&definition)?)
 }

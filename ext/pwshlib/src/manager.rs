@@ -28,7 +28,7 @@ use pwshlib_transport::host::{
 };
 use pwshlib_transport::protocol::{self, BoundSecret, ExecuteRequest, ExecuteResult};
 
-use crate::convert::lossy_string;
+use crate::convert::{id, lossy_string, names};
 use crate::dsc_script::DscScript;
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
@@ -294,7 +294,7 @@ impl Manager {
         >(args)?;
         let (name, code) = args.required;
         let (timeout, working_dir, env_vars) = args.optional;
-        let name: RString = name.funcall("to_s", ())?;
+        let name: RString = name.funcall(id(ruby, &names::TO_S), ())?;
         if name.to_string()? != templates::PRELUDE_NAME {
             return Err(BindingError::Argument(format!(
                 "unknown prelude {:?}; the only one is {:?}",

@@ -10,7 +10,7 @@ use pwshlib_core::Value;
 use super::lifecycle_methods::{nil, option_value_to_ruby};
 use super::session::{execute_output, Session};
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg};
+use crate::convert::{from_ruby, hash_arg, id, names};
 use crate::dsc_call::DscCall;
 use crate::error::BindingResult;
 
@@ -20,10 +20,14 @@ pub(super) fn load_path_wanted(rb_self: Obj<DscBaseProvider>) -> bool {
 }
 
 /// `_use_load_path(load_path)`: `load_path`'s answer, kept for the run.
-pub(super) fn use_load_path(rb_self: Obj<DscBaseProvider>, load_path: RArray) -> BindingResult<()> {
+pub(super) fn use_load_path(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    load_path: RArray,
+) -> BindingResult<()> {
     let mut entries = Vec::with_capacity(load_path.len());
     for entry in load_path.into_iter() {
-        let text: magnus::RString = entry.funcall("to_s", ())?;
+        let text: magnus::RString = entry.funcall(id(ruby, &names::TO_S), ())?;
         entries.push(text.to_string()?);
     }
     rb_self

@@ -11,7 +11,7 @@ use pwshlib_core::{canonical, lifecycle, munge, Map, Value};
 use super::run::logon_memo;
 use super::session::Session;
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, lossy_string, maps_to_ruby, to_ruby};
+use crate::convert::{from_ruby, hash_arg, id, lossy_string, maps_to_ruby, names, to_ruby};
 use crate::error::BindingResult;
 
 /// Defines the 2.x helpers (names and arities as in pwshlib 2.x).
@@ -169,7 +169,7 @@ fn rb_munge_in_place<const INDEX: usize>(
 fn replace_in_place(ruby: &Ruby, target: RValue, value: &Value) -> BindingResult<RValue> {
     let fresh = to_ruby(ruby, value)?;
     if RHash::from_value(target).is_some() || RArray::from_value(target).is_some() {
-        let _: RValue = target.funcall("replace", (fresh,))?;
+        let _: RValue = target.funcall(id(ruby, &names::REPLACE), (fresh,))?;
         Ok(target)
     } else {
         Ok(fresh)

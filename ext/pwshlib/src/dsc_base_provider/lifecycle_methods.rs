@@ -15,7 +15,9 @@ use pwshlib_core::{Map, TypeDef, Value};
 
 use super::session::{insync_from_ruby, Session};
 use super::{call_steps, change_steps, DscBaseProvider};
-use crate::convert::{from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, symbol, to_ruby};
+use crate::convert::{
+    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol, to_ruby,
+};
 use crate::error::{BindingError, BindingResult};
 
 /// Defines the steps, private, with their arities.
@@ -105,7 +107,7 @@ fn resource_label(typedef: &TypeDef, title: &Value) -> String {
 /// The title of a resource hash (its `name`), for messages.
 fn title_in(ruby: &Ruby, resource: RValue) -> Value {
     RHash::from_value(resource)
-        .and_then(|hash| hash.get(symbol(ruby, "name")))
+        .and_then(|hash| hash.get(static_symbol(ruby, &names::NAME)))
         .and_then(|name| from_ruby(ruby, name, "name").ok())
         .unwrap_or(Value::Nil)
 }
@@ -390,6 +392,6 @@ fn insync<const TESTED: bool>(
     )?;
     match step {
         InsyncStep::Answer(answer) => insync_to_ruby(ruby, &answer),
-        InsyncStep::Test => Ok(symbol(ruby, "test")),
+        InsyncStep::Test => Ok(static_symbol(ruby, &names::TEST)),
     }
 }

@@ -16,7 +16,7 @@ use pwshlib_core::run::{self, RunMarker};
 
 use super::state::Observed;
 use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
-use crate::convert::{interned, symbol};
+use crate::convert::{id, names, static_symbol};
 
 /// The (user, password) pairs that failed to log on in this run. A
 /// credential is not tied to a type, and there is one provider instance per
@@ -71,7 +71,10 @@ pub(super) fn cached_constant(
     if let Some(value) = cell.get() {
         return Some(ruby.get_inner(*value));
     }
-    let value: RValue = ruby.class_object().funcall("const_get", (path,)).ok()?;
+    let value: RValue = ruby
+        .class_object()
+        .funcall(id(ruby, &names::CONST_GET), (path,))
+        .ok()?;
     ruby.gc_register_mark_object(value);
     let _ = cell.set(Opaque::from(value));
     Some(value)
@@ -131,8 +134,8 @@ fn current_run_marker(
             // when nothing is bound (outside a run).
             None => puppet
                 .funcall_with_block(
-                    interned(ruby, "lookup"),
-                    (symbol(ruby, "loaders"),),
+                    id(ruby, &names::LOOKUP),
+                    (static_symbol(ruby, &names::LOADERS),),
                     nil_block(ruby),
                 )
                 .ok()?,

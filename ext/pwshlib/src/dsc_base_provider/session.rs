@@ -21,8 +21,7 @@ use super::run::{
 };
 use super::{private_state, DscBaseProvider};
 use crate::convert::{
-    id, interned, interned_string, lossy_string, names, static_symbol, symbol, to_ruby,
-    type_definition_from_context,
+    id, interned_string, lossy_string, names, static_symbol, to_ruby, type_definition_from_context,
 };
 use crate::error::{BindingError, BindingResult};
 
@@ -100,18 +99,21 @@ impl<'r> Session<'r> {
         self.provider.run.borrow().load_path().unwrap_or_default()
     }
 
-    fn call_context(&self, level: &str, title: Option<&Value>, message: &str) -> BindingResult<()> {
+    fn call_context(
+        &self,
+        level: &LazyId,
+        title: Option<&Value>,
+        message: &str,
+    ) -> BindingResult<()> {
         match title {
             Some(title) => {
                 let title = to_ruby(self.ruby, title)?;
                 let _: RValue = self
                     .context
-                    .funcall(interned(self.ruby, level), (title, message))?;
+                    .funcall(id(self.ruby, level), (title, message))?;
             }
             None => {
-                let _: RValue = self
-                    .context
-                    .funcall(interned(self.ruby, level), (message,))?;
+                let _: RValue = self.context.funcall(id(self.ruby, level), (message,))?;
             }
         }
         Ok(())
@@ -121,10 +123,10 @@ impl<'r> Session<'r> {
 fn metaparams(ruby: &Ruby) -> BindingResult<FxHashSet<String>> {
     let puppet: RModule = ruby.class_object().const_get("Puppet")?;
     let type_class: RClass = puppet.const_get("Type")?;
-    let names: RArray = type_class.funcall("metaparams", ())?;
+    let names: RArray = type_class.funcall(id(ruby, &names::METAPARAMS), ())?;
     let mut set = FxHashSet::default();
     for name in names.into_iter() {
-        let text: RString = name.funcall("to_s", ())?;
+        let text: RString = name.funcall(id(ruby, &names::TO_S), ())?;
         set.insert(text.to_string()?);
     }
     Ok(set)
@@ -146,9 +148,12 @@ fn puppet_drops_debug(ruby: &Ruby, context: RValue) -> Option<bool> {
     // itself is not looked for.) Any other context is asked.
     if context.class().as_raw() != stock.as_raw() {
         let send_log: RValue = context
-            .funcall("method", (symbol(ruby, "send_log"),))
+            .funcall(
+                id(ruby, &names::METHOD),
+                (static_symbol(ruby, &names::SEND_LOG),),
+            )
             .ok()?;
-        let owner: RValue = send_log.funcall("owner", ()).ok()?;
+        let owner: RValue = send_log.funcall(id(ruby, &names::OWNER), ()).ok()?;
         if !owner.eql(stock).ok()? {
             return Some(false);
         }
@@ -187,7 +192,7 @@ fn output_field(
         Some(v) if !v.is_nil() => {
             let text = match RString::from_value(v) {
                 Some(text) => text,
-                None => v.funcall(interned(ruby, "to_s"), ())?,
+                None => v.funcall(id(ruby, &names::TO_S), ())?,
             };
             Ok(Some(lossy_string(text)))
         }
@@ -253,7 +258,7 @@ impl ProviderCallbacks for Session<'_> {
     }
 
     fn debug(&self, message: &str) -> BindingResult<()> {
-        self.call_context("debug", None, message)
+        self.call_context(&names::DEBUG, None, message)
     }
 
     /// A stock `Puppet::ResourceApi::PuppetContext` hands debug messages to
@@ -269,13 +274,13 @@ impl ProviderCallbacks for Session<'_> {
         enabled
     }
     fn notice(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
-        self.call_context("notice", title, message)
+        self.call_context(&names::NOTICE, title, message)
     }
     fn warning(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
-        self.call_context("warning", title, message)
+        self.call_context(&names::WARNING, title, message)
     }
     fn err(&self, title: Option<&Value>, message: &str) -> BindingResult<()> {
-        self.call_context("err", title, message)
+        self.call_context(&names::ERR, title, message)
     }
 }
 
