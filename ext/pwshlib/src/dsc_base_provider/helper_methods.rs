@@ -8,7 +8,7 @@ use magnus::{
 };
 use pwshlib_core::{canonical, lifecycle, munge, Map, Value};
 
-use super::run::logon_memo;
+use super::logon_memo::logon_memo;
 use super::session::Session;
 use super::DscBaseProvider;
 use crate::convert::{from_ruby, hash_arg, id, lossy_string, maps_to_ruby, names, to_ruby};

@@ -16,15 +16,18 @@
 //! - `script_methods`: the pwshlib 2.x script-building surface;
 //! - `session`: the provider's state and its context's log methods as the
 //!   core lifecycle sees them (`pwshlib_core::lifecycle::ProviderCallbacks`);
-//! - `run`: which Puppet run a call belongs to;
+//! - `run`: which Puppet run a call belongs to; `logon_memo`: the accounts
+//!   whose logon failed in it; `constants`: Puppet's constants, found once;
 //! - `state`: the provider's state, by how long each part lives;
 //! - `private_state`: every read of Puppet's and the Resource API's
 //!   non-public state, with the versions it was checked on.
 
 mod call_steps;
 mod change_steps;
+mod constants;
 mod helper_methods;
 mod lifecycle_methods;
+mod logon_memo;
 mod private_state;
 mod run;
 mod script_methods;

@@ -16,9 +16,9 @@ use pwshlib_core::vendored;
 use pwshlib_core::{TypeDef, Value};
 use rustc_hash::FxHashSet;
 
-use super::run::{
-    cached_constant, logon_memo, observe_run, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS,
-};
+use super::constants::{cached_constant, PUPPET_CONTEXT_CLASS, PUPPET_LOG_CLASS};
+use super::logon_memo::logon_memo;
+use super::run::observe_run;
 use super::{private_state, DscBaseProvider};
 use crate::convert::{
     id, interned_string, lossy_string, names, static_symbol, to_ruby, type_definition_from_context,

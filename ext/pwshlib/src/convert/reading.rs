@@ -1,116 +1,16 @@
-//! Ruby values ⇄ owned [`pwshlib_core::Value`]s. Everything that crosses into
-//! Rust is copied out here, so no Ruby object is ever held in Rust heap data.
-
-use std::cell::RefCell;
+//! Ruby values copied out into owned [`Value`]s: whole, or a hash's few
+//! entries.
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
-
 use magnus::{
-    prelude::*, r_hash::ForEach, value::Id, value::LazyId, value::OpaqueId, value::ReprValue,
-    Float, Integer, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value as RValue,
+    r_hash::ForEach, value::ReprValue, Float, Integer, RArray, RHash, RString, Ruby, Symbol,
+    Value as RValue,
 };
-use pwshlib_core::{Map, Timestamp, TypeDef, Value};
-use rustc_hash::FxHashMap;
+use pwshlib_core::{Map, Timestamp, Value};
 
 use crate::error::{BindingError, BindingResult};
 
-const SENSITIVE_CLASS: &str = "Puppet::Pops::Types::PSensitiveType::Sensitive";
-const TIMESTAMP_CLASS: &str = "Puppet::Pops::Time::Timestamp";
-
-/// Ends the attribute path of a value inside a Sensitive one: the keys
-/// below it are secret, so the path names no more of them.
-const INSIDE_SENSITIVE: &str = " (inside a Sensitive value)";
-
-/// How many names [`interned`] remembers: attribute names and the method
-/// names the binding calls are a bounded set; beyond this (Symbols as
-/// values, say) names are interned each time, as Ruby would.
-const INTERNED_NAMES_KEPT: usize = 4096;
-
-thread_local! {
-    static INTERNED_NAMES: RefCell<FxHashMap<String, OpaqueId>> = RefCell::default();
-}
-
-/// `name` as a Ruby ID (a Symbol key, a method to call). Ruby's own
-/// interning hashes the name into its symbol table each time, which was a
-/// tenth of the provider's cost per in-sync resource; a name seen before is
-/// found here instead. An interned (static) Symbol is never collected, so
-/// its ID stays valid for the life of the process.
-pub fn interned(ruby: &Ruby, name: &str) -> OpaqueId {
-    INTERNED_NAMES.with(|names| {
-        if let Some(id) = names.borrow().get(name) {
-            return *id;
-        }
-        let id = OpaqueId::from(ruby.intern(name));
-        let mut names = names.borrow_mut();
-        if names.len() < INTERNED_NAMES_KEPT {
-            names.insert(name.to_owned(), id);
-        }
-        id
-    })
-}
-
-/// `name` as a Ruby Symbol ([`interned`]).
-pub fn symbol(ruby: &Ruby, name: &str) -> RValue {
-    interned(ruby, name).into_value_with(ruby)
-}
-
-/// Every method name and Symbol the binding names in its code: the one way
-/// to name one (`id(ruby, &names::X)`, `static_symbol(ruby, &names::X)`).
-/// Each is interned once for the process: a `LazyId` is a `OnceLock`, read
-/// without the hashing and comparing of [`interned`]'s table, which was the
-/// largest self cost of the binding per in-sync resource (perf). Names that
-/// come from data (attribute keys) go through [`symbol`].
-pub mod names {
-    use magnus::value::LazyId;
-
-    pub static CLEAR: LazyId = LazyId::new("clear");
-    pub static CONST_GET: LazyId = LazyId::new("const_get");
-    pub static DEFINITION: LazyId = LazyId::new("definition");
-    pub static DESTINATIONS: LazyId = LazyId::new("destinations");
-    pub static LOAD_PATH: LazyId = LazyId::new("load_path");
-    pub static LOOKUP: LazyId = LazyId::new("lookup");
-    pub static METAPARAMS: LazyId = LazyId::new("metaparams");
-    pub static METHOD: LazyId = LazyId::new("method");
-    pub static NSECS: LazyId = LazyId::new("nsecs");
-    pub static OWNER: LazyId = LazyId::new("owner");
-    pub static REPLACE: LazyId = LazyId::new("replace");
-    pub static RESPOND_TO_P: LazyId = LazyId::new("respond_to?");
-    pub static RSAPI_PROVIDER_GET_CACHE: LazyId = LazyId::new("rsapi_provider_get_cache");
-    pub static SEND_LOG: LazyId = LazyId::new("send_log");
-    pub static TO_I: LazyId = LazyId::new("to_i");
-    pub static TO_S: LazyId = LazyId::new("to_s");
-    pub static TYPE: LazyId = LazyId::new("type");
-    pub static UNWRAP: LazyId = LazyId::new("unwrap");
-    pub static VENDORED_MODULES_PATH: LazyId = LazyId::new("vendored_modules_path");
-    pub static NOTICE: LazyId = LazyId::new("notice");
-    pub static WARNING: LazyId = LazyId::new("warning");
-    pub static ERR: LazyId = LazyId::new("err");
-    pub static NAME: LazyId = LazyId::new("name");
-    pub static TEST: LazyId = LazyId::new("test");
-    pub static STDOUT: LazyId = LazyId::new("stdout");
-    pub static ERRORMESSAGE: LazyId = LazyId::new("errormessage");
-    pub static NATIVE_STDOUT: LazyId = LazyId::new("native_stdout");
-    pub static LEVEL: LazyId = LazyId::new("level");
-    pub static DEBUG: LazyId = LazyId::new("debug");
-    pub static LOADERS: LazyId = LazyId::new("loaders");
-    pub static VALUE: LazyId = LazyId::new("value");
-    pub static IVAR_CONTEXT: LazyId = LazyId::new("@context");
-    pub static IVAR_STACK: LazyId = LazyId::new("@stack");
-    pub static IVAR_BINDINGS: LazyId = LazyId::new("@bindings");
-    pub static IVAR_LEVELS: LazyId = LazyId::new("@levels");
-    pub static IVAR_DESTINATIONS: LazyId = LazyId::new("@destinations");
-    pub static IVAR_LOGLEVEL: LazyId = LazyId::new("@loglevel");
-}
-
-/// A name of [`names`] as an ID (a method to call, an ivar).
-pub fn id(ruby: &Ruby, name: &LazyId) -> Id {
-    LazyId::get_inner_with(name, ruby)
-}
-
-/// A name of [`names`] as a Symbol (a hash key).
-pub fn static_symbol(ruby: &Ruby, name: &LazyId) -> RValue {
-    id(ruby, name).into_value_with(ruby)
-}
+use super::*;
 
 /// Converts a Ruby value. `attribute` names where it came from, so that an
 /// unsupported value yields an error that names the attribute.
@@ -344,104 +244,6 @@ fn class_name(value: RValue) -> String {
     value.class().inspect()
 }
 
-/// Converts back to Ruby: Sensitive and Timestamp become the Puppet classes
-/// again (Puppet must be loaded for those).
-pub fn to_ruby(ruby: &Ruby, value: &Value) -> BindingResult<RValue> {
-    Ok(match value {
-        Value::Nil => ruby.qnil().as_value(),
-        Value::Bool(true) => ruby.qtrue().as_value(),
-        Value::Bool(false) => ruby.qfalse().as_value(),
-        Value::Int(i) => ruby.integer_from_i64(*i).as_value(),
-        Value::BigInt(text) => ruby.str_new(text).funcall(id(ruby, &names::TO_I), ())?,
-        Value::Float(f) => ruby.float_from_f64(*f).as_value(),
-        Value::Str(s) => ruby.str_new(s).as_value(),
-        // A static symbol: interned without making a Ruby String first, as
-        // `to_symbol` does (keys are attribute names, a bounded set).
-        Value::Symbol(s) => symbol(ruby, s),
-        Value::Array(items) => {
-            let array = ruby.ary_new_capa(items.len());
-            for item in items {
-                array.push(to_ruby(ruby, item)?)?;
-            }
-            array.as_value()
-        }
-        Value::Hash(map) => map_to_ruby(ruby, map)?.as_value(),
-        Value::Sensitive(inner) => {
-            let class = puppet_class(ruby, SENSITIVE_CLASS)?;
-            class.new_instance((to_ruby(ruby, inner)?,))?
-        }
-        Value::Timestamp(t) => {
-            let class = puppet_class(ruby, TIMESTAMP_CLASS)?;
-            let nanos: RValue = ruby
-                .str_new(&t.nanos.to_string())
-                .funcall(id(ruby, &names::TO_I), ())?;
-            class.new_instance((nanos,))?
-        }
-    })
-}
-
-pub fn map_to_ruby(ruby: &Ruby, map: &Map) -> BindingResult<RHash> {
-    let hash = ruby.hash_new();
-    for (k, v) in map.iter() {
-        let key = key_to_ruby(ruby, k)?;
-        let value = to_ruby(ruby, v)?;
-        if Symbol::from_value(key).is_some() || RString::from_value(key).is_some() {
-            // SAFETY: `hash` is a new, unfrozen Hash no Ruby code has seen,
-            // and a Symbol or String key is hashed and compared in C
-            // (`rb_any_hash`, `rb_str_hash_cmp`, no method call), so
-            // `rb_hash_aset` runs no Ruby code and raises nothing but
-            // NoMemoryError, which `hash_new` itself could raise too: no
-            // `rb_protect` (a setjmp) per entry, for the 14 or so entries
-            // of each Get.
-            unsafe { rb_sys::rb_hash_aset(hash.as_raw(), key.as_raw(), value.as_raw()) };
-        } else {
-            hash.aset(key, value)?;
-        }
-    }
-    Ok(hash)
-}
-
-/// A hash key. A String key is stored as Ruby's deduplicated frozen copy
-/// of it whatever is passed (`Hash#[]=` freezes String keys), so it is
-/// made that way to begin with: found in Ruby's table of such strings
-/// rather than made and dropped on every conversion (DSC results have
-/// String keys).
-fn key_to_ruby(ruby: &Ruby, key: &Value) -> BindingResult<RValue> {
-    match key {
-        Value::Str(text) => match interned_string(text) {
-            Some(interned) => Ok(interned),
-            None => to_ruby(ruby, key),
-        },
-        _ => to_ruby(ruby, key),
-    }
-}
-
-/// Ruby's deduplicated frozen String of `text` (as a String hash key is
-/// stored), found in Ruby's table of such strings, made only the first
-/// time. None for a text too long for a C long.
-pub fn interned_string(text: &str) -> Option<RValue> {
-    let length = std::os::raw::c_long::try_from(text.len()).ok()?;
-    // SAFETY: `rb_enc_interned_str` copies `length` bytes from the pointer,
-    // which `text` keeps valid for the call, as UTF-8 (valid: it is a Rust
-    // str). Like `rb_utf8_str_new` behind `Ruby::str_new`, it only
-    // allocates; it returns a live String VALUE that Ruby's table keeps.
-    Some(unsafe {
-        RValue::from_raw(rb_sys::rb_enc_interned_str(
-            text.as_ptr().cast(),
-            length,
-            rb_sys::rb_utf8_encoding(),
-        ))
-    })
-}
-
-pub fn maps_to_ruby(ruby: &Ruby, maps: &[Map]) -> BindingResult<RArray> {
-    let array = ruby.ary_new_capa(maps.len());
-    for map in maps {
-        array.push(map_to_ruby(ruby, map)?)?;
-    }
-    Ok(array)
-}
-
 /// A hash argument (nil is an empty one), converted; `what` names it in
 /// the error for anything else.
 pub fn hash_arg(ruby: &Ruby, value: RValue, what: &str) -> BindingResult<Map> {
@@ -508,19 +310,4 @@ pub fn hash_entries(ruby: &Ruby, hash: RHash, wanted: &[&str]) -> Option<Map> {
     })
     .ok()?;
     (!failed).then_some(entries)
-}
-
-/// Resolves `A::B::C` from Object.
-pub fn puppet_class(ruby: &Ruby, path: &str) -> BindingResult<RClass> {
-    Ok(ruby
-        .class_object()
-        .funcall(id(ruby, &names::CONST_GET), (path,))?)
-}
-
-/// Reads `context.type.definition` into a [`TypeDef`].
-pub fn type_definition_from_context(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {
-    let type_definition: RValue = context.funcall(id(ruby, &names::TYPE), ())?;
-    let definition: RValue = type_definition.funcall(id(ruby, &names::DEFINITION), ())?;
-    let definition = from_ruby(ruby, definition, "definition")?;
-    Ok(TypeDef::from_definition(&definition)?)
 }
