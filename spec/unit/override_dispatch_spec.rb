@@ -151,6 +151,20 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable methods' do
     expect(received[:invoke_dsc_resource]).to equal(resource)
   end
 
+  it "passes invoke_dsc_resource a Get's props as name_hash's own values, as pwshlib 2.x selected them", :gc_stress do
+    seen = {}
+    subclass = Class.new(provider_class_for(type_name)) do
+      define_method(:invoke_dsc_resource) do |*args|
+        seen[:name_hash] = args[1]
+        seen[:props] = args[2]
+        super(*args)
+      end
+    end
+    canonicalize_path(with_manager(subclass.new))
+    expect(seen[:props]).to include(:dsc_destinationpath)
+    seen[:props].each { |key, value| expect(value).to equal(seen[:name_hash][key]) }
+  end
+
   it 'sees a result that an override changed in place', :gc_stress do
     subclass = Class.new(provider_class_for(type_name)) do
       define_method(:invoke_dsc_resource) do |*args|

@@ -313,8 +313,21 @@ fn get_props(
     name_hash: RValue,
 ) -> BindingResult<RHash> {
     let provider = Session::new(ruby, rb_self, context)?;
+    let given = RHash::from_value(name_hash);
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    map_to_ruby(ruby, &lifecycle::get_props(&provider, &name_hash)?)
+    let props = lifecycle::get_props(&provider, &name_hash)?;
+    // The props are entries of name_hash, unchanged: each passed as the
+    // value name_hash holds (as pwshlib 2.x selected them), not a copy.
+    let out = ruby.hash_new();
+    for (key, value) in props.iter() {
+        let key = to_ruby(ruby, key)?;
+        let value = match given.and_then(|hash| hash.get(key)) {
+            Some(held) => held,
+            None => to_ruby(ruby, value)?,
+        };
+        out.aset(key, value)?;
+    }
+    Ok(out)
 }
 
 /// `_get_result(context, name_hash, data)`: the Puppet hash of a Get's
