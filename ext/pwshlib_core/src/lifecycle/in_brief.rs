@@ -25,7 +25,7 @@ pub struct Unconvertible;
 /// come back as given: each one canonicalized earlier in this run, found
 /// by its namevars alone (`namevar(index, name)`: the value, None when the
 /// resource lacks it, `Unconvertible` when it is not a hash or the value
-/// does not convert). The same test as [`super::canonicalize`] makes of a
+/// does not convert). The same test as [`super::canonicalize_one`] makes of a
 /// converted resource, which returns such a resource unchanged. All false
 /// when debug messages are kept: the full path logs every resource it
 /// returns.
@@ -69,7 +69,7 @@ fn attributes_read<'a>(property: &'a str, namevars: &'a [String]) -> Vec<&'a str
 /// `validation_mode` or because the Get returned `$this`, the
 /// resource is unknown, which is also where a value that cannot go to
 /// PowerShell is reported, or a value does not convert); the caller
-/// converts the whole hashes and calls [`super::insync`].
+/// converts the whole hashes and calls [`super::insync_step`].
 pub fn insync_in_brief<P: ProviderCallbacks>(
     provider: &P,
     name: &Value,

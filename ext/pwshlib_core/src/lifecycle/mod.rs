@@ -8,9 +8,10 @@
 //! One job a file:
 //! - this file: the session trait, the per-run state, and how a title and
 //!   the desired state merge into the attributes (and identity) of a call;
-//! - `resource_api`: the steps of the Resource API entry points
-//!   (`canonicalize`, `get`, `set`'s helpers, `insync?`) and of the
-//!   `invoke_*_method`s;
+//! - `resource_api`: the steps of `canonicalize`, `get`, `insync?` and
+//!   `invoke_get_method`;
+//! - `change`: the steps of `set` and of `invoke_set_method` and
+//!   `invoke_test_method`;
 //! - `in_brief`: the answers a binding may give from part of a resource,
 //!   before converting it whole (a resource canonical as given, `insync?`
 //!   from the attributes it reads);
@@ -30,11 +31,16 @@ use crate::script::{DscMethod, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
+mod change;
 mod in_brief;
 mod invocation;
 mod redaction;
 mod resource_api;
 
+pub use change::{
+    delete_should, get_failed_message, set_action, set_call, set_refused_after_failed_get,
+    set_result, take_set_failure, test_call, test_result, SetAction,
+};
 pub use in_brief::{canonical_as_given, insync_in_brief, Unconvertible};
 pub use invocation::{
     collision_wait, dsc_call, dsc_outcome, logon_key, retrying, specify_dsc_timeout, DscCall,
@@ -42,10 +48,8 @@ pub use invocation::{
 };
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
-    canonicalize_one, canonicalized_all, delete_should, get_begins, get_failed, get_failed_message,
-    get_props, get_result, get_step, insync_step, known_system, note_get_failed, set_action,
-    set_call, set_refused_after_failed_get, set_result, system_wanted, take_set_failure, test_call,
-    test_result, GetStep, InsyncStep, Known, SetAction,
+    canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
+    insync_step, known_system, note_get_failed, system_wanted, GetStep, InsyncStep, Known,
 };
 
 pub const COLLISION_MESSAGE: &str =
