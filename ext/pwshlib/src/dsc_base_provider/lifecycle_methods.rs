@@ -29,7 +29,8 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
     class.define_private_method("_known_system", method!(known_system, 2))?;
     class.define_private_method("_note_get_failed", method!(note_get_failed, 2))?;
     class.define_private_method("_get_begins", method!(get_begins, 1))?;
-    class.define_private_method("_get_step", method!(get_step, 2))?;
+    class.define_private_method("_get_known", method!(get_known, 2))?;
+    class.define_private_method("_get_query", method!(get_query, 2))?;
     class.define_private_method("_get_props", method!(get_props, 2))?;
     class.define_private_method("_get_result", method!(get_result, 3))?;
     class.define_private_method("_set_begins", method!(change_steps::set_begins, 1))?;
@@ -281,28 +282,43 @@ fn get_begins(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue) -> Bi
     lifecycle::get_begins(&provider)
 }
 
-/// `_get_step(context, name)`: `[answer, nil]`, or `[nil, query]` for
-/// `invoke_get_method`.
-fn get_step(
+/// `_get_known(context, name)`: the answer for a name known without a
+/// call (the run's Get result, or the title alone after a failed Get);
+/// nil when `invoke_get_method` is due with `_get_query`'s hash.
+fn get_known(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     name: RValue,
-) -> BindingResult<RArray> {
+) -> BindingResult<RValue> {
+    get_step_part::<false>(ruby, rb_self, context, name)
+}
+
+/// `_get_query(context, name)`: the hash `invoke_get_method` is called
+/// with (nil when the answer is known).
+fn get_query(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
+    get_step_part::<true>(ruby, rb_self, context, name)
+}
+
+fn get_step_part<const QUERY: bool>(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
     let provider = Session::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
-    let pair = ruby.ary_new_capa(2);
-    match lifecycle::get_step(&provider, &name) {
-        GetStep::Answer(map) => {
-            pair.push(map_to_ruby(ruby, &map)?)?;
-            pair.push(nil(ruby))?;
+    match (lifecycle::get_step(&provider, &name), QUERY) {
+        (GetStep::Answer(map), false) | (GetStep::Query(map), true) => {
+            Ok(map_to_ruby(ruby, &map)?.as_value())
         }
-        GetStep::Query(map) => {
-            pair.push(nil(ruby))?;
-            pair.push(map_to_ruby(ruby, &map)?)?;
-        }
+        _ => Ok(nil(ruby)),
     }
-    Ok(pair)
 }
 
 /// `_get_props(context, name_hash)`: what a Get sends.

@@ -37,13 +37,16 @@ module Puppet
       def canonicalize(context, resources)
         return resources if _canonical_as_given(context, resources)
 
+        changed = false
         canonical = resources.map do |resource|
           system = invoke_get_method_for_canonicalize(context, resource) if _system_wanted(context, resource)
-          _canonicalize_one(context, resource, system)
+          answer = _canonicalize_one(context, resource, system)
+          changed ||= !answer.equal?(resource)
+          answer
         end
         _canonicalized_all(context, canonical)
         # Nothing changed: the given array, as a provider that changes nothing answers.
-        canonical.each_with_index.all? { |hash, index| hash.equal?(resources[index]) } ? resources : canonical
+        changed ? canonical : resources
       end
 
       # The run's one Get of a resource being canonicalized: what the run
@@ -64,8 +67,10 @@ module Puppet
         return [] if names.nil?
 
         (names.is_a?(Array) ? names : [names]).map do |name|
-          answer, query = _get_step(context, name)
-          next answer if query.nil?
+          answer = _get_known(context, name)
+          next answer unless answer.nil?
+
+          query = _get_query(context, name)
 
           result = invoke_get_method(context, query)
           next result unless result.nil?
