@@ -10,7 +10,12 @@ LAST_LONG_SUBJECT = 'ea8fbeb'
 SUBJECT_LIMIT = 72
 
 # CONTRIBUTING.md: one job per file. A production Rust file longer than this
-# (its lines before its `#[cfg(test)]` module) does more than one.
+# (its lines before its `#[cfg(test)]` module) does more than one. The cap
+# covers Rust only: the host's C# (lib/templates/PwshlibHost.cs, about 1,800
+# lines) and the prelude (invoke_dsc_resource_functions.ps1, about 900) are
+# over it and not checked. Each is shipped as one file the host compiles or
+# loads whole; splitting them (several files, or several Add-Type sources)
+# is open work, not an exemption.
 RUST_FILE_LINE_LIMIT = 600
 
 desc 'cargo fmt --check, cargo clippy and rustdoc -D warnings, rubocop (.rubocop.yml), commit subjects'

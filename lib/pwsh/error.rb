@@ -12,9 +12,13 @@ module Pwsh
   # answering in time (pipe_timeout).
   class HostError < Error; end
 
-  # The host answered with something that is not the protocol
-  # (docs/protocol.md): a host of another version, or a damaged stream.
+  # Kept for callers that rescue it: a reply that is not the protocol is a
+  # failed `execute` (its result's `errormessage`), not raised.
   class ProtocolError < Error; end
+
+  # A bug of pwshlib's own, caught where Rust meets Ruby (a panic): please
+  # report it. Not a host failure, so it is not a HostError.
+  class InternalError < Error; end
 
   # No PowerShell executable was found (Pwsh::Manager.instance with no path).
   class PowerShellNotFound < Error; end

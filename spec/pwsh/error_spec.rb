@@ -8,7 +8,7 @@ require 'pwsh'
 RSpec.describe Pwsh::Error do
   it 'is a RuntimeError, with a class per kind of failure' do
     expect(described_class.superclass).to be(RuntimeError)
-    [Pwsh::HostError, Pwsh::ProtocolError, Pwsh::PowerShellNotFound].each do |failure|
+    [Pwsh::HostError, Pwsh::ProtocolError, Pwsh::InternalError, Pwsh::PowerShellNotFound].each do |failure|
       expect(failure.superclass).to be(described_class)
     end
   end

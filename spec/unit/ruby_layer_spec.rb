@@ -4,21 +4,23 @@ require 'spec_helper'
 
 # The Ruby reopening of the native class
 # (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb): the pure
-# Ruby choreography around the native logic, reached by the native code
-# through Ruby dispatch.
+# Ruby spine (every method a pwshlib 2.x provider overrides) over the
+# native session's private steps.
 RSpec.describe 'Puppet::Provider::DscBaseProvider Ruby layer' do
   let(:provider) { provider_class_for(:dsc_fixturefile).new }
   let(:context) { recording_context(:dsc_fixturefile) }
   let(:manager) { FakePwshManager.new('DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'x') }
 
-  it 'defines ps_manager, load_path, retry_invoke_dsc_resource and get in Ruby, the rest natively' do
+  it 'defines every overridable method in Ruby, over private native steps' do
     base = Puppet::Provider::DscBaseProvider
-    %i[ps_manager load_path retry_invoke_dsc_resource get].each do |name|
+    %i[ps_manager load_path retry_invoke_dsc_resource get canonicalize set insync? create update delete
+       invoke_get_method invoke_get_method_for_canonicalize invoke_set_method invoke_test_method
+       invoke_dsc_resource].each do |name|
       expect(base.instance_method(name).source_location&.first).to end_with('dsc_base_provider/dsc_base_provider.rb')
     end
-    %i[canonicalize set insync? invoke_dsc_resource].each do |name|
-      expect(base.instance_method(name).source_location).to be_nil
-    end
+    steps = base.private_instance_methods(false).grep(/\A_/)
+    expect(steps).to include(:_dsc_call, :_get_result, :_insync)
+    steps.each { |name| expect(base.instance_method(name).source_location).to be_nil }
   end
 
   describe '#get' do

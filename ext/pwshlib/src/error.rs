@@ -1,16 +1,25 @@
 //! The one place where Rust errors become Ruby exceptions.
 
-use magnus::{error::IntoError, prelude::*, ExceptionClass, RModule, Ruby};
+use std::sync::OnceLock;
+
+use magnus::{error::IntoError, prelude::*, value::Opaque, ExceptionClass, RModule, Ruby};
 
 /// What every binding method returns on failure. `?` turns both core errors
 /// and Ruby errors into it; magnus turns it into an exception through
 /// [`IntoError`], the one conversion.
 #[derive(Debug)]
 pub enum BindingError {
+    /// A resource's values, type or DSC call: `Puppet::Error`.
     Core(pwshlib_core::Error),
     Ruby(magnus::Error),
     /// A caller passed an argument the method cannot take: ArgumentError.
     Argument(String),
+    /// The PowerShell host could not be started, reached, or died:
+    /// `Pwsh::HostError`.
+    Host(String),
+    /// A bug of ours caught at the boundary (a panic), reported rather than
+    /// unwound across FFI: `Pwsh::InternalError`.
+    Internal(String),
 }
 
 impl From<pwshlib_core::Error> for BindingError {
@@ -31,7 +40,8 @@ impl std::fmt::Display for BindingError {
         match self {
             BindingError::Core(error) => std::fmt::Display::fmt(error, f),
             BindingError::Ruby(error) => std::fmt::Display::fmt(error, f),
-            BindingError::Argument(message) => f.write_str(message),
+            BindingError::Argument(message) | BindingError::Host(message) => f.write_str(message),
+            BindingError::Internal(message) => write!(f, "pwshlib internal error: {message}"),
         }
     }
 }
@@ -39,65 +49,64 @@ impl std::fmt::Display for BindingError {
 pub type BindingResult<T> = Result<T, BindingError>;
 
 impl BindingError {
-    /// A failure of one resource, raised so that Puppet marks that resource
-    /// failed and goes on: `Puppet::Error` (RuntimeError without Puppet).
-    pub fn resource_failed(message: String) -> Self {
-        BindingError::Core(pwshlib_core::Error::Invocation(message))
-    }
-
-    /// A bug of ours caught at the boundary (a panic), reported rather than
-    /// unwound across FFI.
+    /// A panic's message, as the exception that reports it.
     pub fn internal(message: &str) -> Self {
-        BindingError::Core(pwshlib_core::Error::Host(format!(
-            "pwshlib internal error: {message}"
-        )))
+        BindingError::Internal(message.to_owned())
     }
-}
-
-/// The exception for `error`, where a `magnus::Error` is needed rather than
-/// a [`BindingResult`] (inside a native block).
-pub fn to_exception(ruby: &Ruby, error: impl Into<BindingError>) -> magnus::Error {
-    error.into().into_error(ruby)
 }
 
 impl IntoError for BindingError {
     fn into_error(self, ruby: &Ruby) -> magnus::Error {
-        match self {
-            BindingError::Ruby(error) => error,
-            BindingError::Argument(message) => {
-                magnus::Error::new(ruby.exception_arg_error(), message)
+        let message = self.to_string();
+        let class = match self {
+            BindingError::Ruby(error) => return error,
+            BindingError::Argument(_) => {
+                return magnus::Error::new(ruby.exception_arg_error(), message)
             }
-            BindingError::Core(error) => {
-                magnus::Error::new(exception_class_for(ruby, &error), error.to_string())
-            }
-        }
+            BindingError::Host(_) => PWSH_HOST_ERROR.get(ruby),
+            BindingError::Internal(_) => PWSH_INTERNAL_ERROR.get(ruby),
+            BindingError::Core(_) => PUPPET_ERROR.get(ruby),
+        };
+        magnus::Error::new(
+            class.unwrap_or_else(|| ruby.exception_runtime_error()),
+            message,
+        )
     }
 }
 
-/// Puppet errors where Puppet is loaded (so Puppet reports them against the
-/// resource and goes on). The manager's failures are `Pwsh::HostError` and
-/// `Pwsh::ProtocolError` (lib/pwsh/error.rb: both `Pwsh::Error`, a
-/// RuntimeError, so `rescue RuntimeError` still catches them). Where the
-/// Ruby classes are not loaded: RuntimeError.
-fn exception_class_for(ruby: &Ruby, error: &pwshlib_core::Error) -> ExceptionClass {
-    use pwshlib_core::Error::{
-        Host, InResource, InvalidTypeDefinition, InvalidValue, Invocation, MissingVendoredPath,
-        Protocol,
-    };
-    let class = match error {
-        Protocol(_) => ruby_exception(ruby, "Pwsh", "ProtocolError"),
-        Host(_) => ruby_exception(ruby, "Pwsh", "HostError"),
-        InvalidValue { .. }
-        | InResource { .. }
-        | InvalidTypeDefinition { .. }
-        | MissingVendoredPath { .. }
-        | Invocation(_) => ruby_exception(ruby, "Puppet", "Error"),
-    };
-    class.unwrap_or_else(|| ruby.exception_runtime_error())
+/// An exception class found by its constant path the first time it is
+/// there, then kept for the process: Puppet's errors where Puppet is
+/// loaded (so Puppet reports them against the resource and goes on), the
+/// manager's (lib/pwsh/error.rb: each a `Pwsh::Error`, a RuntimeError, so
+/// `rescue RuntimeError` still catches them). Until it is defined (Puppet
+/// not loaded): None, and the caller raises RuntimeError.
+struct ExceptionConstant {
+    namespace: &'static str,
+    name: &'static str,
+    found: OnceLock<Opaque<ExceptionClass>>,
 }
 
-/// `Namespace::Name`, when both are defined.
-fn ruby_exception(ruby: &Ruby, namespace: &str, name: &str) -> Option<ExceptionClass> {
-    let namespace: RModule = ruby.class_object().const_get(namespace).ok()?;
-    namespace.const_get(name).ok()
+static PUPPET_ERROR: ExceptionConstant = ExceptionConstant::new("Puppet", "Error");
+static PWSH_HOST_ERROR: ExceptionConstant = ExceptionConstant::new("Pwsh", "HostError");
+static PWSH_INTERNAL_ERROR: ExceptionConstant = ExceptionConstant::new("Pwsh", "InternalError");
+
+impl ExceptionConstant {
+    const fn new(namespace: &'static str, name: &'static str) -> Self {
+        ExceptionConstant {
+            namespace,
+            name,
+            found: OnceLock::new(),
+        }
+    }
+
+    fn get(&self, ruby: &Ruby) -> Option<ExceptionClass> {
+        if let Some(found) = self.found.get() {
+            return Some(ruby.get_inner(*found));
+        }
+        let namespace: RModule = ruby.class_object().const_get(self.namespace).ok()?;
+        let class: ExceptionClass = namespace.const_get(self.name).ok()?;
+        // Kept from the collector for the process, as the constant keeps it.
+        ruby.gc_register_mark_object(class);
+        Some(ruby.get_inner(*self.found.get_or_init(|| Opaque::from(class))))
+    }
 }

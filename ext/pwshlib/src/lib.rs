@@ -3,10 +3,10 @@
 
 mod convert;
 mod dsc_base_provider;
+mod dsc_call;
 mod dsc_script;
 mod error;
 mod gvl;
-mod handover;
 mod literal;
 mod manager;
 
@@ -27,6 +27,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     dsc_base_provider::init(ruby)?;
     manager::init(ruby)?;
     dsc_script::init(ruby)?;
+    dsc_call::init(ruby)?;
     literal::init(ruby)?;
     Ok(())
 }

@@ -28,7 +28,7 @@ use pwshlib_transport::host::{
 };
 use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
-use crate::convert::lossy_string;
+use crate::convert::{id, lossy_string, names};
 use crate::dsc_script::{DscScript, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
@@ -254,7 +254,7 @@ impl Manager {
                 Spawned::Woken(pending) => spawning = Some(pending),
             }
         };
-        let host = spawned.map_err(|HostFailure(message)| pwshlib_core::Error::Host(message))?;
+        let host = spawned.map_err(|HostFailure(message)| BindingError::Host(message))?;
         let shared = Arc::new(Shared {
             pid: host.pid(),
             endpoint: host.endpoint().to_owned(),
@@ -298,7 +298,7 @@ impl Manager {
         >(args)?;
         let (name, code) = args.required;
         let (timeout, working_dir, env_vars) = args.optional;
-        let name: RString = name.funcall("to_s", ())?;
+        let name: RString = name.funcall(id(ruby, &names::TO_S), ())?;
         if name.to_string()? != templates::PRELUDE_NAME {
             return Err(BindingError::Argument(format!(
                 "unknown prelude {:?}; the only one is {:?}",
@@ -493,17 +493,15 @@ impl Manager {
 
 fn validated(options: SpawnOptions) -> Result<SpawnOptions, BindingError> {
     if options.program.is_empty() {
-        return Err(pwshlib_core::Error::Host(format!(
+        return Err(BindingError::Host(format!(
             "No PowerShell executable given. {SET_OVERRIDE_HINT}"
-        ))
-        .into());
+        )));
     }
     if !Path::new(&options.host_script).is_file() {
-        return Err(pwshlib_core::Error::Host(format!(
+        return Err(BindingError::Host(format!(
             "The host script {} does not exist",
             options.host_script
-        ))
-        .into());
+        )));
     }
     Ok(options)
 }

@@ -1,4 +1,6 @@
-//! One error type for the whole core. The binding crate maps it to Ruby
+//! One error type for the whole core: what a resource's values, its type or
+//! its DSC call did wrong. The core talks to no host: the host's failures
+//! are the binding's (`BindingError::Host`). The binding maps both to Ruby
 //! exceptions in exactly one place.
 
 use thiserror::Error as ThisError;
@@ -28,14 +30,6 @@ pub enum Error {
     /// A DSC invocation failed in a way that is the resource's own problem.
     #[error("{0}")]
     Invocation(String),
-
-    /// A wire-protocol frame could not be decoded.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-
-    /// The PowerShell host could not be started, reached, or died.
-    #[error("{0}")]
-    Host(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -9,8 +9,6 @@ pub mod bound;
 pub mod cim_type;
 pub mod error;
 pub mod literal;
-#[cfg(feature = "pslint")]
-pub mod pslint;
 pub mod redact;
 pub mod script;
 pub mod secrecy;

@@ -56,7 +56,7 @@ mod tests {
     #[test]
     fn every_template_parses_cleanly() {
         for (name, text) in ALL {
-            let errors = crate::pslint::parse_errors(text);
+            let errors = pwshlib_pslint::parse_errors(text);
             assert!(errors.is_empty(), "{name}: {errors:?}");
         }
     }

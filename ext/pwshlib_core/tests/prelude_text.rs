@@ -6,9 +6,9 @@
 mod common;
 
 use common::*;
-use pwshlib_core::pslint::with_tree;
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::templates;
+use pwshlib_pslint::with_tree;
 use tree_sitter::Node;
 
 /// Whitespace collapsed, so that checks do not depend on line breaks.

@@ -4,10 +4,10 @@ mod common;
 
 use common::*;
 use pwshlib_core::bound::{BoundValue, SecretBinding};
-use pwshlib_core::pslint::parse_errors;
 use pwshlib_core::script::{build_script, script_for, DscMethod, InvocableResource, Script};
 use pwshlib_core::secrecy::REDACTION_MARKER;
 use pwshlib_core::{templates, Error, Timestamp, Value};
+use pwshlib_pslint::parse_errors;
 use pwshlib_transport::protocol::{encode, ExecuteRequest, Message, PreludeRef};
 
 fn assert_parses(script: &Script) {

@@ -17,10 +17,10 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use pwshlib_core::literal::quote;
-use pwshlib_core::pslint::{parse_errors, with_tree};
 use pwshlib_core::script::{body_of, dsc_data, DscMethod, Script};
 use pwshlib_core::secrecy::{peel, REDACTION_FALLBACK, REDACTION_MARKER};
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
+use pwshlib_pslint::{parse_errors, with_tree};
 
 const CASES: u32 = 10_000;
 

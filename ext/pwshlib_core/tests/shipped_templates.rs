@@ -11,7 +11,7 @@ fn templates_dir() -> PathBuf {
 
 /// Every ERROR or MISSING node, through the shared check (`pslint`).
 fn syntax_problems(code: &str) -> Vec<String> {
-    pwshlib_core::pslint::parse_errors(code)
+    pwshlib_pslint::parse_errors(code)
 }
 
 #[test]

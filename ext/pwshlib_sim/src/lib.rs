@@ -1,6 +1,7 @@
 //! The simulated PowerShell host as a library, so that tests can drive the
 //! DSC engine without a socket.
 
+pub mod comparing;
 pub mod dsc;
 pub mod faults;
 pub mod outcome;

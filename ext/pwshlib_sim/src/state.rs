@@ -14,6 +14,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{json, Map as JsonMap, Value as Json};
 
+pub use crate::comparing::get_ci;
+use crate::comparing::values_equal;
 use crate::psvalue::eq_ignore_case;
 
 /// State for hosts started without `PWSHLIB_SIM_STATE`.
@@ -298,19 +300,10 @@ fn object_entry<'a>(
     }
 }
 
-/// Case-insensitive property lookup.
-pub fn get_ci<'a>(map: &'a JsonMap<String, Json>, name: &str) -> Option<&'a Json> {
-    map.get(name).or_else(|| {
-        map.iter()
-            .find(|(k, _)| eq_ignore_case(k, name))
-            .map(|(_, v)| v)
-    })
-}
-
 /// Key values are strings almost always; compare those without case, and
 /// anything else by the loose rules Test uses.
 fn key_values_equal(a: &Json, b: &Json) -> bool {
-    crate::dsc::values_equal(a, b)
+    values_equal(a, b)
 }
 
 fn write_atomically(path: &Path, doc: &Json) -> Result<(), String> {

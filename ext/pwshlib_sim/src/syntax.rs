@@ -1,8 +1,8 @@
 //! The host's parse check: every script must parse as PowerShell. The check
-//! itself is `pwshlib_core::pslint` (the same for every caller); this gives
+//! itself is `pwshlib_pslint` (the same for every caller); this gives
 //! its refusal the host's wording.
 
-use pwshlib_core::pslint::{self, SyntaxError, SyntaxErrorKind};
+use pwshlib_pslint::{self as pslint, SyntaxError, SyntaxErrorKind};
 
 /// The script's syntax tree, or why PowerShell would refuse it (a message
 /// saying where).

@@ -257,7 +257,7 @@ fn assert_data_form_reads_as_inline(script: &pwshlib_core::script::Script) {
             other => panic!("only the credential is bound here, not {other:?}"),
         })
         .collect();
-    let tree = pwshlib_core::pslint::parse_tree(script.body()).unwrap();
+    let tree = pwshlib_pslint::parse_tree(script.body()).unwrap();
     let from_data = read_invocation_bound(script.body(), &tree, Edition::Desktop, &bound)
         .unwrap()
         .unwrap();

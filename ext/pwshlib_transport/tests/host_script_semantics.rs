@@ -54,7 +54,7 @@ fn member(source: &str, signature: &str) -> String {
 
 /// The body of `function <name> { … }`, found in the syntax tree.
 fn function_body(script: &str, name: &str) -> String {
-    pwshlib_core::pslint::with_tree(script, |tree| {
+    pwshlib_pslint::with_tree(script, |tree| {
         let mut found = Vec::new();
         collect_functions(tree.root_node(), script, name, &mut found);
         assert_eq!(found.len(), 1, "host.ps1 defines function {name} once");

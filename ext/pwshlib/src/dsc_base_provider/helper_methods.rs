@@ -8,10 +8,10 @@ use magnus::{
 };
 use pwshlib_core::{canonical, lifecycle, munge, Map, Value};
 
-use super::ruby_provider::RubyProvider;
-use super::run::logon_memo;
+use super::logon_memo::logon_memo;
+use super::session::Session;
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, lossy_string, maps_to_ruby, to_ruby};
+use crate::convert::{from_ruby, hash_arg, id, lossy_string, maps_to_ruby, names, to_ruby};
 use crate::error::BindingResult;
 
 /// Defines the 2.x helpers (names and arities as in pwshlib 2.x).
@@ -169,7 +169,7 @@ fn rb_munge_in_place<const INDEX: usize>(
 fn replace_in_place(ruby: &Ruby, target: RValue, value: &Value) -> BindingResult<RValue> {
     let fresh = to_ruby(ruby, value)?;
     if RHash::from_value(target).is_some() || RArray::from_value(target).is_some() {
-        let _: RValue = target.funcall("replace", (fresh,))?;
+        let _: RValue = target.funcall(id(ruby, &names::REPLACE), (fresh,))?;
         Ok(target)
     } else {
         Ok(fresh)
@@ -182,7 +182,7 @@ fn rb_stringify_nil_attributes(
     context: RValue,
     data: RValue,
 ) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = Session::new(ruby, rb_self, context)?;
     let mut map = hash_arg(ruby, data, "data")?;
     munge::stringify_nil_attributes(&provider.typedef, &mut map);
     replace_in_place(ruby, data, &Value::Hash(map))
@@ -226,7 +226,7 @@ fn rb_scrub_known_secrets(
     context: RValue,
     text: RString,
 ) -> BindingResult<RString> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = Session::new(ruby, rb_self, context)?;
     let text = lossy_string(text);
     Ok(ruby.str_new(&lifecycle::scrub_with_known_secrets(&provider, &text)?))
 }

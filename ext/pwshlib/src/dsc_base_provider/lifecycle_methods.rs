@@ -1,55 +1,70 @@
-//! The Resource API entry points (`canonicalize`, `get`, `set`, `insync?`,
-//! `create`/`update`/`delete`) and the overridable invocation methods
-//! (`invoke_get_method`, …, `invoke_dsc_resource`). The logic is in
-//! `pwshlib_core::lifecycle`; these only convert values and reach the
-//! overridable methods through Ruby dispatch (`funcall` on self).
+//! The session's steps: the native methods the Ruby spine
+//! (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb) calls, each
+//! one way, from Ruby into Rust. Each converts its arguments, runs one step
+//! of `pwshlib_core::lifecycle` over the provider's state, and converts the
+//! answer; none calls a provider method. They are private, and named with a
+//! leading underscore: the overridable methods are the spine's.
 
 use magnus::{
-    block::Proc, method, prelude::*, typed_data::Obj, value::Opaque, Error, IntoValue, RArray,
-    RClass, RHash, Ruby, TryConvert, Value as RValue,
+    method, prelude::*, typed_data::Obj, Error, IntoValue, RArray, RClass, RHash, Ruby,
+    Value as RValue,
 };
-use pwshlib_core::lifecycle::{self, Insync, ProviderCallbacks, SetAction, Unconvertible};
-use pwshlib_core::redact;
-use pwshlib_core::script::DscMethod;
+use pwshlib_core::cache::Identity;
+use pwshlib_core::lifecycle::{self, GetStep, Insync, InsyncStep, Known, Unconvertible};
 use pwshlib_core::{Map, TypeDef, Value};
 
-use super::ruby_provider::RubyProvider;
-use super::DscBaseProvider;
-use crate::convert::{from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, symbol, to_ruby};
-use crate::error::{self, BindingError, BindingResult};
-use crate::handover::{map_to_ruby_reusing, ruby_matches_map, Donors};
+use super::session::{insync_from_ruby, Session};
+use super::{call_steps, change_steps, DscBaseProvider};
+use crate::convert::{
+    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol, to_ruby,
+};
+use crate::error::{BindingError, BindingResult};
 
-/// Defines the entry points (Resource API and pwshlib 2.x names and
-/// arities). `get`'s optional argument is handled in Ruby, which calls the
-/// private `_get`.
+/// Defines the steps, private, with their arities.
 pub(super) fn define(class: RClass) -> Result<(), Error> {
-    class.define_method("canonicalize", method!(rb_canonicalize, 2))?;
-    class.define_method("_get", method!(rb_get, 2))?;
-    class.define_method("set", method!(rb_set, 2))?;
-    class.define_method("insync?", method!(rb_insync, 5))?;
-    class.define_method("create", method!(rb_create_or_update::<false>, 3))?;
-    class.define_method("update", method!(rb_create_or_update::<true>, 3))?;
-    class.define_method("delete", method!(rb_delete, 2))?;
-    class.define_method("invoke_get_method", method!(rb_invoke_get::<false>, 2))?;
-    class.define_method(
-        "invoke_get_method_for_canonicalize",
-        method!(rb_invoke_get::<true>, 2),
+    class.define_private_method("_canonical_as_given", method!(canonical_as_given, 2))?;
+    class.define_private_method("_system_wanted", method!(system_wanted, 2))?;
+    class.define_private_method("_canonicalize_one", method!(canonicalize_one, 3))?;
+    class.define_private_method("_canonicalized_all", method!(canonicalized_all, 2))?;
+    class.define_private_method("_known_system", method!(known_system, 2))?;
+    class.define_private_method("_note_get_failed", method!(note_get_failed, 2))?;
+    class.define_private_method("_get_begins", method!(get_begins, 1))?;
+    class.define_private_method("_get_known", method!(get_known, 2))?;
+    class.define_private_method("_get_query", method!(get_query, 2))?;
+    class.define_private_method("_get_props", method!(get_props, 2))?;
+    class.define_private_method("_get_result", method!(get_result, 3))?;
+    class.define_private_method("_set_begins", method!(change_steps::set_begins, 1))?;
+    class.define_private_method("_set_plan", method!(change_steps::set_plan, 4))?;
+    class.define_private_method("_set_failure", method!(change_steps::set_failure, 2))?;
+    class.define_private_method("_log_change", method!(change_steps::log_change, 4))?;
+    class.define_private_method("_delete_should", method!(change_steps::delete_should, 2))?;
+    class.define_private_method("_set_call", method!(change_steps::set_call, 3))?;
+    class.define_private_method("_set_result", method!(change_steps::set_result, 4))?;
+    class.define_private_method("_test_call", method!(change_steps::test_call, 3))?;
+    class.define_private_method("_test_result", method!(change_steps::test_result, 3))?;
+    class.define_private_method("_insync", method!(insync::<false>, 6))?;
+    class.define_private_method("_insync_tested", method!(insync::<true>, 6))?;
+    class.define_private_method(
+        "_load_path_wanted?",
+        method!(call_steps::load_path_wanted, 0),
     )?;
-    class.define_method(
-        "invoke_set_method",
-        method!(rb_invoke_set_or_test::<false>, 3),
-    )?;
-    class.define_method(
-        "invoke_test_method",
-        method!(rb_invoke_set_or_test::<true>, 3),
-    )?;
-    class.define_method("invoke_dsc_resource", method!(rb_invoke_dsc_resource, 4))?;
+    class.define_private_method("_use_load_path", method!(call_steps::use_load_path, 1))?;
+    class.define_private_method("_dsc_call", method!(call_steps::dsc_call, 4))?;
+    class.define_private_method("_dsc_outcome", method!(call_steps::dsc_outcome, 3))?;
+    class.define_private_method("_dsc_failed", method!(call_steps::dsc_failed, 3))?;
+    class.define_private_method("_collision_wait", method!(call_steps::collision_wait, 3))?;
+    class.define_private_method("_retrying", method!(call_steps::retrying, 3))?;
+    class.define_private_method("_show_script", method!(call_steps::show_script, 3))?;
     Ok(())
 }
 
-fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
+pub(super) fn nil(ruby: &Ruby) -> RValue {
+    ruby.qnil().as_value()
+}
+
+pub(super) fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
     Ok(match answer {
-        Insync::UseDefault => ruby.qnil().as_value(),
+        Insync::UseDefault => nil(ruby),
         Insync::InSync => true.into_value_with(ruby),
         Insync::OutOfSync(None) => false.into_value_with(ruby),
         Insync::OutOfSync(Some(message)) => {
@@ -65,7 +80,7 @@ fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
 /// PowerShell fails this resource only: the error names the resource in
 /// front of the attribute path, and Puppet reports it against the resource
 /// and goes on with the others.
-fn resource_arg(
+pub(super) fn resource_arg(
     ruby: &Ruby,
     typedef: &TypeDef,
     title: &Value,
@@ -94,141 +109,272 @@ fn resource_label(typedef: &TypeDef, title: &Value) -> String {
 /// The title of a resource hash (its `name`), for messages.
 fn title_in(ruby: &Ruby, resource: RValue) -> Value {
     RHash::from_value(resource)
-        .and_then(|hash| hash.get(symbol(ruby, "name")))
+        .and_then(|hash| hash.get(static_symbol(ruby, &names::NAME)))
         .and_then(|name| from_ruby(ruby, name, "name").ok())
         .unwrap_or(Value::Nil)
 }
 
-fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RValue> {
+pub(super) fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RValue> {
     match value {
         Some(value) => to_ruby(ruby, &value),
-        None => Ok(ruby.qnil().as_value()),
+        None => Ok(nil(ruby)),
     }
 }
 
-fn rb_canonicalize(
+pub(super) fn option_hash_arg(
+    ruby: &Ruby,
+    value: RValue,
+    what: &str,
+) -> BindingResult<Option<Map>> {
+    if value.is_nil() {
+        Ok(None)
+    } else {
+        hash_arg(ruby, value, what).map(Some)
+    }
+}
+
+/// The identity of a resource hash from its namevars alone, None when it
+/// is not a hash or one does not convert.
+fn identity_in(ruby: &Ruby, typedef: &TypeDef, resource: RValue) -> Option<Identity> {
+    let hash = RHash::from_value(resource)?;
+    let mut readable = true;
+    let identity = Identity::from_lookup(typedef.identity_namevars(), |name| {
+        let found = hash_entry(ruby, hash, name);
+        readable &= found.is_ok();
+        found.ok().flatten().map(std::borrow::Cow::Owned)
+    });
+    readable.then_some(identity)
+}
+
+/// `_canonical_as_given(context, resources)`: whether every resource of a
+/// `canonicalize` call comes back as given (each canonicalized earlier in
+/// this run), read from their namevars alone. A run's work on a type may
+/// begin here: the run is observed first.
+fn canonical_as_given(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     resources: RArray,
-) -> BindingResult<RArray> {
-    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
-    provider.set_received(resources.as_value());
-    // The resources are read from the array by index whenever needed, not
-    // copied into a Vec: a Ruby value is only safe on the stack (or in an
-    // object the collector marks), and the array holds them for us.
-    let count = resources.len();
-    let given = |index: usize| -> Result<RValue, Error> { resources.entry(index as isize) };
-    // The Resource API canonicalizes each resource three times in a run: as
-    // it is made, as the target state of the transaction, and once more the
-    // Get result (its strict check). Which come back as given is the core's
-    // decision, from their namevars alone: no conversion either way.
-    let already_canonical = lifecycle::canonical_as_given(&provider, count, |index, name| {
-        let hash = given(index)
+) -> BindingResult<bool> {
+    let provider = Session::at_run_entry(ruby, rb_self, context)?;
+    let given = lifecycle::canonical_as_given(&provider, resources.len(), |index, name| {
+        let hash = resources
+            .entry::<RValue>(index as isize)
             .ok()
             .and_then(RHash::from_value)
             .ok_or(Unconvertible)?;
         hash_entry(ruby, hash, name).map_err(|_| Unconvertible)
     })?;
-    // Every resource comes back as given: the given array is the answer,
-    // as a provider that changes nothing returns it (the Resource API asks
-    // with a new one-resource array each time and reads its first entry).
-    if already_canonical.iter().all(|known| *known) {
-        return Ok(resources);
-    }
-    // Canonicalize runs while Puppet builds the catalog, where an exception
-    // would abort every resource. A resource holding a value that cannot go
-    // to PowerShell is returned as given; its insync?/set raise the error,
-    // which fails that resource alone.
-    let mut maps = Vec::with_capacity(count);
-    let mut converted = vec![false; count];
-    for index in 0..count {
-        if already_canonical[index] {
-            continue;
-        }
-        let resource = given(index)?;
-        match hash_arg(ruby, resource, "resource") {
-            Ok(map) => {
-                maps.push(map);
-                converted[index] = true;
-            }
-            Err(BindingError::Core(error)) => {
-                provider.debug(&format!(
-                    "{}: not canonicalized: {error}",
-                    resource_label(&provider.typedef, &title_in(ruby, resource))
-                ))?;
-            }
-            Err(ruby_error) => return Err(ruby_error),
-        }
-    }
-    // Each converted resource's answer: None when it is canonical as given
-    // (the manifest has the system's case), so the given hash is the
-    // answer, as a provider that changes nothing returns it, and no copy is
-    // made.
-    let mut canonical = lifecycle::canonicalize(&provider, maps)?.into_iter();
-    let mut answers: Vec<Option<Map>> = Vec::with_capacity(count);
-    for (index, was_converted) in converted.iter().enumerate() {
-        let next = if *was_converted {
-            canonical.next()
-        } else {
-            None
-        };
-        let answer = match next {
-            Some(map) => {
-                let unchanged = RHash::from_value(given(index)?)
-                    .is_some_and(|hash| ruby_matches_map(ruby, hash, &map));
-                (!unchanged).then_some(map)
-            }
-            None => None,
-        };
-        answers.push(answer);
-    }
-    if answers.iter().all(Option::is_none) {
-        return Ok(resources);
-    }
-    let out = ruby.ary_new_capa(count);
-    for (index, answer) in answers.iter().enumerate() {
-        match answer {
-            Some(map) => out.push(map_to_ruby(ruby, map)?)?,
-            None => out.push(given(index)?)?,
-        }
-    }
-    Ok(out)
+    Ok(given.iter().all(|known| *known))
 }
 
-/// `_get(context, names)`: the Ruby `get(context, names = nil)` calls it.
-fn rb_get(
+/// `_system_wanted(context, resource)`: whether `canonicalize` reads the
+/// system for this resource (not canonicalized earlier, not absent).
+fn system_wanted(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
-    names: RValue,
-) -> BindingResult<RArray> {
-    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
-    let queries = RArray::from_value(names);
-    let names = if names.is_nil() {
-        None
-    } else {
-        match from_ruby(ruby, names, "names")? {
-            Value::Array(items) => Some(items),
-            other => Some(vec![other]),
-        }
+    resource: RValue,
+) -> BindingResult<bool> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let Some(identity) = identity_in(ruby, &provider.typedef, resource) else {
+        return Ok(false);
     };
-    let results = lifecycle::get(&provider, names)?;
-    // One result per name, in order. A result's title and namevars equal to
-    // those Puppet asked with (its name hash) are passed back as the very
-    // Strings it gave, as pwshlib 2.x passed `name` back, rather than as new
-    // ones: fewer objects that the run keeps (Puppet holds each result).
-    let out = ruby.ary_new_capa(results.len());
-    for (index, result) in results.iter().enumerate() {
-        let query = queries
-            .and_then(|queries| queries.entry::<RValue>(index as isize).ok())
-            .and_then(RHash::from_value);
-        out.push(map_to_ruby_reusing(ruby, result, query)?)?;
+    let ensure = RHash::from_value(resource)
+        .and_then(|hash| hash_entry(ruby, hash, "dsc_ensure").ok())
+        .flatten();
+    // A resource holding a value that cannot go to PowerShell is not read:
+    // `_canonicalize_one` returns it as given (and says why at debug).
+    Ok(
+        lifecycle::system_wanted(&provider, &identity, ensure.as_ref())
+            && hash_arg(ruby, resource, "resource").is_ok(),
+    )
+}
+
+/// `_canonicalize_one(context, resource, system)`: the resource as
+/// canonicalize returns it; the very hash given when nothing changes. A
+/// resource holding a value that cannot go to PowerShell comes back as
+/// given (canonicalize runs while Puppet builds the catalog, where an
+/// exception would abort every resource): its insync?/set raise the error.
+fn canonicalize_one(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resource: RValue,
+    system: RValue,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let map = match hash_arg(ruby, resource, "resource") {
+        Ok(map) => map,
+        Err(BindingError::Core(error)) => {
+            provider.debug_message(&format!(
+                "{}: not canonicalized: {error}",
+                resource_label(&provider.typedef, &title_in(ruby, resource))
+            ))?;
+            return Ok(resource);
+        }
+        Err(ruby_error) => return Err(ruby_error),
+    };
+    let system = option_hash_arg(ruby, system, "system").ok().flatten();
+    let (canonical, changed) = lifecycle::canonicalize_one(&provider, map, system)?;
+    if changed {
+        Ok(map_to_ruby(ruby, &canonical)?.as_value())
+    } else {
+        Ok(resource)
+    }
+}
+
+/// `_canonicalized_all(context, resources)`: the debug line after a
+/// `canonicalize` call, converted only when debug messages are kept.
+fn canonicalized_all(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resources: RArray,
+) -> BindingResult<()> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    if !provider.keeps_debug() {
+        return Ok(());
+    }
+    let mut maps = Vec::with_capacity(resources.len());
+    for resource in resources.into_iter() {
+        if let Ok(map) = hash_arg(ruby, resource, "resource") {
+            maps.push(map);
+        }
+    }
+    lifecycle::canonicalized_all(&provider, &maps)
+}
+
+/// `_known_system(context, resource)`: the run's Get result of the
+/// resource, `false` when its Get failed, nil when none was made.
+fn known_system(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resource: RValue,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let Some(identity) = identity_in(ruby, &provider.typedef, resource) else {
+        return Ok(nil(ruby));
+    };
+    Ok(match lifecycle::known_system(&provider, &identity) {
+        Known::Read(map) => map_to_ruby(ruby, &map)?.as_value(),
+        Known::Failed => false.into_value_with(ruby),
+        Known::Unknown => nil(ruby),
+    })
+}
+
+/// `_note_get_failed(context, resource)`.
+fn note_get_failed(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    resource: RValue,
+) -> BindingResult<()> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let resource = hash_arg(ruby, resource, "resource")?;
+    lifecycle::note_get_failed(&provider, &resource);
+    Ok(())
+}
+
+/// `_get_begins(context)`: a run's work on a type may begin here.
+fn get_begins(ruby: &Ruby, rb_self: Obj<DscBaseProvider>, context: RValue) -> BindingResult<()> {
+    let provider = Session::at_run_entry(ruby, rb_self, context)?;
+    lifecycle::get_begins(&provider)
+}
+
+/// `_get_known(context, name)`: the answer for a name known without a
+/// call (the run's Get result, or the title alone after a failed Get);
+/// nil when `invoke_get_method` is due with `_get_query`'s hash.
+fn get_known(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
+    get_step_part::<false>(ruby, rb_self, context, name)
+}
+
+/// `_get_query(context, name)`: the hash `invoke_get_method` is called
+/// with (nil when the answer is known).
+fn get_query(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
+    get_step_part::<true>(ruby, rb_self, context, name)
+}
+
+fn get_step_part<const QUERY: bool>(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name: RValue,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let name = from_ruby(ruby, name, "name")?;
+    match (lifecycle::get_step(&provider, &name), QUERY) {
+        (GetStep::Answer(map), false) | (GetStep::Query(map), true) => {
+            Ok(map_to_ruby(ruby, &map)?.as_value())
+        }
+        _ => Ok(nil(ruby)),
+    }
+}
+
+/// `_get_props(context, name_hash)`: what a Get sends.
+fn get_props(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+) -> BindingResult<RHash> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let given = RHash::from_value(name_hash);
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let props = lifecycle::get_props(&provider, &name_hash)?;
+    // The props are entries of name_hash, unchanged: each passed as the
+    // value name_hash holds (as pwshlib 2.x selected them), not a copy.
+    let out = ruby.hash_new();
+    for (key, value) in props.iter() {
+        let key = to_ruby(ruby, key)?;
+        let value = match given.and_then(|hash| hash.get(key)) {
+            Some(held) => held,
+            None => to_ruby(ruby, value)?,
+        };
+        out.aset(key, value)?;
     }
     Ok(out)
 }
 
-fn rb_insync(
+/// `_get_result(context, name_hash, data)`: the Puppet hash of a Get's
+/// answer, nil when there is none.
+fn get_result(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+    data: RValue,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let data = if data.is_nil() {
+        None
+    } else {
+        Some(from_ruby(ruby, data, "result")?)
+    };
+    match lifecycle::get_result(&provider, &name_hash, data)? {
+        Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
+        None => Ok(nil(ruby)),
+    }
+}
+
+/// `_insync(context, name, property, is_hash, should_hash, nil)`: the
+/// answer, or `:test` when the resource's Test is due first; then
+/// `_insync_tested(…, test)` with `invoke_test_method`'s answer (`TESTED`).
+// The Resource API's five arguments of `insync?`, and the Test's answer.
+#[allow(clippy::too_many_arguments)]
+fn insync<const TESTED: bool>(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
@@ -236,289 +382,46 @@ fn rb_insync(
     property_name: RValue,
     is_hash: RValue,
     should_hash: RValue,
+    test: RValue,
 ) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
+    let provider = Session::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let property = match from_ruby(ruby, property_name, "property_name")? {
         Value::Str(s) | Value::Symbol(s) => s,
         other => other.to_string(),
     };
-    // The Resource API asks once per property with the same two whole
-    // hashes: the core answers from the few entries it reads when it can.
-    let in_brief = lifecycle::insync_in_brief(
+    if !TESTED {
+        // The Resource API asks once per property with the same two whole
+        // hashes: the core answers from the few entries it reads when it can.
+        let in_brief = lifecycle::insync_in_brief(
+            &provider,
+            &name,
+            &property,
+            |wanted| hash_entries(ruby, RHash::from_value(should_hash)?, wanted),
+            |wanted| {
+                if is_hash.is_nil() {
+                    return Some(None);
+                }
+                hash_entries(ruby, RHash::from_value(is_hash)?, wanted).map(Some)
+            },
+        )?;
+        if let Some(answer) = in_brief {
+            return insync_to_ruby(ruby, &answer);
+        }
+    }
+    let is_hash = option_hash_arg(ruby, is_hash, "is_hash")?;
+    let should_hash = resource_arg(ruby, &provider.typedef, &name, should_hash, "should_hash")?;
+    let test = TESTED.then(|| insync_from_ruby(ruby, test));
+    let step = lifecycle::insync_step(
         &provider,
         &name,
         &property,
-        |wanted| hash_entries(ruby, RHash::from_value(should_hash)?, wanted),
-        |wanted| {
-            if is_hash.is_nil() {
-                return Some(None);
-            }
-            hash_entries(ruby, RHash::from_value(is_hash)?, wanted).map(Some)
-        },
+        is_hash.as_ref(),
+        &should_hash,
+        test.as_ref(),
     )?;
-    if let Some(answer) = in_brief {
-        return insync_to_ruby(ruby, &answer);
+    match step {
+        InsyncStep::Answer(answer) => insync_to_ruby(ruby, &answer),
+        InsyncStep::Test => Ok(static_symbol(ruby, &names::TEST)),
     }
-    let is_hash = if is_hash.is_nil() {
-        None
-    } else {
-        Some(hash_arg(ruby, is_hash, "is_hash")?)
-    };
-    let should_hash = resource_arg(ruby, &provider.typedef, &name, should_hash, "should_hash")?;
-    let answer = lifecycle::insync(&provider, &name, &property, is_hash.as_ref(), &should_hash)?;
-    insync_to_ruby(ruby, &answer)
-}
-
-/// `set(context, changes)`: each change runs inside
-/// `context.creating/updating/deleting(name) { create/update/delete }`.
-fn rb_set(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    changes: RHash,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::at_run_entry(ruby, rb_self, context)?;
-    let mut pairs: Vec<(RValue, RValue)> = Vec::with_capacity(changes.len());
-    changes.foreach(|name: RValue, change: RValue| {
-        pairs.push((name, change));
-        Ok(magnus::r_hash::ForEach::Continue)
-    })?;
-    for (name, change) in pairs {
-        let change_hash = RHash::from_value(change);
-        let field = |key: &str| -> Option<RValue> {
-            change_hash
-                .and_then(|h| h.get(symbol(ruby, key)))
-                .filter(|v| !v.is_nil())
-        };
-        let should_rb = field("should");
-        let is_rb = if let Some(is) = field("is") {
-            Some(is)
-        } else {
-            // No current state given: ask get (through Ruby dispatch).
-            let names = ruby.ary_new_capa(1);
-            names.push(name)?;
-            let found: RArray = rb_self.funcall("get", (context, names))?;
-            found.into_iter().next()
-        };
-        let name_value = from_ruby(ruby, name, "name")?;
-        let should = match should_rb {
-            Some(v) => resource_arg(ruby, &provider.typedef, &name_value, v, "should")?,
-            None => lifecycle::name_hash_of(&name_value),
-        };
-        let is = match is_rb {
-            Some(v) => Some(hash_arg(ruby, v, "is")?),
-            None => None,
-        };
-        let action = lifecycle::set_action(&provider.typedef, is.as_ref(), &should);
-        let should_rb = match should_rb {
-            Some(v) => v,
-            None => map_to_ruby(ruby, &should)?.as_value(),
-        };
-        // The Get of this resource failed (and was reported): no blind Set.
-        let get_failed = lifecycle::set_refused_after_failed_get(&provider, &name_value, &should)?;
-        run_in_context_block(ruby, rb_self, context, name, should_rb, action, get_failed)?;
-    }
-    Ok(ruby.qnil().as_value())
-}
-
-/// Calls `context.<creating|updating|deleting>(name) { self.<create|update|delete>(…) }`
-/// with a native block. The block captures the provider, context, name and
-/// should as Opaque handles; they stay reachable from this frame's arguments
-/// (on the machine stack, which Ruby's GC scans) for as long as the block can
-/// run, because the context calls it before `funcall_with_block` returns.
-fn run_in_context_block(
-    ruby: &Ruby,
-    provider: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-    action: SetAction,
-    get_failed: Option<String>,
-) -> BindingResult<()> {
-    let captured = (
-        Opaque::from(provider.as_value()),
-        Opaque::from(context),
-        Opaque::from(name),
-        Opaque::from(should),
-    );
-    let block: Proc = ruby.proc_from_fn(move |ruby, _args, _block| -> Result<RValue, Error> {
-        let provider = ruby.get_inner(captured.0);
-        let context = ruby.get_inner(captured.1);
-        let name = ruby.get_inner(captured.2);
-        let should = ruby.get_inner(captured.3);
-        if let Some(message) = &get_failed {
-            // Raised inside the block, so that the Resource API marks the
-            // resource failed, as for a failed Set; the run goes on.
-            return Err(error::to_exception(
-                ruby,
-                BindingError::resource_failed(message.clone()),
-            ));
-        }
-        let result: RValue = match action {
-            SetAction::Delete => provider.funcall("delete", (context, name))?,
-            other => provider.funcall(other.method_name(), (context, name, should))?,
-        };
-        raise_if_set_failed(ruby, provider, name, should)?;
-        Ok(result)
-    });
-    // The title as the Resource API gave it (a name hash for types with
-    // several namevars), as pwshlib 2.x passed it.
-    let _: RValue = context.funcall_with_block(action.context_method(), (name,), block)?;
-    Ok(())
-}
-
-/// After a failed Set (already reported through `context.err`), raise so
-/// that the Resource API marks this resource as failed; the run goes on.
-fn raise_if_set_failed(
-    ruby: &Ruby,
-    provider: RValue,
-    name: RValue,
-    should: RValue,
-) -> Result<(), Error> {
-    let Ok(provider) = Obj::<DscBaseProvider>::try_convert(provider) else {
-        return Ok(());
-    };
-    let to_err = |e: BindingError| error::to_exception(ruby, e);
-    let name = from_ruby(ruby, name, "name").map_err(to_err)?;
-    let should = from_ruby(ruby, should, "should").map_err(to_err)?;
-    let failure = provider
-        .run
-        .borrow_mut()
-        .with_lifecycle(|lifecycle| lifecycle::take_set_failure(lifecycle, &name, &should))
-        .flatten();
-    match failure {
-        Some(message) => Err(error::to_exception(
-            ruby,
-            BindingError::resource_failed(message.to_owned()),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// `create(context, name, should)` and `update(…)` (`UPDATE`) differ only
-/// in what they log: both Set `should`.
-fn rb_create_or_update<const UPDATE: bool>(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-) -> BindingResult<RValue> {
-    let verb = if UPDATE { "Updating" } else { "Creating" };
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name_value = from_ruby(ruby, name, "name")?;
-    let should_map = resource_arg(ruby, &provider.typedef, &name_value, should, "should")?;
-    provider.debug(&format!(
-        "{verb} '{}' with {}",
-        lifecycle::title_text(&name_value),
-        redact::shown_resource(&provider.typedef, &should_map)
-    ))?;
-    // Through Ruby, and its answer (the DSC result hash) returned, as in
-    // pwshlib 2.x: subclasses check `rebootrequired` on it.
-    Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
-}
-
-fn rb_delete(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name_value = from_ruby(ruby, name, "name")?;
-    provider.debug(&format!(
-        "Deleting '{}'",
-        lifecycle::title_text(&name_value)
-    ))?;
-    let should = lifecycle::delete_should(&provider, &name_value)?;
-    let should = map_to_ruby(ruby, &should)?;
-    Ok(rb_self.funcall("invoke_set_method", (context, name, should))?)
-}
-
-/// `invoke_get_method(context, name_hash)`, or with `FOR_CANONICALIZE`
-/// `invoke_get_method_for_canonicalize(context, resource)`.
-fn rb_invoke_get<const FOR_CANONICALIZE: bool>(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    query: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    provider.set_received(query);
-    let result = if FOR_CANONICALIZE {
-        let resource = provider.hash_arg(query, "resource")?;
-        lifecycle::get_for_canonicalize(&provider, &resource)?
-    } else {
-        let name_hash = provider.hash_arg(query, "name_hash")?;
-        lifecycle::invoke_get_method(&provider, &name_hash)?
-    };
-    let Some(result) = result else {
-        return Ok(ruby.qnil().as_value());
-    };
-    // pwshlib 2.x returned the DSC answer's own hash, re-keyed, with
-    // `name` from name_hash: the result holds those very Strings where it
-    // holds their text unchanged. (A result found cached has no answer.)
-    let mut donors = Donors::get_result(provider.dsc_answer(), RHash::from_value(query))?;
-    let converted = donors.convert(ruby, &result)?.as_value();
-    provider.hand_over(vec![Value::Hash(result)]);
-    Ok(converted)
-}
-
-/// `invoke_set_method(context, name, should)`, or with `TEST`
-/// `invoke_test_method(context, name, should)`.
-fn rb_invoke_set_or_test<const TEST: bool>(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name: RValue,
-    should: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name = from_ruby(ruby, name, "name")?;
-    let should = hash_arg(ruby, should, "should")?;
-    if TEST {
-        let answer = lifecycle::invoke_test_method(&provider, &name, &should)?;
-        return insync_to_ruby(ruby, &answer);
-    }
-    option_value_to_ruby(
-        ruby,
-        lifecycle::invoke_set_method(&provider, &name, &should)?,
-    )
-}
-
-/// `get`, `Get`, `GET`, … (a String or a Symbol), as `DscMethod::parse` reads it.
-fn dsc_method_arg(ruby: &Ruby, method: RValue) -> BindingResult<DscMethod> {
-    let text = match from_ruby(ruby, method, "method")? {
-        Value::Str(s) | Value::Symbol(s) => s,
-        other => other.to_string(),
-    };
-    DscMethod::parse(&text).ok_or_else(|| {
-        pwshlib_core::Error::InvalidValue {
-            attribute: "method".into(),
-            message: format!("'{text}' is not one of get, set, test"),
-        }
-        .into()
-    })
-}
-
-fn rb_invoke_dsc_resource(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name_hash: RValue,
-    props: RValue,
-    method: RValue,
-) -> BindingResult<RValue> {
-    let provider = RubyProvider::new(ruby, rb_self, context)?;
-    let name_hash = provider.hash_arg(name_hash, "name_hash")?;
-    let props = provider.hash_arg(props, "props")?;
-    let method = dsc_method_arg(ruby, method)?;
-    let Some(result) = lifecycle::invoke_dsc_resource(&provider, &name_hash, &props, method)?
-    else {
-        return Ok(ruby.qnil().as_value());
-    };
-    let converted = to_ruby(ruby, &result)?;
-    provider.hand_over(vec![result]);
-    Ok(converted)
 }

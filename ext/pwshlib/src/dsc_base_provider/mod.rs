@@ -1,37 +1,44 @@
 //! `Puppet::Provider::DscBaseProvider`: the base class of every scaffolded
-//! DSC provider. This file holds the class and its state's parts; each kind
-//! of method lives in its own file with its own `define(class)`:
+//! DSC provider. The native object is the provider's session (its state,
+//! caches and secrets); the Ruby side
+//! (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb) reopens the
+//! class for the spine: every method a pwshlib 2.x provider overrides
+//! (`canonicalize`, `get`, `set`, `insync?`, `invoke_*_method`,
+//! `invoke_dsc_resource`, `ps_manager` …), plain Ruby, calling the
+//! session's private steps. No native method calls a provider method.
 //!
-//! - `lifecycle_methods`: the Resource API entry points (`canonicalize`,
-//!   `get`, `set`, `insync?`, …) and the overridable invocation methods;
+//! - `lifecycle_methods`: the steps of `canonicalize`, `get` and `insync?`
+//!   (and the registration of every step);
+//! - `change_steps`: the steps of `set`, `invoke_set_method` and
+//!   `invoke_test_method`;
+//! - `call_steps`: the steps of one DSC call (`invoke_dsc_resource`);
 //! - `helper_methods`: the pwshlib 2.x helpers (`same?`, caches, …);
 //! - `script_methods`: the pwshlib 2.x script-building surface;
-//! - `ruby_provider`: the provider as the core lifecycle sees it
-//!   (`pwshlib_core::lifecycle::ProviderCallbacks` over Ruby dispatch);
-//! - `run`: which Puppet run a call belongs to;
-//! - `state`: the provider's state, by how long each part lives (the
-//!   hand-over part is `crate::handover`);
+//! - `session`: the provider's state and its context's log methods as the
+//!   core lifecycle sees them (`pwshlib_core::lifecycle::ProviderCallbacks`);
+//! - `run`: which Puppet run a call belongs to; `logon_memo`: the accounts
+//!   whose logon failed in it; `constants`: Puppet's constants, found once;
+//! - `state`: the provider's state, by how long each part lives;
 //! - `private_state`: every read of Puppet's and the Resource API's
 //!   non-public state, with the versions it was checked on.
-//!
-//! The Ruby side (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb)
-//! reopens the class for the pure Ruby choreography: `ps_manager`,
-//! `load_path`, `retry_invoke_dsc_resource` and `get`'s optional argument.
 
+mod call_steps;
+mod change_steps;
+mod constants;
 mod helper_methods;
 mod lifecycle_methods;
+mod logon_memo;
 mod private_state;
-mod ruby_provider;
 mod run;
 mod script_methods;
+mod session;
 mod state;
 
 use std::cell::RefCell;
 
 use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
 
-use crate::handover::Handover;
-use state::{EntryCall, ProviderFacts, RunCaches};
+use state::{ProviderFacts, RunCaches};
 
 /// The Ruby instance variable holding the resolved PowerShell command
 /// (`ps_manager`'s memo, set by the Ruby side), forgotten with each new run.
@@ -45,10 +52,6 @@ pub struct DscBaseProvider {
     facts: RefCell<ProviderFacts>,
     /// The caches of the current run.
     run: RefCell<RunCaches>,
-    /// The entry calls running now.
-    entry: RefCell<EntryCall>,
-    /// Values handed to Ruby and taken back unchanged (`crate::handover`).
-    handover: Handover,
 }
 
 impl DscBaseProvider {
@@ -57,8 +60,6 @@ impl DscBaseProvider {
     fn initialize(&self) {
         *self.facts.borrow_mut() = ProviderFacts::default();
         *self.run.borrow_mut() = RunCaches::default();
-        *self.entry.borrow_mut() = EntryCall::default();
-        self.handover.reset();
     }
 }
 

@@ -11,7 +11,7 @@
 
 use magnus::{prelude::*, RArray, RClass, RHash, RModule, Ruby, Value as RValue};
 
-use crate::convert::{id, interned, names, static_symbol, symbol};
+use crate::convert::{id, names, static_symbol, symbol};
 
 /// What `Puppet.lookup(:loaders) { nil }` answers, read where Puppet keeps
 /// it. Puppet's bindings are a thread-local stack of immutable levels, each
@@ -50,7 +50,7 @@ pub(super) fn log_destinations(ruby: &Ruby, log: RValue) -> Option<RHash> {
     match direct {
         Some(destinations) => Some(destinations),
         None => RHash::from_value(
-            log.funcall::<_, _, RValue>(interned(ruby, "destinations"), ())
+            log.funcall::<_, _, RValue>(id(ruby, &names::DESTINATIONS), ())
                 .ok()?,
         ),
     }
@@ -91,12 +91,12 @@ pub(super) fn forget_resource_api_get_cache(
     let Some(type_class) = puppet_type(ruby, type_name) else {
         return Ok(());
     };
-    let method = symbol(ruby, "rsapi_provider_get_cache");
-    if !type_class.funcall::<_, _, bool>("respond_to?", (method,))? {
+    let method = static_symbol(ruby, &names::RSAPI_PROVIDER_GET_CACHE);
+    if !type_class.funcall::<_, _, bool>(id(ruby, &names::RESPOND_TO_P), (method,))? {
         return Ok(());
     }
-    let cache: RValue = type_class.funcall("rsapi_provider_get_cache", ())?;
-    let _: RValue = cache.funcall("clear", ())?;
+    let cache: RValue = type_class.funcall(id(ruby, &names::RSAPI_PROVIDER_GET_CACHE), ())?;
+    let _: RValue = cache.funcall(id(ruby, &names::CLEAR), ())?;
     Ok(())
 }
 
@@ -104,10 +104,10 @@ pub(super) fn forget_resource_api_get_cache(
 fn puppet_type(ruby: &Ruby, type_name: &str) -> Option<RValue> {
     let puppet_type: RValue = ruby
         .class_object()
-        .funcall("const_get", ("Puppet::Type",))
+        .funcall(id(ruby, &names::CONST_GET), ("Puppet::Type",))
         .ok()?;
     let found: RValue = puppet_type
-        .funcall("type", (symbol(ruby, type_name),))
+        .funcall(id(ruby, &names::TYPE), (symbol(ruby, type_name),))
         .ok()?;
     (!found.is_nil()).then_some(found)
 }

@@ -1,8 +1,7 @@
 //! Which Puppet run a provider call belongs to, so that a call in a new run
-//! starts with empty caches (`pwshlib_core::run` explains the choice), and
-//! the Puppet constants read on every entry call, looked up once.
+//! starts with empty caches (`pwshlib_core::run` explains the choice).
 
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use magnus::{
     block::Proc,
@@ -14,33 +13,11 @@ use magnus::{
 };
 use pwshlib_core::run::{self, RunMarker};
 
+use super::constants::{cached_constant, PUPPET_LOG_CLASS, PUPPET_MODULE, PUPPET_REPORT_CLASS};
+use super::logon_memo::logon_memo;
 use super::state::Observed;
 use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
-use crate::convert::{interned, symbol};
-
-/// The (user, password) pairs that failed to log on in this run, and the
-/// run-wide warnings given in it (`first_in_run`). A credential is not tied
-/// to a type, nor is the host's account, and there is one provider instance
-/// per type, so the memo is shared by all of them; it belongs to the run
-/// whose marker it carries.
-#[derive(Default)]
-pub(super) struct LogonMemo {
-    run_marker: Option<RunMarker>,
-    pub(super) failures: Vec<(String, String)>,
-    pub(super) notices: Vec<String>,
-}
-
-static LOGON_FAILURES: Mutex<LogonMemo> = Mutex::new(LogonMemo {
-    run_marker: None,
-    failures: Vec::new(),
-    notices: Vec::new(),
-});
-
-pub(super) fn logon_memo() -> MutexGuard<'static, LogonMemo> {
-    LOGON_FAILURES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-}
+use crate::convert::{id, names, static_symbol};
 
 /// The object id of a Ruby object (never reused by Ruby, unlike addresses),
 /// from `rb_obj_id`, what `Object#object_id` answers, without a method call.
@@ -52,32 +29,6 @@ fn object_id(value: RValue) -> Option<u64> {
     // SAFETY: `rb_obj_id` returned a live Integer VALUE.
     let id = unsafe { RValue::from_raw(id) };
     magnus::Integer::from_value(id)?.to_u64().ok()
-}
-
-// Constants the provider reads on every entry call, looked up once they
-// exist (a path lookup walks a module per segment).
-static PUPPET_MODULE: OnceLock<Opaque<RValue>> = OnceLock::new();
-pub(super) static PUPPET_LOG_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
-static PUPPET_REPORT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
-pub(super) static PUPPET_CONTEXT_CLASS: OnceLock<Opaque<RValue>> = OnceLock::new();
-
-/// The constant at `path`, from `cell` once it has been found. Classes and
-/// modules bound to constants live as long as the process; each one cached
-/// is registered with the GC as well (which also pins it), so the handle in
-/// the static stays valid. Not found: None, and nothing is cached, so a
-/// later call looks again (Puppet loads parts of itself on first use).
-pub(super) fn cached_constant(
-    ruby: &Ruby,
-    cell: &'static OnceLock<Opaque<RValue>>,
-    path: &str,
-) -> Option<RValue> {
-    if let Some(value) = cell.get() {
-        return Some(ruby.get_inner(*value));
-    }
-    let value: RValue = ruby.class_object().funcall("const_get", (path,)).ok()?;
-    ruby.gc_register_mark_object(value);
-    let _ = cell.set(Opaque::from(value));
-    Some(value)
 }
 
 /// `{ nil }`, made once: the block of `Puppet.lookup(:loaders) { nil }`.
@@ -134,8 +85,8 @@ fn current_run_marker(
             // when nothing is bound (outside a run).
             None => puppet
                 .funcall_with_block(
-                    interned(ruby, "lookup"),
-                    (symbol(ruby, "loaders"),),
+                    id(ruby, &names::LOOKUP),
+                    (static_symbol(ruby, &names::LOADERS),),
                     nil_block(ruby),
                 )
                 .ok()?,

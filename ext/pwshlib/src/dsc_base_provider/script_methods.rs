@@ -17,7 +17,7 @@ use pwshlib_core::script::{
 use pwshlib_core::{vendored, TypeDef, Value};
 
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, to_ruby, type_definition_from_context};
+use crate::convert::{from_ruby, id, names, to_ruby, type_definition_from_context};
 use crate::error::BindingResult;
 
 fn invalid(attribute: &str, message: impl Into<String>) -> pwshlib_core::Error {
@@ -95,8 +95,10 @@ fn invocable_resource(
     let needs_path = typedef.is_class_based() || typedef.module_version.is_some();
     let path = if needs_path {
         // Through Ruby, so that a subclass or a spec can override it.
-        let path: RValue =
-            rb_self.funcall("vendored_modules_path", (typedef.module_name.as_str(),))?;
+        let path: RValue = rb_self.funcall(
+            id(ruby, &names::VENDORED_MODULES_PATH),
+            (typedef.module_name.as_str(),),
+        )?;
         text_argument(ruby, path, "vendored_modules_path")?
     } else {
         String::new()
@@ -159,7 +161,7 @@ fn vendored_modules_path(
     module_name: RValue,
 ) -> BindingResult<RString> {
     let module_name = text_argument(ruby, module_name, "module_name")?;
-    let entries: RValue = rb_self.funcall("load_path", ())?;
+    let entries: RValue = rb_self.funcall(id(ruby, &names::LOAD_PATH), ())?;
     let load_path = match from_ruby(ruby, entries, "load_path")? {
         Value::Array(items) => items
             .into_iter()

@@ -1,9 +1,7 @@
-//! The provider object's state, split by how long each part lives, each
-//! with private fields: what it learns once ([`ProviderFacts`]), what a run
-//! caches ([`RunCaches`]), and what the entry call now running knows
-//! ([`EntryCall`]). The fourth part, what is handed over to Ruby and back,
-//! is `crate::handover::Handover`. Only owned Rust data lives here; Ruby
-//! values are converted on the way in.
+//! The provider object's state (its session), split by how long each part
+//! lives, each with private fields: what it learns once ([`ProviderFacts`])
+//! and what a run caches ([`RunCaches`]). Only owned Rust data lives here;
+//! Ruby values are converted on the way in.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
@@ -178,46 +176,4 @@ fn lifecycle_state(typedef: &TypeDef, wait: f64) -> LifecycleState {
     let mut lifecycle = LifecycleState::new(typedef);
     lifecycle.collision_wait_seconds = wait;
     lifecycle
-}
-
-/// What the entry calls running now know (a Get runs `canonicalize` →
-/// `invoke_get_method` → `invoke_dsc_resource`, each through Ruby dispatch,
-/// each an entry call): emptied when the outermost one returns.
-#[derive(Default)]
-pub(super) struct EntryCall {
-    /// How many entry calls of this provider are running.
-    depth: usize,
-    /// Whether the outermost running entry call's context keeps debug
-    /// messages, with that context's identity (its VALUE bits): the nested
-    /// calls of the same context need not ask Ruby again. Only compared,
-    /// never used as a Ruby value, and only while the outer call (whose
-    /// frame holds the context) runs: cleared when `depth` is back to zero.
-    debug: Option<(u64, bool)>,
-}
-
-impl EntryCall {
-    /// An entry call of `context` (its VALUE bits) begins; answers whether
-    /// it keeps debug messages, when a running call of the same context
-    /// knows.
-    pub(super) fn enter(&mut self, context: u64) -> Option<bool> {
-        self.depth += 1;
-        self.debug
-            .filter(|(context_bits, _)| *context_bits == context)
-            .map(|(_, enabled)| enabled)
-    }
-
-    /// An entry call ends.
-    pub(super) fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
-        if self.depth == 0 {
-            self.debug = None;
-        }
-    }
-
-    /// The first answer of a running call, for the calls nested in it.
-    pub(super) fn remember_debug(&mut self, context: u64, enabled: bool) {
-        if self.debug.is_none() {
-            self.debug = Some((context, enabled));
-        }
-    }
 }

@@ -149,7 +149,7 @@ fn run_echoing(flagged: bool, in_desired_state: bool) -> (FakeProvider, bool) {
         changed |= matches!(answer, Insync::OutOfSync(_));
     }
     if changed {
-        provider.invoke_set_method(&title(), &canonical).unwrap();
+        invoke_set_method(&provider, &title(), &canonical).unwrap();
     }
     (provider, changed)
 }

@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 
 use super::resource_api::{
-    canonicalized_earlier, insync, judged_by_test, validates_whole_resource,
+    canonicalized_earlier, insync_step, judged_by_test, validates_whole_resource,
 };
-use super::{invocation_identity, Insync, ProviderCallbacks};
+use super::{invocation_identity, Insync, InsyncStep, ProviderCallbacks};
 use crate::cache::Identity;
 use crate::value::{Map, Value};
 
@@ -25,7 +25,7 @@ pub struct Unconvertible;
 /// come back as given: each one canonicalized earlier in this run, found
 /// by its namevars alone (`namevar(index, name)`: the value, None when the
 /// resource lacks it, `Unconvertible` when it is not a hash or the value
-/// does not convert). The same test as [`super::canonicalize`] makes of a
+/// does not convert). The same test as [`super::canonicalize_one`] makes of a
 /// converted resource, which returns such a resource unchanged. All false
 /// when debug messages are kept: the full path logs every resource it
 /// returns.
@@ -69,7 +69,7 @@ fn attributes_read<'a>(property: &'a str, namevars: &'a [String]) -> Vec<&'a str
 /// `validation_mode` or because the Get returned `$this`, the
 /// resource is unknown, which is also where a value that cannot go to
 /// PowerShell is reported, or a value does not convert); the caller
-/// converts the whole hashes and calls [`super::insync`].
+/// converts the whole hashes and calls [`super::insync_step`].
 pub fn insync_in_brief<P: ProviderCallbacks>(
     provider: &P,
     name: &Value,
@@ -92,5 +92,11 @@ pub fn insync_in_brief<P: ProviderCallbacks>(
     let Some(is) = is_entries(&[property]) else {
         return Ok(None);
     };
-    insync(provider, name, property, is.as_ref(), &should).map(Some)
+    // No Test is due here (checked above): a Test step is no answer.
+    Ok(
+        match insync_step(provider, name, property, is.as_ref(), &should, None)? {
+            InsyncStep::Answer(answer) => Some(answer),
+            InsyncStep::Test => None,
+        },
+    )
 }

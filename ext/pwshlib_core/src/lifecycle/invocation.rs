@@ -2,7 +2,6 @@
 //! run-as credential whose logon failed earlier, the checks of what came
 //! back, and the retries after a collision with another DSC run.
 
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::redaction::{add_known_state, redactor_for};
@@ -89,20 +88,50 @@ fn is_timeout_report(message: &str) -> bool {
     lower.contains("timeout") && lower.contains("exceeded")
 }
 
-enum Outcome {
+/// What one sending of a call came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The result's JSON, read.
     Data(Value),
+    /// The call failed; the error is reported.
     Failed,
+    /// Another DSC run was in progress: wait and send it again
+    /// ([`collision_wait`]).
     Collision,
 }
 
-pub fn invoke_dsc_resource<P: ProviderCallbacks>(
+/// One DSC call, ready to send (and to send again after a collision): what
+/// reading its answer needs. Owned, so that the binding can keep it in the
+/// Ruby object the spine holds while the manager runs the call.
+#[derive(Debug, Clone)]
+pub struct DscCall {
+    title: Option<Value>,
+    credential: Option<Value>,
+    method: DscMethod,
+    timeout_ms: Option<u64>,
+    /// Scrubs every message of the invocation's secrets.
+    redactor: Redactor,
+    /// The call's name_hash and props: where they hold Sensitive values,
+    /// what the system reports is secret too.
+    desired: [Map; 2],
+    /// When the call was last sent (for the debug line of its time).
+    started: Instant,
+    /// Debug messages are kept: the spine has the script shown
+    /// ([`show_script`]) before it sends it.
+    shows_script: bool,
+}
+
+/// `invoke_dsc_resource`'s first step: the call of `method` for the
+/// resource `name_hash` with `props`, and its script; None when it is not
+/// made (an account that failed to log on earlier, a script that cannot be
+/// built: reported).
+pub fn dsc_call<P: ProviderCallbacks>(
     provider: &P,
     name_hash: &Map,
     props: &Map,
     method: DscMethod,
-) -> Result<Option<Value>, P::Error> {
+) -> Result<Option<(DscCall, Script)>, P::Error> {
     let title = title_of_map(name_hash);
-    let title = title.as_ref();
     let credential = name_hash
         .get_named("dsc_psdscrunascredential")
         .filter(|c| !c.is_nil())
@@ -116,7 +145,7 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         let message = format!(
             "Skipping Invoke-DscResource {method}: {RUN_AS_ACCOUNT} '{user}' {LOGON_FAILED_EARLIER}"
         );
-        provider.err(title, &message)?;
+        provider.err(title.as_ref(), &message)?;
         return Ok(None);
     }
     let timeout_ms = specify_dsc_timeout(name_hash);
@@ -125,7 +154,7 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
     let script = match provider.build_script(&typedef, props, method)? {
         Ok(script) => script,
         Err(e) => {
-            provider.err(title, &redactor.scrub(&e.to_string()))?;
+            provider.err(title.as_ref(), &redactor.scrub(&e.to_string()))?;
             return Ok(None);
         }
     };
@@ -134,60 +163,105 @@ pub fn invoke_dsc_resource<P: ProviderCallbacks>(
         format!(
             "Invoke-DscResource {} for {} ({} {}), properties: {}",
             method.as_str(),
-            title.cloned().unwrap_or(Value::Nil),
+            title.clone().unwrap_or(Value::Nil),
             typedef.friendly_name,
             typedef.module_version.as_deref().unwrap_or("(no version)"),
             shown_resource(&typedef, props)
         )
     })?;
-    debug_script(provider, &script)?;
-    let desired = [name_hash, props];
-    let invocation = Invocation {
+    let shows_script = provider.debug_enabled();
+    let call = DscCall {
         title,
-        credential: credential.as_ref(),
-        script: &script,
+        credential,
         method,
         timeout_ms,
-        redactor: &redactor,
-        desired: &desired,
+        redactor,
+        desired: [name_hash.clone(), props.clone()],
+        started: Instant::now(),
+        shows_script,
     };
-    match invocation.run_once(provider)? {
-        Outcome::Data(data) => Ok(Some(data)),
-        Outcome::Failed => Ok(None),
-        Outcome::Collision => invocation.retry_after_collision(provider),
-    }
+    Ok(Some((call, script)))
 }
 
-/// The host sessions whose prelude `--debug` has shown, by
-/// [`ProviderCallbacks::host_session`]: one entry per host process this
-/// Ruby process started, shared by every provider (they share the hosts).
-static PRELUDE_SHOWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// True the first time `session` is seen; always true without a session.
-fn first_in_session(session: Option<String>) -> bool {
-    let Some(session) = session else {
-        return true;
+/// `invoke_dsc_resource`'s second step: what the host answered (`Err`: the
+/// message of the error the manager raised), judged.
+pub fn dsc_outcome<P: ProviderCallbacks>(
+    provider: &P,
+    call: &DscCall,
+    output: Result<ExecuteOutput, String>,
+) -> Result<Outcome, P::Error> {
+    let elapsed = call.started.elapsed();
+    let method = call.method.as_str();
+    // To a tenth of a millisecond: a direct call takes a few, and
+    // bench/direct_dsc_bench.rb reads its times from this line.
+    debug_lazy(provider, || {
+        format!(
+            "Invoke-DscResource {method} took {:.4} s",
+            elapsed.as_secs_f64()
+        )
+    })?;
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => {
+            let message = call.error_redactor(provider).scrub(&error);
+            let message = format!("Invoke-DscResource {method} failed: {message}");
+            provider.err(call.title(), &message)?;
+            return Ok(Outcome::Failed);
+        }
     };
-    let mut shown = PRELUDE_SHOWN.lock().unwrap_or_else(PoisonError::into_inner);
-    if shown.contains(&session) {
-        return false;
-    }
-    shown.push(session);
-    true
+    let Some(data) = call.read_output(provider, &output)? else {
+        return Ok(Outcome::Failed);
+    };
+    call.judge(provider, data)
 }
 
-/// The `--debug` dump of a call's script: the prelude (some 770 lines) once
-/// per host session, with its id, as the transport sends it (docs/protocol.md,
-/// "Preludes"); then, for every call, its own lines, redacted.
-fn debug_script<P: ProviderCallbacks>(provider: &P, script: &Script) -> Result<(), P::Error> {
-    if !provider.debug_enabled() {
-        return Ok(());
+/// After the `attempt`th collision (from 1): the seconds to wait before
+/// sending the call again, or None when the retries ran out (reported).
+pub fn collision_wait<P: ProviderCallbacks>(
+    provider: &P,
+    call: &DscCall,
+    attempt: u32,
+) -> Result<Option<f64>, P::Error> {
+    let title = call.title();
+    if attempt <= 1 {
+        provider.notice(title, COLLISION_NOTICE)?;
+    } else {
+        let failed = attempt - 1;
+        provider.notice(
+            title,
+            &format!("Attempt {failed} of {COLLISION_MAX_RETRIES} failed."),
+        )?;
     }
+    if attempt > COLLISION_MAX_RETRIES {
+        let method = call.method.as_str();
+        let retries = COLLISION_MAX_RETRIES;
+        let what = format!("Invoke-DscResource {method} still collided after {retries} retries");
+        provider.err(title, &format!("{what}: {COLLISION_MESSAGE}"))?;
+        return Ok(None);
+    }
+    let wait = provider.with_state(|s| s.collision_wait_seconds);
+    provider.notice(title, &format!("Sleeping for {wait} seconds."))?;
+    Ok(Some(wait))
+}
+
+/// The `--debug` dump of a call's script, which the Ruby spine asks for
+/// when the call [`DscCall::shows_script`], naming the host session the
+/// manager sends it to (its endpoint, new for each host process): the
+/// prelude (some 770 lines) once per host session and run, with its id,
+/// as the transport sends it (docs/protocol.md, "Preludes"); then, for
+/// every call, its own lines, redacted. Without a session (a stand-in
+/// manager) the prelude shows with every call.
+pub fn show_script<P: ProviderCallbacks>(
+    provider: &P,
+    script: &Script,
+    host_session: Option<&str>,
+) -> Result<(), P::Error> {
     if !script.has_prelude() {
         return provider.debug(&format!("Script:\n{}", script.redacted()));
     }
     let id = templates::prelude_id();
-    if first_in_session(provider.host_session()?) {
+    let first = host_session.is_none_or(|session| provider.first_in_run(&format!("prelude shown to {session}")));
+    if first {
         provider.debug(&format!(
             "Prelude {id} (sent once per PowerShell host session; each call's script runs after it):\n{}",
             templates::PRELUDE
@@ -199,74 +273,57 @@ fn debug_script<P: ProviderCallbacks>(provider: &P, script: &Script) -> Result<(
     ))
 }
 
-/// One DSC call, ready to send (and to send again after a collision).
-#[derive(Clone, Copy)]
-struct Invocation<'a> {
-    title: Option<&'a Value>,
-    credential: Option<&'a Value>,
-    script: &'a Script,
-    method: DscMethod,
-    timeout_ms: Option<u64>,
-    /// Scrubs every message of the invocation's secrets.
-    redactor: &'a Redactor,
-    /// The call's name_hash and props: where they hold Sensitive values,
-    /// what the system reports is secret too.
-    desired: &'a [&'a Map],
+/// Notes that the call is sent again, the `attempt`th time (from 1), after
+/// the wait.
+pub fn retrying<P: ProviderCallbacks>(
+    provider: &P,
+    call: &mut DscCall,
+    attempt: u32,
+) -> Result<(), P::Error> {
+    call.started = Instant::now();
+    provider.notice(
+        call.title(),
+        &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
+    )
 }
 
-impl Invocation<'_> {
+impl DscCall {
+    /// The timeout of the resource's calls, in ms.
+    pub fn timeout_ms(&self) -> Option<u64> {
+        self.timeout_ms
+    }
+
+    pub fn method(&self) -> DscMethod {
+        self.method
+    }
+
+    /// Whether `--debug` shows the call's script ([`show_script`]).
+    pub fn shows_script(&self) -> bool {
+        self.shows_script
+    }
+
+    fn title(&self) -> Option<&Value> {
+        self.title.as_ref()
+    }
+
+    fn desired_refs(&self) -> [&Map; 2] {
+        [&self.desired[0], &self.desired[1]]
+    }
+
     /// The invocation's redactor, knowing the resource's system state as
     /// well: an error may quote what the system holds (a rotated secret's
     /// old value), which the desired state does not. Made only when there
     /// is an error to scrub.
-    fn error_redactor<P: ProviderCallbacks>(self, provider: &P) -> Redactor {
+    fn error_redactor<P: ProviderCallbacks>(&self, provider: &P) -> Redactor {
         let mut redactor = self.redactor.clone();
-        add_known_state(&mut redactor, provider, self.desired);
+        add_known_state(&mut redactor, provider, &self.desired_refs());
         redactor
-    }
-
-    /// Sends the script once and judges what came back.
-    fn run_once<P: ProviderCallbacks>(self, provider: &P) -> Result<Outcome, P::Error> {
-        let Some(output) = self.send(provider)? else {
-            return Ok(Outcome::Failed);
-        };
-        let Some(data) = self.read_output(provider, &output)? else {
-            return Ok(Outcome::Failed);
-        };
-        self.judge(provider, data)
-    }
-
-    /// The host's answer, or None when the call failed (reported).
-    fn send<P: ProviderCallbacks>(self, provider: &P) -> Result<Option<ExecuteOutput>, P::Error> {
-        let method = self.method.as_str();
-        let started = Instant::now();
-        let output = provider.execute_script(self.script, self.timeout_ms);
-        let elapsed = started.elapsed();
-        // To a tenth of a millisecond: a direct call takes a few, and
-        // bench/direct_dsc_bench.rb reads its times from this line.
-        debug_lazy(provider, || {
-            format!(
-                "Invoke-DscResource {method} took {:.4} s",
-                elapsed.as_secs_f64()
-            )
-        })?;
-        match output {
-            Ok(output) => Ok(Some(output)),
-            Err(e) => {
-                let message = self
-                    .error_redactor(provider)
-                    .scrub(&provider.describe_error(&e));
-                let message = format!("Invoke-DscResource {method} failed: {message}");
-                provider.err(self.title, &message)?;
-                Ok(None)
-            }
-        }
     }
 
     /// The JSON the call printed, or None when it printed nothing or no
     /// JSON (reported, with the host's error or an excerpt).
     fn read_output<P: ProviderCallbacks>(
-        self,
+        &self,
         provider: &P,
         output: &ExecuteOutput,
     ) -> Result<Option<Value>, P::Error> {
@@ -285,7 +342,7 @@ impl Invocation<'_> {
                 message.push(' ');
                 message.push_str(&self.error_redactor(provider).scrub(report));
             }
-            provider.err(self.title, &message)?;
+            provider.err(self.title(), &message)?;
             return Ok(None);
         }
         self.show_console(provider, output)?;
@@ -296,7 +353,7 @@ impl Invocation<'_> {
                 let start = self.error_redactor(provider).scrub(&excerpt(stdout));
                 let what = format!("Invoke-DscResource {method} returned invalid JSON ({e})");
                 let message = format!("{what}; the output starts with: {start}");
-                provider.err(self.title, &message)?;
+                provider.err(self.title(), &message)?;
                 Ok(None)
             }
         }
@@ -305,7 +362,7 @@ impl Invocation<'_> {
     /// Shows at debug, line by line and scrubbed, what the call wrote to
     /// the console: the host keeps it apart from the result's stdout.
     fn show_console<P: ProviderCallbacks>(
-        self,
+        &self,
         provider: &P,
         output: &ExecuteOutput,
     ) -> Result<(), P::Error> {
@@ -320,7 +377,7 @@ impl Invocation<'_> {
             return Ok(());
         }
         let text = self.error_redactor(provider).scrub(console);
-        let title = self.title.map(super::title_text).unwrap_or_default();
+        let title = self.title().map(super::title_text).unwrap_or_default();
         for line in text.lines().filter(|line| !line.trim().is_empty()) {
             provider.debug(&format!("{title}: DSC resource console: {line}"))?;
         }
@@ -335,7 +392,7 @@ impl Invocation<'_> {
     /// at debug, in order, each scrubbed of the resource's secrets as its
     /// errors are. Returns the rest of the output: the result's line.
     fn show_streams<'o, P: ProviderCallbacks>(
-        self,
+        &self,
         provider: &P,
         stdout: &'o str,
     ) -> Result<&'o str, P::Error> {
@@ -379,9 +436,9 @@ impl Invocation<'_> {
             let redactor = redactor.get_or_insert_with(|| self.error_redactor(provider));
             let text = redactor.scrub(field("text"));
             if warning {
-                provider.warning(self.title, &text)?;
+                provider.warning(self.title(), &text)?;
             } else {
-                let title = self.title.map(super::title_text).unwrap_or_default();
+                let title = self.title().map(super::title_text).unwrap_or_default();
                 provider.debug(&format!("{title}: DSC resource {kind}: {text}"))?;
             }
         }
@@ -390,7 +447,7 @@ impl Invocation<'_> {
 
     /// Data, a collision to retry, or a failure that DSC reported in
     /// `errormessage` (a logon failure is remembered for the run).
-    fn judge<P: ProviderCallbacks>(self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
+    fn judge<P: ProviderCallbacks>(&self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
         let reported_error = data
             .as_map()
             .and_then(|m| m.get_named("errormessage"))
@@ -405,7 +462,7 @@ impl Invocation<'_> {
         // the desired state holds a Sensitive value (a rotated secret's old
         // value), is as secret as what the manifest says: marked before it
         // is shown, and scrubbed from the error messages that follow.
-        let marked = mark_result(provider.typedef()?.as_ref(), &data, self.desired);
+        let marked = mark_result(provider.typedef()?.as_ref(), &data, &self.desired_refs());
         let mut redactor = if reported_error {
             self.error_redactor(provider)
         } else {
@@ -427,48 +484,15 @@ impl Invocation<'_> {
             return Ok(Outcome::Collision);
         }
         if error.to_lowercase().contains("logon failure") {
-            if let Some((user, password)) = self.credential.and_then(logon_key) {
+            if let Some((user, password)) = self.credential.as_ref().and_then(logon_key) {
                 let message =
                     format!("PSDscRunAsCredential account specified ({user}) {LOGON_RIGHTS_HINT}");
-                provider.err(self.title, &redactor.scrub(&message))?;
+                provider.err(self.title(), &redactor.scrub(&message))?;
                 provider.remember_logon_failure((user, password));
                 return Ok(Outcome::Failed);
             }
         }
-        provider.err(self.title, &redactor.scrub(error))?;
+        provider.err(self.title(), &redactor.scrub(error))?;
         Ok(Outcome::Failed)
-    }
-
-    fn retry_after_collision<P: ProviderCallbacks>(
-        self,
-        provider: &P,
-    ) -> Result<Option<Value>, P::Error> {
-        let Invocation { title, method, .. } = self;
-        provider.notice(title, COLLISION_NOTICE)?;
-        let wait = provider.with_state(|s| s.collision_wait_seconds);
-        for attempt in 1..=COLLISION_MAX_RETRIES {
-            provider.notice(title, &format!("Sleeping for {wait} seconds."))?;
-            provider.sleep(wait)?;
-            provider.notice(
-                title,
-                &format!("Retrying: attempt {attempt} of {COLLISION_MAX_RETRIES}."),
-            )?;
-            match self.run_once(provider)? {
-                Outcome::Data(data) => return Ok(Some(data)),
-                Outcome::Failed => return Ok(None),
-                Outcome::Collision => {
-                    provider.notice(
-                        title,
-                        &format!("Attempt {attempt} of {COLLISION_MAX_RETRIES} failed."),
-                    )?;
-                }
-            }
-        }
-        let method = method.as_str();
-        let retries = COLLISION_MAX_RETRIES;
-        let what = format!("Invoke-DscResource {method} still collided after {retries} retries");
-        let message = format!("{what}: {COLLISION_MESSAGE}");
-        provider.err(title, &message)?;
-        Ok(None)
     }
 }

@@ -1,22 +1,25 @@
-//! The provider lifecycle (docs/behavior.md §3 and §4 "Errors") as pure Rust over
-//! a [`ProviderCallbacks`]. The binding implements the callbacks with Ruby dispatch,
-//! so that the overridable methods (`invoke_get_method`, …, `ps_manager`)
-//! stay overridable; unit tests implement it with fakes.
-//!
-//! Rule for implementors: `with_state` must not call back into the provider, and
-//! no state borrow is held across a provider call.
+//! The provider lifecycle (docs/behavior.md §3 and §4 "Errors") as pure Rust
+//! steps over a [`ProviderCallbacks`] (the provider's session: its state,
+//! type and messages). The overridable methods (`canonicalize`, `get`,
+//! `invoke_get_method`, …, `invoke_dsc_resource`, `ps_manager`) are plain
+//! Ruby (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb): each
+//! calls these steps one way, and no step calls a provider method.
 //!
 //! One job a file:
-//! - this file: the callbacks, the per-run state, and how a title and the
-//!   desired state merge into the attributes (and identity) of a call;
-//! - `resource_api`: the Resource API entry points (`canonicalize`, `get`,
-//!   `set`'s helpers, `insync?`) and the overridable `invoke_*_method`s;
+//! - this file: the session trait, the per-run state, and how a title and
+//!   the desired state merge into the attributes (and identity) of a call;
+//! - `resource_api`: the steps of `canonicalize`, `get`, `insync?` and
+//!   `invoke_get_method`;
+//! - `change`: the steps of `set` and of `invoke_set_method` and
+//!   `invoke_test_method`;
 //! - `in_brief`: the answers a binding may give from part of a resource,
 //!   before converting it whole (a resource canonical as given, `insync?`
 //!   from the attributes it reads);
 //! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
-//!   run-as credential, output checks and collision retries;
-//! - `redaction`: what a message may show of the values it quotes.
+//!   run-as credential, output checks and collision waits;
+//! - `redaction`: what a message may show of the values it quotes;
+//! - `spine` (tests only): the Ruby spine's choreography in Rust, so that the
+//!   unit tests drive the steps as the provider does.
 
 use rustc_hash::FxHashSet;
 use std::borrow::Cow;
@@ -28,18 +31,25 @@ use crate::script::{DscMethod, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
+mod change;
 mod in_brief;
 mod invocation;
 mod redaction;
 mod resource_api;
 
+pub use change::{
+    delete_should, get_failed_message, set_action, set_call, set_refused_after_failed_get,
+    set_result, take_set_failure, test_call, test_result, SetAction,
+};
 pub use in_brief::{canonical_as_given, insync_in_brief, Unconvertible};
-pub use invocation::{invoke_dsc_resource, logon_key, specify_dsc_timeout};
+pub use invocation::{
+    collision_wait, dsc_call, dsc_outcome, logon_key, retrying, specify_dsc_timeout, DscCall,
+    Outcome,
+};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
-    canonicalize, delete_should, get, get_failed, get_failed_message, get_for_canonicalize, insync,
-    invoke_get_method, invoke_set_method, invoke_test_method, set_action,
-    set_refused_after_failed_get, take_set_failure, SetAction,
+    canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
+    insync_step, known_system, note_get_failed, system_wanted, GetStep, InsyncStep, Known,
 };
 
 pub const COLLISION_MESSAGE: &str =
@@ -137,57 +147,27 @@ fn debug_lazy<P: ProviderCallbacks>(
     }
 }
 
+/// The provider's session as the lifecycle's steps see it: its state, its
+/// type, and where messages go. No method here calls a provider method:
+/// the overridable methods are the Ruby spine's
+/// (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb), which
+/// calls the steps of this module one way, in order.
+///
+/// Rule for implementors: `with_state` must not call back into the
+/// provider, and no state borrow is held across a call of another method.
 pub trait ProviderCallbacks {
     type Error: From<Error>;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
     fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R;
 
-    // The overridable provider methods (Ruby dispatch in the binding).
-    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Self::Error>;
-    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Self::Error>;
-    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Self::Error>;
-    fn invoke_dsc_resource(
-        &self,
-        name_hash: &Map,
-        props: &Map,
-        method: DscMethod,
-    ) -> Result<Option<Value>, Self::Error>;
-    /// `ps_manager.execute(script, timeout_ms)`.
-    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Self::Error>;
-    /// Sends one invocation script. The binding lets a manager that holds
-    /// the prelude take only [`Script::body`]; by default the whole text.
-    fn execute_script(
-        &self,
-        script: &Script,
-        timeout_ms: Option<u64>,
-    ) -> Result<ExecuteOutput, Self::Error> {
-        self.execute(script.text(), timeout_ms)
-    }
-
-    /// Names the PowerShell host session the next call goes to (the
-    /// manager's endpoint, new for each host process), so that `--debug`
-    /// shows the prelude once per session; `None` when the manager cannot
-    /// say, and the prelude is then shown with every call.
-    fn host_session(&self) -> Result<Option<String>, Self::Error> {
-        Ok(None)
-    }
-
-    fn load_path(&self) -> Result<Vec<String>, Self::Error>;
-    /// The module's vendored `dsc_resources` folder, found along
-    /// [`ProviderCallbacks::load_path`]. The binding remembers it for the run, so
-    /// that a catalog of thousands of resources does not look at the disk
-    /// for each call.
+    /// The module's vendored `dsc_resources` folder. The binding remembers
+    /// it for the run, so that a catalog of thousands of resources does not
+    /// look at the disk for each call.
     fn vendored_modules_path(
         &self,
         module_name: &str,
-    ) -> Result<Result<String, Error>, Self::Error> {
-        let load_path = self.load_path()?;
-        Ok(crate::vendored::vendored_modules_path(
-            &load_path,
-            module_name,
-        ))
-    }
+    ) -> Result<Result<String, Error>, Self::Error>;
     /// Builds the script of one call. The outer error is the host's, the
     /// inner one is reported against the resource.
     fn build_script(
@@ -221,10 +201,6 @@ pub trait ProviderCallbacks {
     /// for a warning about the run rather than a resource (issue 41, item
     /// 5). The binding keeps these with the logon memo.
     fn first_in_run(&self, notice: &str) -> bool;
-    fn sleep(&self, seconds: f64) -> Result<(), Self::Error>;
-    /// A message for an error raised by a host call (already safe to log
-    /// once scrubbed).
-    fn describe_error(&self, error: &Self::Error) -> String;
 
     fn debug(&self, message: &str) -> Result<(), Self::Error>;
     /// False when debug messages would be dropped anyway, so that they are
@@ -314,6 +290,12 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
 
 #[cfg(test)]
 mod get_input_tests;
+#[cfg(test)]
+mod spine;
+#[cfg(test)]
+pub(crate) use spine::{
+    canonicalize, get, insync, invoke_dsc_resource, invoke_get_method, invoke_set_method, Spine,
+};
 #[cfg(test)]
 mod rotation_tests;
 #[cfg(test)]

@@ -1,62 +1,74 @@
-//! The Resource API entry points (`canonicalize`, `get`, `insync?` and the
-//! helpers of `set`) and the overridable `invoke_get_method`,
-//! `invoke_set_method` and `invoke_test_method` they call through the
-//! provider.
+//! The steps of the Resource API's `canonicalize`, `get` and `insync?`, and
+//! of `invoke_get_method`, which the Ruby spine calls in turn.
 
 use super::redaction::{
     change_message, may_hold_secrets, mirror_sensitivity_in_place, mirrors_secrets, redactor_for,
-    shown,
 };
 use super::{
-    debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
-    title_of_map, title_text, with_attributes_of, Insync, LifecycleState, ProviderCallbacks,
-    GET_RETURNED_THIS, NOT_IN_DESIRED_STATE,
+    debug_lazy, invocation_identity, invocation_name_hash, name_hash_of, title_of_map, title_text,
+    with_attributes_of, Insync, ProviderCallbacks, GET_RETURNED_THIS, NOT_IN_DESIRED_STATE,
 };
 use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
 use crate::munge::munge_get_result_owned;
 use crate::redact::{self, mark_attributes, shown_resource};
-use crate::script::{passed_to_get, DscMethod};
+use crate::script::passed_to_get;
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
-const NOT_APPLIED_AFTER_GET_FAILED: &str = "not applied, because its current state could not be read (the DSC Get failed; see the error above)";
-const SET_FAILED_MESSAGE: &str = "Invoke-DscResource Set did not succeed; see the error above";
-const REBOOT_REQUIRED: &str = "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node";
-
-pub fn canonicalize<P: ProviderCallbacks>(
+/// `canonicalize`'s answer for one resource, `system` being what
+/// `invoke_get_method_for_canonicalize` read of it (None: not asked, or the
+/// Get failed). A resource canonicalized earlier in this run (the target
+/// state, a Get result) comes back unchanged at no cost; one meant to be
+/// absent comes back as the manifest says. The bool says whether the
+/// answer differs from the resource given.
+pub fn canonicalize_one<P: ProviderCallbacks>(
     provider: &P,
-    resources: Vec<Map>,
-) -> Result<Vec<Map>, P::Error> {
+    resource: Map,
+    system: Option<Map>,
+) -> Result<(Map, bool), P::Error> {
     let typedef = provider.typedef()?;
-    let mut out = Vec::with_capacity(resources.len());
-    for resource in resources {
-        // Every cache is keyed by the same namevars: one identity serves
-        // all the lookups and inserts for this resource.
-        let id = Identity::of(typedef.identity_namevars(), &resource);
-        if canonicalized_earlier(provider, &id) {
-            // Already canonicalized in this run: this is the target state or
-            // a Get result; return it unchanged and at no cost.
-            out.push(resource);
-            continue;
-        }
-        debug_lazy(provider, || {
-            format!("Canonicalizing {}", shown_resource(&typedef, &resource))
-        })?;
-        let canonical = if is_absent(resource.get_named("dsc_ensure")) {
-            resource
-        } else {
-            match get_for_canonicalize_identified(provider, &resource, &id)? {
-                Some(system) if !is_absent(system.get_named("dsc_ensure")) => {
-                    canonicalize_resource(&typedef, resource, system, &|n| provider.is_metaparam(n))
-                }
-                _ => resource,
-            }
-        };
-        let packed = PackedMap::pack(&canonical);
-        provider.with_state(|s| s.canonicalized.insert_identity(id, packed));
-        out.push(canonical);
+    // Every cache is keyed by the same namevars: one identity serves all
+    // the lookups and inserts for this resource.
+    let id = Identity::of(typedef.identity_namevars(), &resource);
+    if canonicalized_earlier(provider, &id) {
+        return Ok((resource, false));
     }
+    debug_lazy(provider, || {
+        format!("Canonicalizing {}", shown_resource(&typedef, &resource))
+    })?;
+    let (canonical, changed) = match system {
+        Some(system)
+            if !is_absent(resource.get_named("dsc_ensure"))
+                && !is_absent(system.get_named("dsc_ensure")) =>
+        {
+            let given = resource.clone();
+            let canonical =
+                canonicalize_resource(&typedef, resource, system, &|n| provider.is_metaparam(n));
+            let changed = canonical != given;
+            (canonical, changed)
+        }
+        _ => (resource, false),
+    };
+    let packed = PackedMap::pack(&canonical);
+    provider.with_state(|s| s.canonicalized.insert_identity(id, packed));
+    Ok((canonical, changed))
+}
+
+/// Whether `canonicalize` asks the system about a resource: not when it was
+/// canonicalized earlier in this run (`id`), nor when it is meant to be
+/// absent (its `dsc_ensure`).
+pub fn system_wanted<P: ProviderCallbacks>(
+    provider: &P,
+    id: &Identity,
+    ensure: Option<&Value>,
+) -> bool {
+    !is_absent(ensure) && !canonicalized_earlier(provider, id)
+}
+
+/// The debug line after a `canonicalize` call, when one is kept.
+pub fn canonicalized_all<P: ProviderCallbacks>(provider: &P, out: &[Map]) -> Result<(), P::Error> {
+    let typedef = provider.typedef()?;
     debug_lazy(provider, || {
         let shown_out: Vec<Value> = out
             .iter()
@@ -66,8 +78,7 @@ pub fn canonicalize<P: ProviderCallbacks>(
             "Canonicalized Resources: {}",
             redact::shown(&Value::Array(shown_out))
         )
-    })?;
-    Ok(out)
+    })
 }
 
 /// Whether the resource of `id` was canonicalized earlier in this run:
@@ -77,35 +88,35 @@ pub(super) fn canonicalized_earlier<P: ProviderCallbacks>(provider: &P, id: &Ide
     provider.with_state(|s| s.canonicalized.get_identity(id).is_some())
 }
 
-/// 2.x `invoke_get_method_for_canonicalize`: the run's one Get, from the
-/// cache when this resource was already queried.
-pub fn get_for_canonicalize<P: ProviderCallbacks>(
-    provider: &P,
-    resource: &Map,
-) -> Result<Option<Map>, P::Error> {
-    let id = Identity::of(provider.typedef()?.identity_namevars(), resource);
-    get_for_canonicalize_identified(provider, resource, &id)
+/// What the run knows of a resource's system state already.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Known {
+    /// Its Get result.
+    Read(Map),
+    /// Its Get failed (reported): no second call.
+    Failed,
+    /// Nothing: a Get is due.
+    Unknown,
 }
 
-/// [`get_for_canonicalize`] of a resource whose identity is known.
-fn get_for_canonicalize_identified<P: ProviderCallbacks>(
-    provider: &P,
-    resource: &Map,
-    id: &Identity,
-) -> Result<Option<Map>, P::Error> {
-    if let Some(cached) =
-        provider.with_state(|s| s.query_results.get_identity(id).map(PackedMap::unpack))
-    {
-        return Ok(Some(cached));
-    }
-    if provider.with_state(|s| s.failed_gets.get_identity(id).is_some()) {
-        return Ok(None);
-    }
-    let result = provider.invoke_get_method(resource)?;
-    if result.is_none() {
-        provider.with_state(|s| s.failed_gets.insert_identity(id.clone(), ()));
-    }
-    Ok(result)
+/// 2.x `invoke_get_method_for_canonicalize`'s first step: the run's one Get
+/// of the resource of `id`, when it was made.
+pub fn known_system<P: ProviderCallbacks>(provider: &P, id: &Identity) -> Known {
+    provider.with_state(|s| {
+        if let Some(cached) = s.query_results.get_identity(id) {
+            Known::Read(cached.unpack())
+        } else if s.failed_gets.get_identity(id).is_some() {
+            Known::Failed
+        } else {
+            Known::Unknown
+        }
+    })
+}
+
+/// Notes that the Get of `resource` failed in this run (reported): no
+/// further PowerShell call is made for it, and its Set is marked failed.
+pub fn note_get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) {
+    provider.with_state(|s| s.failed_gets.insert(resource, ()));
 }
 
 /// Whether this resource's Get failed earlier in the run (already reported).
@@ -113,105 +124,59 @@ pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
     provider.with_state(|s| s.failed_gets.get(resource).is_some())
 }
 
-/// The message of the error that marks a resource whose Get failed as
-/// failed, instead of a blind Set.
-pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
-    let title = title.map(shown).unwrap_or_default();
-    format!("{}[{title}]: {NOT_APPLIED_AFTER_GET_FAILED}", typedef.name)
-}
-
-/// `set`'s change of the resource titled `name` (desired state `should`)
-/// when its Get failed earlier in the run (already reported): the message
-/// of the error that fails it, instead of a blind Set. None: set it.
-pub fn set_refused_after_failed_get<P: ProviderCallbacks>(
-    provider: &P,
-    name: &Value,
-    should: &Map,
-) -> Result<Option<String>, P::Error> {
-    let typedef = provider.typedef()?;
-    let identity = invocation_identity(typedef.identity_namevars(), name, should);
-    if !provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
-        return Ok(None);
-    }
-    Ok(Some(get_failed_message(&typedef, title_of(name).as_ref())))
-}
-
-/// After `create`/`update`/`delete` of the resource titled `name` with
-/// `should` (as they were passed): the message of the error that fails it
-/// when its Set failed (already reported through `context.err`), taken, so
-/// that the Resource API marks it failed and the run goes on. `should` is
-/// what `invoke_set_method` was given; anything but a hash stands for an
-/// empty one, as `invoke_set_method` files it.
-pub fn take_set_failure(
-    state: &mut LifecycleState,
-    name: &Value,
-    should: &Value,
-) -> Option<&'static str> {
-    let empty = Map::new();
-    let should = should.as_map().unwrap_or(&empty);
-    // The key `invoke_set_method` files a failed Set under.
-    let key = invocation_name_hash(name, should);
-    state.failed_sets.remove(&key).map(|_| SET_FAILED_MESSAGE)
-}
-
-pub fn get<P: ProviderCallbacks>(
-    provider: &P,
-    names: Option<Vec<Value>>,
-) -> Result<Vec<Map>, P::Error> {
+/// `get`'s first line.
+pub fn get_begins<P: ProviderCallbacks>(provider: &P) -> Result<(), P::Error> {
     debug_lazy(provider, || {
         "Collecting data from the DSC Resource".to_owned()
-    })?;
-    let mut out = Vec::new();
-    for name in names.unwrap_or_default() {
-        let name_hash = name_hash_of(&name);
-        if let Some(mut cached) =
-            provider.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
-        {
-            // The cached Get may have been made for a hash titled `title:`;
-            // Puppet matches results on the namevars it asked for.
-            if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
-                cached.insert_symbol("name", name.clone());
-            }
-            out.push(cached);
-            continue;
-        }
-        if get_failed(provider, &name_hash) {
-            // Reported already: no second call. The title alone keeps
-            // Puppet going; `set` then marks the resource failed.
-            out.push(name_hash);
-            continue;
-        }
-        let canonical =
-            provider.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
-        // The whole canonicalized resource goes along, as it does when
-        // canonicalize makes the Get: its desired state for the call, and
-        // for munging and for knowing secrets.
-        let query = match &canonical {
-            Some(canonical) => with_attributes_of(name_hash.clone(), canonical),
-            None => name_hash.clone(),
-        };
-        if let Some(result) = provider.invoke_get_method(&query)? {
-            out.push(result);
-        } else {
-            provider.with_state(|s| s.failed_gets.insert(&query, ()));
-            out.push(name_hash);
-        }
-    }
-    Ok(out)
+    })
 }
 
-pub fn invoke_get_method<P: ProviderCallbacks>(
-    provider: &P,
-    name_hash: &Map,
-) -> Result<Option<Map>, P::Error> {
+/// What `get` does for one name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GetStep {
+    /// The answer, known without a call: the run's Get result, or the
+    /// title alone after a failed Get (reported already; it keeps Puppet
+    /// going, and `set` then marks the resource failed).
+    Answer(Map),
+    /// `invoke_get_method` with this hash: the title merged with the whole
+    /// canonicalized resource when there is one (its desired state for the
+    /// call, and for munging and for knowing secrets).
+    Query(Map),
+}
+
+/// `get`'s step for one name (a title, or a hash of namevars).
+pub fn get_step<P: ProviderCallbacks>(provider: &P, name: &Value) -> GetStep {
+    let name_hash = name_hash_of(name);
+    if let Some(mut cached) =
+        provider.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
+    {
+        // The cached Get may have been made for a hash titled `title:`;
+        // Puppet matches results on the namevars it asked for.
+        if let Some(name) = name_hash.get_named("name").filter(|v| !v.is_nil()) {
+            cached.insert_symbol("name", name.clone());
+        }
+        return GetStep::Answer(cached);
+    }
+    if get_failed(provider, &name_hash) {
+        return GetStep::Answer(name_hash);
+    }
+    let canonical = provider.with_state(|s| s.canonicalized.get(&name_hash).map(PackedMap::unpack));
+    GetStep::Query(match &canonical {
+        Some(canonical) => with_attributes_of(name_hash, canonical),
+        None => name_hash,
+    })
+}
+
+/// `invoke_get_method`'s first step: the props a Get sends, the desired
+/// state as Set and Test get it (keys only when it is absent, and for a
+/// listing, whose hash holds no more).
+pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<Map, P::Error> {
     let typedef = provider.typedef()?;
     debug_lazy(provider, || {
         format!("retrieving {}", shown_resource(&typedef, name_hash))
     })?;
-    // The desired state, as Set and Test get it (keys only when it is
-    // absent, and for a listing, whose hash holds no more).
     let passed = passed_to_get(name_hash);
-    let query_props: Map = name_hash
+    Ok(name_hash
         .iter()
         .filter(|(k, v)| {
             !v.is_nil()
@@ -220,10 +185,21 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
                     .is_some_and(&passed)
         })
         .cloned()
-        .collect();
-    let Some(data) = provider.invoke_dsc_resource(name_hash, &query_props, DscMethod::Get)? else {
+        .collect())
+}
+
+/// `invoke_get_method`'s last step: the DSC answer `data` of the Get of
+/// `name_hash` as the Puppet hash (kept for the run), or None when there is
+/// none.
+pub fn get_result<P: ProviderCallbacks>(
+    provider: &P,
+    name_hash: &Map,
+    data: Option<Value>,
+) -> Result<Option<Map>, P::Error> {
+    let Some(data) = data else {
         return Ok(None);
     };
+    let typedef = provider.typedef()?;
     let title = title_of_map(name_hash);
     let Value::Hash(mut data) = data else {
         provider.err(
@@ -281,149 +257,32 @@ pub fn invoke_get_method<P: ProviderCallbacks>(
     Ok(Some(munged))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetAction {
-    Create,
-    Update,
-    Delete,
+/// What `insync?` needs before it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsyncStep {
+    Answer(Insync),
+    /// The resource's Test: `invoke_test_method`, then `insync` again with
+    /// its answer.
+    Test,
 }
 
-impl SetAction {
-    pub fn method_name(self) -> &'static str {
-        match self {
-            SetAction::Create => "create",
-            SetAction::Update => "update",
-            SetAction::Delete => "delete",
-        }
-    }
-    pub fn context_method(self) -> &'static str {
-        match self {
-            SetAction::Create => "creating",
-            SetAction::Update => "updating",
-            SetAction::Delete => "deleting",
-        }
-    }
-}
-
-/// docs/behavior.md §3 "set": compares `dsc_ensure` case-insensitively.
-pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetAction {
-    if typedef.attribute("dsc_ensure").is_none() {
-        return SetAction::Update;
-    }
-    let text = |v: Option<&Value>, default: &str| match v {
-        Some(Value::Str(s)) | Some(Value::Symbol(s)) => s.to_lowercase(),
-        _ => default.to_owned(),
-    };
-    let is_ensure = text(is.and_then(|m| m.get_named("dsc_ensure")), "absent");
-    let should_ensure = text(should.get_named("dsc_ensure"), "present");
-    match (is_ensure.as_str(), should_ensure.as_str()) {
-        ("absent", "present") => SetAction::Create,
-        ("present", "absent") => SetAction::Delete,
-        _ => SetAction::Update,
-    }
-}
-
-/// What `delete` sends: the title plus the mandatory-for-set properties,
-/// the run-as credential and the timeout from the canonicalized resource,
-/// with `Ensure = 'Absent'`.
-pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result<Map, P::Error> {
-    let typedef = provider.typedef()?;
-    let mut should = name_hash_of(name);
-    if let Some(canonical) =
-        provider.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
-    {
-        let carried = typedef
-            .mandatory_set_attributes()
-            .into_iter()
-            .chain(typedef.namevar_attributes())
-            .chain(["dsc_psdscrunascredential", "dsc_timeout"]);
-        for attr in carried {
-            if should.get_named(attr).is_none() {
-                if let Some(v) = canonical.get_named(attr) {
-                    should.insert_symbol(attr, v.clone());
-                }
-            }
-        }
-    }
-    should.insert_symbol("dsc_ensure", Value::str("Absent"));
-    Ok(should)
-}
-
-pub fn invoke_set_method<P: ProviderCallbacks>(
-    provider: &P,
-    name: &Value,
-    should: &Map,
-) -> Result<Option<Value>, P::Error> {
-    let title = title_of(name);
-    let typedef = provider.typedef()?;
-    debug_lazy(provider, || {
-        format!(
-            "Invoking Set Method for '{}' with {}",
-            title_text(name),
-            shown_resource(&typedef, should)
-        )
-    })?;
-    let name_hash = invocation_name_hash(name, should);
-    provider.with_state(|s| s.failed_sets.remove(&name_hash));
-    let apply_props = dsc_props(should);
-    let data = provider.invoke_dsc_resource(&name_hash, &apply_props, DscMethod::Set)?;
-    provider.with_state(|s| s.forget(&name_hash));
-    match &data {
-        Some(Value::Hash(result)) => {
-            if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
-                provider.warning(title.as_ref(), REBOOT_REQUIRED)?;
-            }
-        }
-        Some(_) => {}
-        None => provider.with_state(|s| s.failed_sets.insert(&name_hash, "Set failed".into())),
-    }
-    Ok(data)
-}
-
-pub fn invoke_test_method<P: ProviderCallbacks>(
-    provider: &P,
-    name: &Value,
-    should: &Map,
-) -> Result<Insync, P::Error> {
-    debug_lazy(provider, || {
-        format!(
-            "Relying on DSC Test method for validating if '{}' is in the desired state",
-            title_text(name)
-        )
-    })?;
-    let name_hash = invocation_name_hash(name, should);
-    let test_props = dsc_props(should);
-    let data = provider.invoke_dsc_resource(&name_hash, &test_props, DscMethod::Test)?;
-    let in_desired_state = data
-        .as_ref()
-        .and_then(Value::as_map)
-        .and_then(|m| m.get_named("indesiredstate"))
-        .map(|v| matches!(v, Value::Bool(true)));
-    provider.with_state(|s| {
-        s.test_results
-            .insert(&name_hash, (name_hash.clone(), in_desired_state))
-    });
-    Ok(match in_desired_state {
-        None => Insync::UseDefault,
-        Some(true) => Insync::InSync,
-        Some(false) => Insync::OutOfSync(Some(NOT_IN_DESIRED_STATE.to_owned())),
-    })
-}
-
-pub fn insync<P: ProviderCallbacks>(
+/// `insync?` of `property`. `test` is the answer of the resource's
+/// `invoke_test_method` when the spine made it after a [`InsyncStep::Test`].
+pub fn insync_step<P: ProviderCallbacks>(
     provider: &P,
     name: &Value,
     property: &str,
     is_hash: Option<&Map>,
     should_hash: &Map,
-) -> Result<Insync, P::Error> {
+    test: Option<&Insync>,
+) -> Result<InsyncStep, P::Error> {
     let typedef = provider.typedef()?;
     if typedef
         .attribute(property)
         .is_some_and(|a| a.is_ensurable_workaround())
     {
         // Not a DSC property: nothing on the system can differ from it.
-        return Ok(Insync::InSync);
+        return Ok(InsyncStep::Answer(Insync::InSync));
     }
     // Every cache of the state has the same namevars: one identity serves
     // them all, made without building the merged name hash.
@@ -432,7 +291,7 @@ pub fn insync<P: ProviderCallbacks>(
     let marker = (identity.clone(), property.to_owned());
     if provider.with_state(|s| s.insync_reported.remove(&marker)) {
         // The corrective-change check that Puppet makes after a change.
-        return Ok(Insync::UseDefault);
+        return Ok(InsyncStep::Answer(Insync::UseDefault));
     }
     let answer = if provider.with_state(|s| s.failed_gets.get_identity(&identity).is_some()) {
         // Nothing to compare with, and no Test either: out of sync, so that
@@ -451,21 +310,25 @@ pub fn insync<P: ProviderCallbacks>(
         };
         let is_value = is_value.unwrap_or(Value::Nil);
         let should_value = should_hash.get_named(property);
-        let by_test =
-            if validates_whole_resource(should_hash) || judged_by_test(provider, &identity) {
-                let in_desired_state = test_answer(provider, name, should_hash, &identity)?;
-                in_desired_state.map(|in_desired_state| {
-                    answer_of_test(
-                        &typedef,
-                        property,
-                        in_desired_state,
-                        &is_value,
-                        should_value,
-                    )
-                })
-            } else {
-                None
+        let by_test = if validates_whole_resource(should_hash)
+            || judged_by_test(provider, &identity)
+        {
+            let Some(in_desired_state) = test_answer(provider, name, should_hash, &identity, test)
+            else {
+                return Ok(InsyncStep::Test);
             };
+            in_desired_state.map(|in_desired_state| {
+                answer_of_test(
+                    &typedef,
+                    property,
+                    in_desired_state,
+                    &is_value,
+                    should_value,
+                )
+            })
+        } else {
+            None
+        };
         // Without a Test answer (or when it failed), the properties compare.
         by_test.unwrap_or_else(|| compare_property(&typedef, property, &is_value, should_value))
     };
@@ -473,7 +336,7 @@ pub fn insync<P: ProviderCallbacks>(
         // The change is reported: Puppet's corrective check gets nil.
         provider.with_state(|s| s.insync_reported.insert(marker));
     }
-    Ok(answer)
+    Ok(InsyncStep::Answer(answer))
 }
 
 /// `validation_mode => resource`: DSC's Test judges the whole resource.
@@ -491,31 +354,31 @@ pub(super) fn judged_by_test<P: ProviderCallbacks>(provider: &P, identity: &Iden
 }
 
 /// The resource's one Test in this run: Some(in desired state), or None
-/// when it failed.
+/// when it failed; None outside when it is yet to be made (`test`: the
+/// answer of the one just made).
 fn test_answer<P: ProviderCallbacks>(
     provider: &P,
     name: &Value,
     should_hash: &Map,
     identity: &Identity,
-) -> Result<Option<bool>, P::Error> {
+    test: Option<&Insync>,
+) -> Option<Option<bool>> {
     if let Some(answer) =
         provider.with_state(|s| s.test_results.get_identity(identity).map(|e| e.1))
     {
-        return Ok(answer);
+        return Some(answer);
     }
-    let answer = match provider.invoke_test_method(name, should_hash)? {
+    let answer = match test? {
         Insync::InSync => Some(true),
         Insync::OutOfSync(_) => Some(false),
         Insync::UseDefault => None,
     };
     let name_hash = invocation_name_hash(name, should_hash);
     provider.with_state(|s| {
-        if s.test_results.get_identity(identity).is_none() {
-            s.test_results
-                .insert_identity(identity.clone(), (name_hash, answer));
-        }
+        s.test_results
+            .insert_identity(identity.clone(), (name_hash, answer));
     });
-    Ok(answer)
+    Some(answer)
 }
 
 /// A property's answer from the Test of the whole resource: out of sync

@@ -52,7 +52,7 @@ fn drive(provider: &FakeProvider, manifest: Map) -> bool {
     if changed {
         let action = set_action(&provider.typedef, Some(&current), &target);
         assert_eq!(action, SetAction::Update);
-        provider.invoke_set_method(&title(), &target).unwrap();
+        invoke_set_method(provider, &title(), &target).unwrap();
     }
     changed
 }

@@ -7,10 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::lifecycle::{
-    invoke_dsc_resource, invoke_get_method, invoke_set_method, invoke_test_method, ExecuteOutput,
-    Insync, LifecycleState, ProviderCallbacks,
-};
+use crate::lifecycle::{ExecuteOutput, LifecycleState, ProviderCallbacks, Spine};
 use crate::script::{build_script, DscMethod, InvocableResource, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
@@ -184,22 +181,8 @@ impl ProviderCallbacks for FakeProvider {
     fn with_state<R>(&self, f: impl FnOnce(&mut LifecycleState) -> R) -> R {
         f(&mut self.state.borrow_mut())
     }
-    fn invoke_get_method(&self, name_hash: &Map) -> Result<Option<Map>, Error> {
-        invoke_get_method(self, name_hash)
-    }
-    fn invoke_set_method(&self, name: &Value, should: &Map) -> Result<(), Error> {
-        invoke_set_method(self, name, should).map(|_| ())
-    }
-    fn invoke_test_method(&self, name: &Value, should: &Map) -> Result<Insync, Error> {
-        invoke_test_method(self, name, should)
-    }
-    fn invoke_dsc_resource(
-        &self,
-        name_hash: &Map,
-        props: &Map,
-        method: DscMethod,
-    ) -> Result<Option<Value>, Error> {
-        invoke_dsc_resource(self, name_hash, props, method)
+    fn vendored_modules_path(&self, _module_name: &str) -> Result<Result<String, Error>, Error> {
+        Ok(Ok("/opt/vendored".to_owned()))
     }
     fn build_script(
         &self,
@@ -213,20 +196,6 @@ impl ProviderCallbacks for FakeProvider {
             Mode::RealScripts => InvocableResource::new(typedef, props, method, "/opt/vendored")
                 .and_then(|resource| build_script(&resource)),
         })
-    }
-    fn execute(&self, script: &str, timeout_ms: Option<u64>) -> Result<ExecuteOutput, Error> {
-        let method = self.pending_method.get().expect("a script was built");
-        self.calls.borrow_mut().push((method, timeout_ms));
-        self.scripts.borrow_mut().push(script.to_owned());
-        let queued = self.answers.borrow_mut().pop_front();
-        Ok(match (queued, self.mode) {
-            (Some(answer), _) => answer,
-            (None, Mode::Fake) => self.default_answer(method),
-            (None, Mode::RealScripts) => panic!("every call has its answer queued"),
-        })
-    }
-    fn load_path(&self) -> Result<Vec<String>, Error> {
-        Ok(Vec::new())
     }
     fn is_metaparam(&self, name: &str) -> bool {
         name == "loglevel"
@@ -248,13 +217,6 @@ impl ProviderCallbacks for FakeProvider {
             failures.push(pair);
         }
     }
-    fn sleep(&self, seconds: f64) -> Result<(), Error> {
-        self.sleeps.borrow_mut().push(seconds);
-        Ok(())
-    }
-    fn describe_error(&self, error: &Error) -> String {
-        error.to_string()
-    }
     fn debug_enabled(&self) -> bool {
         self.debug_kept.get()
     }
@@ -274,5 +236,27 @@ impl ProviderCallbacks for FakeProvider {
     fn err(&self, title: Option<&Value>, message: &str) -> Result<(), Error> {
         self.log("err", title, message);
         Ok(())
+    }
+}
+
+impl Spine for FakeProvider {
+    fn execute_script(
+        &self,
+        script: &Script,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecuteOutput, Error> {
+        let script = script.text();
+        let method = self.pending_method.get().expect("a script was built");
+        self.calls.borrow_mut().push((method, timeout_ms));
+        self.scripts.borrow_mut().push(script.to_owned());
+        let queued = self.answers.borrow_mut().pop_front();
+        Ok(match (queued, self.mode) {
+            (Some(answer), _) => answer,
+            (None, Mode::Fake) => self.default_answer(method),
+            (None, Mode::RealScripts) => panic!("every call has its answer queued"),
+        })
+    }
+    fn sleep(&self, seconds: f64) {
+        self.sleeps.borrow_mut().push(seconds);
     }
 }

@@ -1,5 +1,5 @@
 //! The simulator's DSC engine: recognises the invocation scripts the
-//! provider generates (docs/architecture.md), plays Get, Set and Test
+//! provider generates (docs/behavior.md §7), plays Get, Set and Test
 //! against the state file, injects the configured faults, and answers with
 //! the result JSON of docs/behavior.md §4, one compressed line on stdout.
 //!
@@ -7,18 +7,17 @@
 //! "not a DSC invocation", and echo mode takes over.
 
 mod call_log;
-mod comparing;
 mod lcm;
 mod methods;
 mod reading;
 mod running;
 
-pub use comparing::values_equal;
+pub use crate::comparing::values_equal;
 pub use reading::{read_invocation, read_invocation_bound, read_invocation_in, Edition};
 pub use running::run;
 
-use pwshlib_core::pslint;
 use pwshlib_core::script::DscMethod;
+use pwshlib_pslint as pslint;
 use pwshlib_transport::protocol::BoundSecret;
 use serde_json::{json, Value as Json};
 use tree_sitter::Tree;

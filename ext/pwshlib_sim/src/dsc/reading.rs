@@ -1,8 +1,8 @@
 //! Reading the script: the Invoke-DscResource call an invocation script
 //! makes through `$InvokeParams`, or the error that stops the script first.
 
-use pwshlib_core::pslint;
 use pwshlib_core::script::DscMethod;
+use pwshlib_pslint as pslint;
 use pwshlib_transport::protocol::{BoundSecret, SecretValue};
 use tree_sitter::{Node, Tree};
 

@@ -12,15 +12,163 @@ Pwshlib.define_dsc_base_provider
 
 module Puppet
   class Provider
-    # The native class (ext/pwshlib/src/dsc_base_provider/) keeps the logic;
-    # this reopening holds the pure Ruby choreography around it. The native
-    # code reaches these methods through Ruby dispatch, so a subclass, a
-    # prepended module or an RSpec stub replaces them everywhere.
+    # The native class (ext/pwshlib/src/dsc_base_provider/) is the
+    # provider's session: its state, caches and secrets, and the steps the
+    # spine below calls. Every method a pwshlib 2.x provider overrides is
+    # plain Ruby here.
     class DscBaseProvider
-      # Resource API `get(context, names = nil)`: the optional argument is
-      # Ruby's; the native `_get` does the work.
+      # The Resource API's entry points and pwshlib 2.x's overridable
+      # methods: the spine. Each is plain Ruby calling the next through
+      # Ruby (so a subclass, a prepended module or an RSpec stub replaces it
+      # everywhere) and the native session's steps (the private `_` methods,
+      # ext/pwshlib/src/dsc_base_provider/lifecycle_methods.rs), which never
+      # call back into Ruby's provider methods.
+      #
+      #   canonicalize, get, set, insync?
+      #     -> invoke_get_method, invoke_set_method, invoke_test_method
+      #       -> invoke_dsc_resource -> ps_manager.execute_dsc
+
+      # The Resource API's context method each change runs inside.
+      CHANGE_CONTEXT = { create: :creating, update: :updating, delete: :deleting }.freeze
+
+      # Resource API `canonicalize(context, resources)`. The Resource API
+      # asks three times per resource in a run; after the first, every
+      # resource comes back as given, found by its namevars alone.
+      def canonicalize(context, resources)
+        return resources if _canonical_as_given(context, resources)
+
+        changed = false
+        canonical = resources.map do |resource|
+          system = invoke_get_method_for_canonicalize(context, resource) if _system_wanted(context, resource)
+          answer = _canonicalize_one(context, resource, system)
+          changed ||= !answer.equal?(resource)
+          answer
+        end
+        _canonicalized_all(context, canonical)
+        # Nothing changed: the given array, as a provider that changes nothing answers.
+        changed ? canonical : resources
+      end
+
+      # The run's one Get of a resource being canonicalized: what the run
+      # read of it already, else `invoke_get_method` (a failed Get is not
+      # made twice).
+      def invoke_get_method_for_canonicalize(context, resource)
+        known = _known_system(context, resource)
+        return known || nil unless known.nil?
+
+        result = invoke_get_method(context, resource)
+        _note_get_failed(context, resource) if result.nil?
+        result
+      end
+
+      # Resource API `get(context, names = nil)`: one hash per name, in order.
       def get(context, names = nil)
-        _get(context, names)
+        _get_begins(context)
+        return [] if names.nil?
+
+        (names.is_a?(Array) ? names : [names]).map do |name|
+          answer = _get_known(context, name)
+          next answer unless answer.nil?
+
+          query = _get_query(context, name)
+
+          result = invoke_get_method(context, query)
+          next result unless result.nil?
+
+          _note_get_failed(context, query)
+          name.is_a?(Hash) ? name : { name: name }
+        end
+      end
+
+      # Resource API `set(context, changes)`: each change runs inside
+      # `context.creating/updating/deleting(name) { create/update/delete }`;
+      # a failed Set (reported already) raises there, so that Puppet marks
+      # the resource failed and goes on.
+      def set(context, changes)
+        _set_begins(context)
+        changes.each do |name, change|
+          is, should = change.is_a?(Hash) ? [change[:is], change[:should]] : [nil, nil]
+          is = get(context, [name]).first if is.nil?
+          action, should, refusal = _set_plan(context, name, is, should)
+          context.send(CHANGE_CONTEXT.fetch(action), name) do
+            raise Puppet::Error, refusal if refusal
+
+            result = action == :delete ? delete(context, name) : send(action, context, name, should)
+            failure = _set_failure(name, should)
+            raise Puppet::Error, failure if failure
+
+            result
+          end
+        end
+        nil
+      end
+
+      def create(context, name, should)
+        _log_change(context, 'Creating', name, should)
+        invoke_set_method(context, name, should)
+      end
+
+      def update(context, name, should)
+        _log_change(context, 'Updating', name, should)
+        invoke_set_method(context, name, should)
+      end
+
+      def delete(context, name)
+        _log_change(context, 'Deleting', name, nil)
+        invoke_set_method(context, name, _delete_should(context, name))
+      end
+
+      # Resource API `insync?`: nil (Puppet compares), true, false or
+      # `[false, message]`; the resource's one Test when it is judged whole.
+      def insync?(context, name, property_name, is_hash, should_hash)
+        answer = _insync(context, name, property_name, is_hash, should_hash, nil)
+        return answer unless answer.equal?(:test)
+
+        test = invoke_test_method(context, name, should_hash)
+        _insync_tested(context, name, property_name, is_hash, should_hash, test)
+      end
+
+      # The Puppet hash of the resource's current state, nil when the Get failed.
+      def invoke_get_method(context, name_hash)
+        data = invoke_dsc_resource(context, name_hash, _get_props(context, name_hash), 'get')
+        _get_result(context, name_hash, data)
+      end
+
+      # The DSC Set's answer (subclasses read `rebootrequired`), nil on failure.
+      def invoke_set_method(context, name, should)
+        name_hash, props = _set_call(context, name, should)
+        data = invoke_dsc_resource(context, name_hash, props, 'set')
+        _set_result(context, name, name_hash, data)
+        data
+      end
+
+      # true, `[false, message]`, or nil when the Test failed.
+      def invoke_test_method(context, name, should)
+        name_hash, props = _test_call(context, name, should)
+        _test_result(context, name_hash, invoke_dsc_resource(context, name_hash, props, 'test'))
+      end
+
+      # One DSC call: the session builds it (a `Pwshlib::DscCall`, its script
+      # inside), `ps_manager` runs it, the session reads the answer: the
+      # result's data, or nil (the error reported). A collision with another
+      # DSC run is waited out and retried.
+      def invoke_dsc_resource(context, name_hash, props, method)
+        _use_load_path(load_path) if _load_path_wanted?
+        call = _dsc_call(context, name_hash, props, method)
+        return nil if call.nil?
+
+        attempt = 0
+        loop do
+          output = send_dsc_call(context, call)
+          data = output.is_a?(Exception) ? _dsc_failed(context, call, output.message) : _dsc_outcome(context, call, output)
+          return data unless call.collided?
+
+          wait = _collision_wait(context, call, attempt += 1)
+          return nil if wait.nil?
+
+          sleep(wait)
+          _retrying(context, call, attempt)
+        end
       end
 
       # The PowerShell host manager: Windows PowerShell on Windows,
@@ -68,6 +216,32 @@ module Puppet
       end
 
       private
+
+      # The manager's answer to one DSC call, or the exception it raised.
+      # This library's manager takes the script as it is (`execute_dsc`: its
+      # lines, and its secrets as data, never a Ruby String); a manager with
+      # `execute_with_prelude` only gets this call's lines, any other (a
+      # pwshlib 2.x manager, a test double) the whole text.
+      def send_dsc_call(context, call)
+        manager = ps_manager
+        _show_script(context, call, host_session(manager)) if call.shows_script?
+        if call.prelude? && manager.respond_to?(:execute_dsc)
+          manager.execute_dsc(call.script, call.timeout_ms)
+        elsif call.prelude? && manager.respond_to?(:execute_with_prelude)
+          manager.execute_with_prelude(Pwshlib::PRELUDE_NAME, call.inline_body, call.timeout_ms)
+        else
+          manager.execute(call.script_text, call.timeout_ms)
+        end
+      rescue StandardError => e
+        e
+      end
+
+      # The host process the manager sends to (its endpoint, new for each
+      # one), so that --debug shows the prelude once per host session; nil
+      # for a manager that cannot say (a stand-in).
+      def host_session(manager)
+        manager.endpoint if manager.respond_to?(:endpoint)
+      end
 
       def powershell_command(manager_class)
         if Pwsh::Util.on_windows?

@@ -1,9 +1,19 @@
-//! Comparing values the way DSC resources (and the provider) do.
+//! Comparing values the way DSC resources (and the provider) do, and
+//! finding a property without case. The state file's key matching and the
+//! DSC engine both use it; it uses neither (no import circle).
 
 use serde_json::{Map as JsonMap, Value as Json};
 
 use crate::psvalue::{eq_ignore_case, CIM_INSTANCE_TYPE};
-use crate::state::get_ci;
+
+/// Case-insensitive property lookup.
+pub fn get_ci<'a>(map: &'a JsonMap<String, Json>, name: &str) -> Option<&'a Json> {
+    map.get(name).or_else(|| {
+        map.iter()
+            .find(|(k, _)| eq_ignore_case(k, name))
+            .map(|(_, v)| v)
+    })
+}
 
 fn is_empty(value: &Json) -> bool {
     match value {

@@ -1,0 +1,153 @@
+//! The session's steps of one DSC call (`invoke_dsc_resource`): the load
+//! path it is given, the call and its script, the answer read, the
+//! collision waits (`lifecycle_methods` registers them).
+
+use magnus::{prelude::*, typed_data::Obj, RArray, Ruby, Value as RValue};
+use pwshlib_core::lifecycle::{self, ExecuteOutput, Outcome};
+use pwshlib_core::script::DscMethod;
+use pwshlib_core::Value;
+
+use super::lifecycle_methods::{nil, option_value_to_ruby};
+use super::session::{execute_output, Session};
+use super::DscBaseProvider;
+use crate::convert::{from_ruby, hash_arg, id, names};
+use crate::dsc_call::DscCall;
+use crate::error::BindingResult;
+
+/// `_load_path_wanted?`: whether the run has no load path yet.
+pub(super) fn load_path_wanted(rb_self: Obj<DscBaseProvider>) -> bool {
+    rb_self.run.borrow().load_path().is_none()
+}
+
+/// `_use_load_path(load_path)`: `load_path`'s answer, kept for the run.
+pub(super) fn use_load_path(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    load_path: RArray,
+) -> BindingResult<()> {
+    let mut entries = Vec::with_capacity(load_path.len());
+    for entry in load_path.into_iter() {
+        let text: magnus::RString = entry.funcall(id(ruby, &names::TO_S), ())?;
+        entries.push(text.to_string()?);
+    }
+    rb_self
+        .run
+        .borrow_mut()
+        .keep_load_path(std::sync::Arc::new(entries));
+    Ok(())
+}
+
+/// `get`, `Get`, `GET`, … (a String or a Symbol), as `DscMethod::parse` reads it.
+pub(super) fn dsc_method_arg(ruby: &Ruby, method: RValue) -> BindingResult<DscMethod> {
+    let text = match from_ruby(ruby, method, "method")? {
+        Value::Str(s) | Value::Symbol(s) => s,
+        other => other.to_string(),
+    };
+    DscMethod::parse(&text).ok_or_else(|| {
+        pwshlib_core::Error::InvalidValue {
+            attribute: "method".into(),
+            message: format!("'{text}' is not one of get, set, test"),
+        }
+        .into()
+    })
+}
+
+/// `_dsc_call(context, name_hash, props, method)`: the call, its script
+/// inside (a `Pwshlib::DscCall`), or nil when it is not made (reported).
+pub(super) fn dsc_call(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    name_hash: RValue,
+    props: RValue,
+    method: RValue,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
+    let props = hash_arg(ruby, props, "props")?;
+    let method = dsc_method_arg(ruby, method)?;
+    match lifecycle::dsc_call(&provider, &name_hash, &props, method)? {
+        Some((call, script)) => Ok(ruby.obj_wrap(DscCall::new(call, script)).as_value()),
+        None => Ok(nil(ruby)),
+    }
+}
+
+/// `_dsc_outcome(context, call, output)`: the result's data (a Hash), or
+/// nil when the call failed (reported); after a collision nil, and the
+/// call says `collided?`.
+pub(super) fn dsc_outcome(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    output: RValue,
+) -> BindingResult<RValue> {
+    let output = execute_output(ruby, output)?;
+    outcome_to_ruby(ruby, rb_self, context, call, Ok(output))
+}
+
+/// `_dsc_failed(context, call, message)`: the manager raised `message`.
+pub(super) fn dsc_failed(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    message: String,
+) -> BindingResult<RValue> {
+    outcome_to_ruby(ruby, rb_self, context, call, Err(message))
+}
+
+pub(super) fn outcome_to_ruby(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    output: Result<ExecuteOutput, String>,
+) -> BindingResult<RValue> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let outcome = lifecycle::dsc_outcome(&provider, &call.call(), output)?;
+    call.set_collided(outcome == Outcome::Collision);
+    match outcome {
+        Outcome::Data(data) => option_value_to_ruby(ruby, Some(data)),
+        Outcome::Failed | Outcome::Collision => Ok(nil(ruby)),
+    }
+}
+
+/// `_collision_wait(context, call, attempt)`: the seconds to sleep before
+/// the `attempt`th retry, nil when the retries ran out (reported).
+pub(super) fn collision_wait(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    attempt: u32,
+) -> BindingResult<Option<f64>> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    lifecycle::collision_wait(&provider, &call.call(), attempt)
+}
+
+/// `_retrying(context, call, attempt)`: the call is sent again.
+pub(super) fn retrying(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    attempt: u32,
+) -> BindingResult<()> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    lifecycle::retrying(&provider, &mut call.call_mut(), attempt)
+}
+
+/// `_show_script(context, call, host_session)`: `--debug`'s dump of the
+/// call's script, the prelude once per host session (the manager's
+/// endpoint, nil for a manager without one) and run.
+pub(super) fn show_script(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    call: Obj<DscCall>,
+    host_session: Option<String>,
+) -> BindingResult<()> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    lifecycle::show_script(&provider, call.script_ref(), host_session.as_deref())
+}
