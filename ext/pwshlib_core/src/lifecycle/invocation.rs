@@ -260,7 +260,8 @@ pub fn show_script<P: ProviderCallbacks>(
         return provider.debug(&format!("Script:\n{}", script.redacted()));
     }
     let id = templates::prelude_id();
-    let first = host_session.is_none_or(|session| provider.first_in_run(&format!("prelude shown to {session}")));
+    let first = host_session
+        .is_none_or(|session| provider.first_in_run(&format!("prelude shown to {session}")));
     if first {
         provider.debug(&format!(
             "Prelude {id} (sent once per PowerShell host session; each call's script runs after it):\n{}",

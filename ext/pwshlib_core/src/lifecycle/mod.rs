@@ -43,8 +43,8 @@ pub use change::{
 };
 pub use in_brief::{canonical_as_given, insync_in_brief, Unconvertible};
 pub use invocation::{
-    collision_wait, dsc_call, dsc_outcome, logon_key, retrying, specify_dsc_timeout, DscCall,
-    Outcome,
+    collision_wait, dsc_call, dsc_outcome, logon_key, retrying, show_script, specify_dsc_timeout,
+    DscCall, Outcome,
 };
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{

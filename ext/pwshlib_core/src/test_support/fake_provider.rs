@@ -154,7 +154,9 @@ impl FakeProvider {
     pub fn everything_shown(&self) -> String {
         let logs = self.logs.borrow();
         let lines: Vec<&str> = logs.iter().map(|(_, m)| m.as_str()).collect();
-        lines.join("\n").replace(crate::templates::PRELUDE, "<prelude>")
+        lines
+            .join("\n")
+            .replace(crate::templates::PRELUDE, "<prelude>")
     }
 
     /// The answer of a system in the fake's state.
