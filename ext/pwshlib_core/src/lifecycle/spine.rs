@@ -7,8 +7,8 @@
 use super::{
     canonicalize_one, canonicalized_all, collision_wait, dsc_call, dsc_outcome, get_begins,
     get_props, get_result, get_step, insync_step, known_system, note_get_failed, retrying,
-    set_call, set_result, system_wanted, test_call, test_result, ExecuteOutput, GetStep, Insync,
-    InsyncStep, Known, ProviderCallbacks,
+    set_call, set_result, show_script, system_wanted, test_call, test_result, ExecuteOutput,
+    GetStep, Insync, InsyncStep, Known, ProviderCallbacks,
 };
 use crate::cache::Identity;
 use crate::error::Error;
@@ -24,6 +24,11 @@ pub trait Spine: ProviderCallbacks<Error = Error> {
         timeout_ms: Option<u64>,
     ) -> Result<ExecuteOutput, Error>;
     fn sleep(&self, seconds: f64);
+    /// The manager's endpoint (`host_session` in the Ruby spine); a
+    /// stand-in manager has none.
+    fn host_session(&self) -> Option<String> {
+        None
+    }
 }
 
 pub fn canonicalize<P: Spine>(provider: &P, resources: Vec<Map>) -> Result<Vec<Map>, Error> {
@@ -133,6 +138,9 @@ pub fn invoke_dsc_resource<P: Spine>(
     };
     let mut attempt = 0;
     loop {
+        if call.shows_script() {
+            show_script(provider, &script, provider.host_session().as_deref())?;
+        }
         let output = provider
             .execute_script(&script, call.timeout_ms())
             .map_err(|e| e.to_string());
