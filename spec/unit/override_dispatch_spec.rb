@@ -124,6 +124,33 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable methods' do
       expect(manager.methods_called).to eq(%w[Get])
     end
 
+    it 'ps_script_content: a subclass override is the script the manager runs, as in 2.x' do
+      subclass = Class.new(provider_class_for(type_name)) do
+        define_method(:ps_script_content) { |resource| "# from the override\n#{super(resource)}" }
+      end
+      canonicalize_path(with_manager(subclass.new))
+      expect(manager.methods_called).to eq(%w[Get])
+      expect(manager.calls.map(&:script)).to all(start_with("# from the override\n"))
+    end
+
+    it 'ps_script_content: an RSpec stub on the instance is the script the manager runs' do
+      provider = with_manager(provider_class_for(type_name).new)
+      allow(provider).to(receive(:ps_script_content).and_wrap_original { |original, resource| "# stubbed\n#{original.call(resource)}" })
+      change_path(provider)
+      expect(manager.methods_called).to eq(%w[Get Set])
+      expect(manager.calls.map(&:script)).to all(start_with("# stubbed\n"))
+    end
+
+    it 'ps_script_content: with no override, the session script goes to execute_dsc as data' do
+      sent = []
+      manager.define_singleton_method(:execute_dsc) do |script, timeout_ms = nil|
+        sent << script
+        execute(script.body, timeout_ms)
+      end
+      canonicalize_path(with_manager(provider_class_for(type_name).new))
+      expect(sent.map(&:class)).to eq([Pwshlib::DscScript])
+    end
+
     it 'load_path: an override decides where the vendored resources are sought' do
       provider = with_manager(provider_class_for(type_name).new)
       expect(provider).to receive(:load_path).at_least(:once).and_call_original

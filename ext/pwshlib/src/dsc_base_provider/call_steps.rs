@@ -2,7 +2,7 @@
 //! path it is given, the call and its script, the answer read, the
 //! collision waits (`lifecycle_methods` registers them).
 
-use magnus::{prelude::*, typed_data::Obj, RArray, Ruby, Value as RValue};
+use magnus::{prelude::*, typed_data::Obj, RArray, RString, Ruby, Value as RValue};
 use pwshlib_core::lifecycle::{self, ExecuteOutput, Outcome};
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::Value;
@@ -146,8 +146,9 @@ pub(super) fn show_script(
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     call: Obj<DscCall>,
-    host_session: Option<String>,
+    host_session: Option<RString>,
 ) -> BindingResult<()> {
     let provider = Session::new(ruby, rb_self, context)?;
+    let host_session = host_session.map(|s| s.to_string()).transpose()?;
     lifecycle::show_script(&provider, call.script_ref(), host_session.as_deref())
 }

@@ -157,9 +157,10 @@ module Puppet
         call = _dsc_call(context, name_hash, props, method)
         return nil if call.nil?
 
+        script = overridden_script(context, props, method)
         attempt = 0
         loop do
-          output = send_dsc_call(context, call)
+          output = script ? send_script_text(context, script, call) : send_dsc_call(context, call)
           data = output.is_a?(Exception) ? _dsc_failed(context, call, output.message) : _dsc_outcome(context, call, output)
           return data unless call.collided?
 
@@ -232,6 +233,25 @@ module Puppet
         else
           manager.execute(call.script_text, call.timeout_ms)
         end
+      rescue StandardError => e
+        e
+      end
+
+      # The script of a provider (or an RSpec stub) that overrides
+      # `ps_script_content`, as pwshlib 2.x ran it: its whole text, secrets
+      # as the override writes them (2.x's inline literals); nil without an
+      # override, when the session's own script goes as data.
+      def overridden_script(context, props, dsc_method)
+        return nil if method(:ps_script_content).owner.equal?(DscBaseProvider)
+
+        ps_script_content(invocable_resource(props, context, dsc_method))
+      end
+
+      # An overriding provider's script, sent as pwshlib 2.x sent it:
+      # `--debug` shows it redacted, the manager gets it through `execute`.
+      def send_script_text(context, script, call)
+        context.debug("Script:\n#{redact_secrets(script)}") if call.shows_script?
+        ps_manager.execute(remove_secret_identifiers(script), call.timeout_ms)
       rescue StandardError => e
         e
       end
