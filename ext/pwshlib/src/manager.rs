@@ -8,9 +8,8 @@
 //! wakes a wait: Ruby calls it for every signal it handles (a SIGCHLD from
 //! any child, a trap), so the GVL is taken back, and if Ruby raises (an
 //! interrupt) the manager is left cleanly dead (host killed and reaped);
-//! otherwise the same call goes on waiting. The Ruby
-//! side (lib/pwsh.rb) caches instances per key and registers the at_exit
-//! hook that calls `shutdown_all`.
+//! otherwise the same call goes on waiting. lib/pwsh.rb caches instances
+//! per key and registers the at_exit hook that calls `shutdown_all`.
 
 use std::path::Path;
 use std::sync::{Arc, Weak};
@@ -36,8 +35,8 @@ use crate::gvl::without_gvl;
 /// Every manager that has not been dropped, for `shutdown_all`.
 static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
-/// The state behind one Ruby `Pwsh::Manager`. `host` is `None` once the
-/// host has exited, died or been killed: the manager is then dead for good.
+/// The state behind one `Pwsh::Manager`; `host` is `None` once the host
+/// exited, died or was killed (the manager is then dead for good).
 struct Shared {
     host: Mutex<Option<Host>>,
     pid: u32,
@@ -439,8 +438,7 @@ impl Manager {
     fn exit(&self) -> BindingResult<()> {
         let shared = Arc::clone(&self.shared);
         without_gvl(|| shared.exit(), || {}).into_result(|_| {
-            // Without the GVL: the lock may be held by a call waiting for
-            // the GVL to come back from a wake-up.
+            // Without the GVL: a call waiting for it may hold the lock.
             let _ = without_gvl(|| shared.kill(), || {});
         })
     }
