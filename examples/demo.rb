@@ -65,29 +65,32 @@ def call_summary(calls)
 end
 
 # From the debug output of one resource's Set call: the call, the generated
-# script without the prelude (the helper functions, which the host holds),
+# script (its lines after the prelude, the helper functions the host holds),
 # then its header (the credential and CIM-instance variables and
 # $InvokeParams, then the call), the time it took and the raw answer.
 #
 # The resource is found as a user would look for it: the debug line that
 # names its Set call ("Invoke-DscResource Set for "motd" (FixtureFile …)")
-# among the lines of its type, and the next "Script:" line of that type.
+# among the lines of its type, and the next "Script (after prelude <id>):"
+# line of that type (the prelude itself is shown once per host session).
 # The prefix Puppet and the Resource API put before them (the title, or the
 # namevar hash the Resource API passes to `set`) is not relied on.
+SCRIPT_HEADING = /Script( \(after prelude [^)]*\))?:\z/
+
 def script_excerpt(output, type, title)
   lines = output.lines
   of_type = ->(line) { line.include?(type) }
   start = lines.index { |l| of_type.call(l) && l.include?("Invoke-DscResource Set for #{title.inspect}") }
   return nil unless start
 
-  script_at = ((start + 1)...lines.size).find { |i| of_type.call(lines[i]) && lines[i].rstrip.end_with?('Script:') }
+  script_at = ((start + 1)...lines.size).find { |i| of_type.call(lines[i]) && lines[i].rstrip.match?(SCRIPT_HEADING) }
   return nil unless script_at
 
   body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
   body = lines[(script_at + 1)...body_end]
   shown = body.grep(/\A(\$(cred_|cim_|InvokeParams)|Invoke-PwshlibDscResource )/)
   after = lines[body_end, 2].select { |l| of_type.call(l) }
-  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of the prelude (helper functions the host holds) and header left out …\n",
+  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of the header left out …\n",
    *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
 end
 
