@@ -166,7 +166,10 @@ mod tests {
             .filter(|name| name.starts_with("dsc_prelude_") && name.ends_with(".ps1"))
             .collect();
         shipped.sort();
-        let mut listed: Vec<String> = PRELUDE_FILES.iter().map(|name| (*name).to_owned()).collect();
+        let mut listed: Vec<String> = PRELUDE_FILES
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
         listed.sort();
         assert_eq!(shipped, listed);
     }
