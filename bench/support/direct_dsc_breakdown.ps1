@@ -13,7 +13,10 @@ $Manifest = Join-Path $Vendored 'PwshlibRealDsc/PwshlibRealDsc.psd1'
 $State = Join-Path ([System.IO.Path]::GetTempPath()) "pwshlib-breakdown-$PID"
 $null = New-Item -ItemType Directory -Force -Path $State
 $env:PWSHLIB_REAL_DSC_STATE = $State
-. (Join-Path $Root 'lib/templates/invoke_dsc_resource_functions.ps1')
+# The prelude's files, in the order ext/pwshlib_core/src/templates.rs joins them.
+foreach ($Part in 'values', 'cmdlet', 'results', 'direct', 'call') {
+    . (Join-Path $Root "lib/templates/dsc_prelude_$Part.ps1")
+}
 
 $InvokeParams = @{
     Name       = 'RealSetting'

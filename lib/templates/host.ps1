@@ -49,13 +49,19 @@ $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 $script:StopWaitMs = 500
 
 # The host itself (the custom PSHost, the console routing and the host
-# loop) is C# in PwshlibHost.cs beside this script, compiled once here: a
+# loop) is C# in PwshlibHost*.cs beside this script, compiled once here: a
 # request then runs no interpreted PowerShell of the host's own. Read as
 # text and given to -TypeDefinition (not -Path): the same call on Windows
 # PowerShell 5.1 (the .NET Framework's csc through CodeDom) and pwsh 7
 # (Roslyn), which spec/real_pwsh/dsc/host_csharp5_spec.rb checks as C# 5.
-$script:HostSourcePath = Join-Path -Path $PSScriptRoot -ChildPath 'PwshlibHost.cs'
-$script:HostSource = [System.IO.File]::ReadAllText($script:HostSourcePath)
+# The parts (one job each, PwshlibHost.cs says which) are joined in this
+# order into one source: each keeps its using directives inside its
+# namespace block, so the joined text compiles as it is, and the cache key
+# below covers every part.
+$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
+$script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
+            [System.IO.File]::ReadAllText((Join-Path -Path $PSScriptRoot -ChildPath $name))
+        }))
 # Compiling takes seconds (about 4 s on pwsh 7, before the first call can
 # be answered); loading the same assembly takes about 0.1 s. So the
 # compiled assembly is kept in $AssemblyCache, named after a key (the

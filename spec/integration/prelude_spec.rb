@@ -15,7 +15,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   let(:manifest) do
     { name: 'chain', dsc_destinationpath: path, dsc_ensure: 'Present', dsc_contents: "it's here", validation_mode: 'property' }
   end
-  let(:prelude) { File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1')) }
+  let(:prelude) { PWSHLIB_PRELUDE }
   let(:vendored) { File.join(PWSHLIB_ROOT, 'spec/fixtures/modules/dscfixtures/lib/puppet_x/pwshlibfixturedsc/dsc_resources') }
   let(:module_path) { File.join(vendored, 'PwshlibFixtureDsc/PwshlibFixtureDsc.psd1') }
   let(:call) { "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '#{vendored}'\n" }

@@ -95,7 +95,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
 
     it 'has the documented shape: the prelude (helpers), then header, parameters and the call' do
       script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'set'))
-      prelude = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1'))
+      prelude = PWSHLIB_PRELUDE
       expect(script).to start_with(prelude)
       body = script.delete_prefix(prelude)
       expect(body).to start_with("$script:ErrorActionPreference = 'Stop'\n")
@@ -115,7 +115,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
 
     it 'embeds the shipped prelude verbatim' do
       script = provider.remove_secret_identifiers(script_for(:dsc_fixturefile, should, 'get'))
-      template = File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', 'invoke_dsc_resource_functions.ps1'))
+      template = PWSHLIB_PRELUDE
       expect(script).to include(template)
     end
   end

@@ -7,8 +7,33 @@ use std::sync::OnceLock;
 /// Get-result canonicalization and `Invoke-PwshlibDscResource` (the one DSC
 /// call and its JSON outcome). It only defines functions, so a host can
 /// define it once per session (docs/protocol.md, "Preludes").
-pub const FUNCTIONS: &str =
-    include_str!("../../../lib/templates/invoke_dsc_resource_functions.ps1");
+///
+/// One text from five files (lib/templates/dsc_prelude_*.ps1, one job
+/// each, each under the 600-line cap), in this order, joined by the blank
+/// line that separates two functions: values passed in, the
+/// Invoke-DscResource cmdlet's side (machine PSModulePath, run-as user),
+/// Get-result canonicalization, the direct path, the call itself.
+pub const FUNCTIONS: &str = concat!(
+    include_str!("../../../lib/templates/dsc_prelude_values.ps1"),
+    "\n",
+    include_str!("../../../lib/templates/dsc_prelude_cmdlet.ps1"),
+    "\n",
+    include_str!("../../../lib/templates/dsc_prelude_results.ps1"),
+    "\n",
+    include_str!("../../../lib/templates/dsc_prelude_direct.ps1"),
+    "\n",
+    include_str!("../../../lib/templates/dsc_prelude_call.ps1"),
+);
+
+/// The prelude's files, in [`FUNCTIONS`]' order, for the checks that read
+/// them by name.
+pub const PRELUDE_FILES: [&str; 5] = [
+    "dsc_prelude_values.ps1",
+    "dsc_prelude_cmdlet.ps1",
+    "dsc_prelude_results.ps1",
+    "dsc_prelude_direct.ps1",
+    "dsc_prelude_call.ps1",
+];
 
 /// The prelude every invocation script relies on (the functions template).
 pub const PRELUDE: &str = FUNCTIONS;
@@ -46,8 +71,9 @@ fn fnv1a_64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Every template with its file name, for the parse checks.
-pub const ALL: [(&str, &str); 1] = [("invoke_dsc_resource_functions.ps1", FUNCTIONS)];
+/// Every template with its file name, for the parse checks: the prelude
+/// whole (each file parses alone too: `tests/shipped_templates.rs`).
+pub const ALL: [(&str, &str); 1] = [("dsc_prelude_*.ps1", FUNCTIONS)];
 
 #[cfg(test)]
 mod tests {
@@ -122,6 +148,30 @@ mod tests {
                 line.matches('{').count().cast_signed() - line.matches('}').count().cast_signed();
         }
         assert_eq!(depth, 0);
+    }
+
+    /// Every prelude file in lib/templates is in the prelude, in order,
+    /// and nothing else is.
+    #[test]
+    fn the_prelude_is_its_files_joined_in_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
+        let texts: Vec<String> = PRELUDE_FILES
+            .iter()
+            .map(|name| std::fs::read_to_string(dir.join(name)).expect(name))
+            .collect();
+        assert_eq!(PRELUDE, texts.join("\n"));
+        let mut shipped: Vec<String> = std::fs::read_dir(&dir)
+            .expect("lib/templates")
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.starts_with("dsc_prelude_") && name.ends_with(".ps1"))
+            .collect();
+        shipped.sort();
+        let mut listed: Vec<String> = PRELUDE_FILES
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
+        listed.sort();
+        assert_eq!(shipped, listed);
     }
 
     #[test]

@@ -151,10 +151,15 @@ fn the_kitchen_sink_script_sets_and_gets() {
 fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     let templates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
     let read = |name: &str| std::fs::read_to_string(templates.join(name)).ok();
-    let Some(functions) = read("invoke_dsc_resource_functions.ps1") else {
+    let parts: Option<Vec<String>> = pwshlib_core::templates::PRELUDE_FILES
+        .iter()
+        .map(|name| read(name))
+        .collect();
+    let Some(parts) = parts else {
         eprintln!("the invocation templates are not in this tree yet; covered by the fixture");
         return;
     };
+    let functions = parts.join("\n");
     let code = format!(
         "{functions}$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n\
          $cred_1 = New-PsCredential -User 'bob' -Password 'pw'\n\

@@ -1,5 +1,5 @@
 //! The host script (lib/templates/host.ps1) and the C# it compiles
-//! (PwshlibHost.cs), which serves the protocol, checked as text against the
+//! (PwshlibHost*.cs), which serves the protocol, checked as text against the
 //! codec's constants. That every shipped template parses is checked with the
 //! templates (`ext/pwshlib_core/tests/shipped_templates.rs`).
 
@@ -13,9 +13,20 @@ fn templates_dir() -> PathBuf {
 }
 
 /// The host's C# (host.ps1 compiles it with Add-Type), which serves the
-/// protocol.
+/// protocol: every PwshlibHost*.cs file (host_script_semantics.rs checks
+/// that host.ps1 joins them all).
 fn host_source() -> String {
-    std::fs::read_to_string(templates_dir().join("PwshlibHost.cs")).unwrap()
+    let mut names: Vec<_> = std::fs::read_dir(templates_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("PwshlibHost") && name.ends_with(".cs"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|name| std::fs::read_to_string(templates_dir().join(name)).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! What lib/templates/host.ps1 and the C# host it compiles
-//! (lib/templates/PwshlibHost.cs) do for Windows PowerShell 5.1 and pwsh 7
+//! (lib/templates/PwshlibHost*.cs) do for Windows PowerShell 5.1 and pwsh 7
 //! (issue 10, items 1 to 7; issue 32, item 2). There is no PowerShell here,
 //! so these tests read the script through tree-sitter-powershell and the C#
 //! as text: each finds the function or method that must carry a fix and
@@ -16,10 +16,62 @@ fn host_script() -> String {
     std::fs::read_to_string(path).expect("lib/templates/host.ps1")
 }
 
-/// The C# of the host, which host.ps1 hands whole to Add-Type.
+/// The C# of the host, its files joined as host.ps1 joins them before it
+/// hands the text whole to Add-Type.
 fn host_source() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates/PwshlibHost.cs");
-    std::fs::read_to_string(path).expect("lib/templates/PwshlibHost.cs")
+    let templates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
+    host_source_names(&host_script())
+        .iter()
+        .map(|name| std::fs::read_to_string(templates.join(name)).expect(name))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The host's C# files, in the order host.ps1 reads them
+/// (`$script:HostSourceNames`).
+fn host_source_names(script: &str) -> Vec<String> {
+    let line = script
+        .lines()
+        .find_map(|line| line.strip_prefix("$script:HostSourceNames = @("))
+        .expect("host.ps1 names its C# files");
+    line.trim_end_matches(')')
+        .split(", ")
+        .map(|name| name.trim_matches('\'').to_owned())
+        .collect()
+}
+
+/// host.ps1 compiles every PwshlibHost*.cs shipped, each once, starting
+/// with PwshlibHost.cs (the one that says what each part does).
+#[test]
+fn the_host_compiles_every_part_of_its_csharp() {
+    let names = host_source_names(&host_script());
+    let templates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
+    let mut shipped: Vec<String> = std::fs::read_dir(templates)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("PwshlibHost") && name.ends_with(".cs"))
+        .collect();
+    shipped.sort();
+    let mut listed = names.clone();
+    listed.sort();
+    listed.dedup();
+    assert_eq!(listed, shipped);
+    assert_eq!(names.len(), shipped.len());
+    assert_eq!(names[0], "PwshlibHost.cs");
+    // Each part compiles on its own as the joined text does: its using
+    // directives are inside its namespace block, none before it.
+    for name in &names {
+        let text = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../lib/templates")
+                .join(name),
+        )
+        .unwrap();
+        assert!(
+            !text.lines().any(|line| line.starts_with("using ")),
+            "{name}: a using directive outside the namespace"
+        );
+    }
 }
 
 /// The C# member whose declaration line starts with `signature` (after
@@ -270,7 +322,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
         &lines(&member(&source, "public Session()")),
         "ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);",
     );
-    assert!(!member(&source, "public sealed class Server").contains("SetOut"));
+    assert!(!source.contains("SetOut"));
 }
 
 /// Item 3, the DSC side: a request with a prelude answers the pipeline

@@ -6,10 +6,11 @@
 # in -ReferenceDirectory (mscorlib, System, System.Core of .NET Framework
 # 4.7.2 and System.Management.Automation of PowerShell Standard 5.1).
 #
-# The source is the host's C# file (lib/templates/PwshlibHost.cs), whole:
-# host.ps1 reads it and hands its text to `Add-Type -TypeDefinition`, so it
-# is exactly the text Add-Type receives. -Append adds C# after it (the
-# tests' C# 6 probe).
+# The source is the host's C# files (lib/templates/PwshlibHost*.cs, given in
+# -Source in host.ps1's order, separated by the path separator), joined by a
+# newline as host.ps1 joins them before it hands the text to
+# `Add-Type -TypeDefinition`, so it is exactly the text Add-Type receives.
+# -Append adds C# after it (the tests' C# 6 probe).
 #
 # Prints one line of JSON: {"success": bool, "diagnostics": [...]}.
 param(
@@ -19,7 +20,8 @@ param(
 )
 $ErrorActionPreference = 'Stop'
 
-$Source = [System.IO.File]::ReadAllText($Source) + "`n" + $Append
+$Parts = foreach ($Path in $Source.Split([System.IO.Path]::PathSeparator)) { [System.IO.File]::ReadAllText($Path) }
+$Source = [string]::Join("`n", @($Parts)) + "`n" + $Append
 
 Add-Type -Path (Join-Path $PSHOME 'Microsoft.CodeAnalysis.dll')
 Add-Type -Path (Join-Path $PSHOME 'Microsoft.CodeAnalysis.CSharp.dll')

@@ -7,8 +7,8 @@ require 'open3'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 31, deliverable 4: the host's C# (lib/templates/PwshlibHost.cs, which
-# host.ps1 hands whole to Add-Type) compiles as Windows PowerShell 5.1's
+# Issue 31, deliverable 4: the host's C# (lib/templates/PwshlibHost*.cs, which
+# host.ps1 joins and hands whole to Add-Type) compiles as Windows PowerShell 5.1's
 # Add-Type would compile it (C# 5, warnings as errors, against the 5.1
 # reference assemblies), checked with the Roslyn inside the real pwsh by
 # compile_csharp5.ps1, and (issue 29, item 6) with Debian's mono-mcs.
@@ -22,7 +22,9 @@ module HostCSharp5
   ROOT = File.expand_path('../../..', __dir__)
   COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
   HOST_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host.ps1')
-  HOST_SOURCE = File.join(ROOT, 'lib', 'templates', 'PwshlibHost.cs')
+  # The host's C# files, in the order host.ps1 joins them ($script:HostSourceNames).
+  HOST_SOURCE_NAMES = File.read(HOST_SCRIPT)[/^\$script:HostSourceNames = @\((.*)\)$/, 1].to_s.scan(/'([^']+)'/).flatten
+  HOST_SOURCES = HOST_SOURCE_NAMES.map { |name| File.join(ROOT, 'lib', 'templates', name) }
   TOOLS = ENV['PWSHLIB_SHARED_TOOLS'] || File.expand_path('../shared/tools', ROOT)
   ARCHIVE = File.join(TOOLS, 'windows-powershell-5.1-refs.tar.xz')
 
@@ -52,14 +54,14 @@ module HostCSharp5
   # `append` after it.
   def compile(append = '')
     out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File', COMPILER,
-                                      '-Source', HOST_SOURCE, '-ReferenceDirectory', reference_directory,
+                                      '-Source', HOST_SOURCES.join(File::PATH_SEPARATOR), '-ReferenceDirectory', reference_directory,
                                       '-Append', append)
     raise "compile_csharp5.ps1 failed (#{status.exitstatus}): #{err}#{out}" unless status.success?
 
     JSON.parse(out.lines.last)
   end
 
-  # [success, output] of Debian's mono-mcs on the host's C# and `extra`
+  # [success, output] of Debian's mono-mcs on the host's C# files and `extra`
   # files: C# 5 (-langversion:5), warnings (level 4, as csc's default) as
   # errors, against the same 5.1 reference assemblies and nothing else
   # (-nostdlib, -noconfig: not Mono's own class library), so no stub of the
@@ -71,7 +73,7 @@ module HostCSharp5
     references = %w[mscorlib System System.Core System.Management.Automation].map { |name| "-r:#{File.join(reference_directory, name)}.dll" }
     Dir.mktmpdir('pwshlib-mcs') do |dir|
       out, status = Open3.capture2e(mcs, '-langversion:5', '-warnaserror+', '-warn:4', '-target:library', '-nostdlib', '-noconfig',
-                                    *references, "-out:#{File.join(dir, 'PwshlibHost.dll')}", HOST_SOURCE, *extra)
+                                    *references, "-out:#{File.join(dir, 'PwshlibHost.dll')}", *HOST_SOURCES, *extra)
       [status.success? && File.file?(File.join(dir, 'PwshlibHost.dll')), out]
     end
   end
@@ -102,14 +104,19 @@ module HostCSharp5
 
     # Two calls (issue 39): compiled into the assembly cache, or in memory
     # without one; both get the file whole.
-    it 'is the file host.ps1 hands whole to each Add-Type' do
+    it 'is the files host.ps1 joins and hands whole to each Add-Type' do
       script = File.read(HostCSharp5::HOST_SCRIPT)
       expect(script.scan(/^ *Add-Type -TypeDefinition .*$/).map(&:strip)).to eq(
         ['Add-Type -TypeDefinition $script:HostSource -Language CSharp -OutputAssembly $temporary -OutputType Library',
          'Add-Type -TypeDefinition $script:HostSource -Language CSharp']
       )
-      expect(script).to include("$script:HostSourcePath = Join-Path -Path $PSScriptRoot -ChildPath 'PwshlibHost.cs'")
-      expect(script).to include('$script:HostSource = [System.IO.File]::ReadAllText($script:HostSourcePath)')
+      expect(script).to include('$script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {')
+      # Every PwshlibHost*.cs file shipped, each once (the cache key hashes
+      # the joined text, so it covers them all).
+      shipped = Dir[File.join(HostCSharp5::ROOT, 'lib', 'templates', 'PwshlibHost*.cs')].map { |path| File.basename(path) }
+      expect(HostCSharp5::HOST_SOURCE_NAMES.first).to eq('PwshlibHost.cs')
+      expect(HostCSharp5::HOST_SOURCE_NAMES.sort).to eq(shipped.sort)
+      expect(HostCSharp5::HOST_SOURCE_NAMES.uniq.size).to eq(shipped.size)
     end
 
     it 'fails a C# 6 construct: the null-propagating operator' do

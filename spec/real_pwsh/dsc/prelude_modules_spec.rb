@@ -166,7 +166,7 @@ module PreludeModules
 
     describe 'item 9: a class-based module with several resources' do
       # The host runs prelude requests in two runspaces in turn
-      # (PwshlibHost.cs, preludeSlots), each with its own imports: calls in
+      # (PwshlibHost.Server.cs, preludeSlots), each with its own imports: calls in
       # pairs reach both with the same resource.
       def seen_in_pairs(manager, resources)
         resources.flat_map { |resource| Array.new(2) { dsc_call(manager, resource, counter_module).last['Seen'] } }

@@ -1,0 +1,443 @@
+// The host's C#, part 4 of 6 (PwshlibHost.cs lists the parts): the peer
+// check, sessions, and the host loop's connection and frames (Server).
+namespace PwshlibHost
+{
+    using System;
+    using System.Collections;
+    using System.Collections.Generic;
+    using System.Collections.ObjectModel;
+    using System.Diagnostics;
+    using System.Globalization;
+    using System.IO;
+    using System.Management.Automation;
+    using System.Management.Automation.Host;
+    using System.Management.Automation.Runspaces;
+    using System.Reflection;
+    using System.Security;
+    using System.Text;
+    using System.Threading;
+
+    // Who connected to the host's endpoint: the manager alone may (issue
+    // 41, item 10). The pipe's ACL admits every process of the agent's
+    // user, so when Puppet runs elevated but not as SYSTEM a
+    // medium-integrity process of that user could connect first and run
+    // code elevated. host.ps1 knows the manager's pid (-ParentPid, the
+    // Ruby process that started it and connects to it) and refuses any
+    // other client: it hangs up and waits on, and the manager, which
+    // retries while the one pipe instance is busy, connects next.
+    // * A named pipe: GetNamedPipeClientProcessId (kernel32, Vista and
+    //   later) on the server's handle gives the pid of the process that
+    //   opened the client end. .NET's NamedPipeServerStream has no managed
+    //   form of it (its GetImpersonationUserName is the user, not the
+    //   process), so it is called on SafePipeHandle, which derives from
+    //   SafeHandle: the marshaller keeps the handle alive for the call. A
+    //   failure to identify the client refuses it.
+    // * A Unix socket (Linux): getsockopt SO_PEERCRED (SOL_SOCKET 1,
+    //   SO_PEERCRED 17) gives struct ucred { pid_t pid; uid_t uid; gid_t
+    //   gid; }, the pid being the process that called connect(), recorded
+    //   by the kernel then. .NET 5+'s Socket.GetRawSocketOption does the
+    //   same but does not exist for Windows PowerShell 5.1's compiler, so
+    //   libc's getsockopt is declared (never called on Windows). Elsewhere
+    //   the socket's 0700 directory admits this user alone, as before.
+    public static class PeerCheck
+    {
+        [System.Runtime.InteropServices.DllImport("kernel32.dll", SetLastError = true)]
+        [return: System.Runtime.InteropServices.MarshalAs(System.Runtime.InteropServices.UnmanagedType.Bool)]
+        private static extern bool GetNamedPipeClientProcessId(System.Runtime.InteropServices.SafeHandle pipe, out uint clientProcessId);
+
+        [System.Runtime.InteropServices.DllImport("libc", SetLastError = true)]
+        private static extern int getsockopt(IntPtr socket, int level, int optionName, byte[] optionValue, ref uint optionLength);
+
+        private const int SolSocket = 1;
+        private const int SoPeerCred = 17;
+
+        // null when the connected pipe's client is the manager; else why it
+        // is refused.
+        public static string PipeClientRefusal(System.Runtime.InteropServices.SafeHandle pipe, int managerPid)
+        {
+            uint client;
+            if (!GetNamedPipeClientProcessId(pipe, out client))
+            {
+                return "the client could not be identified (error " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)client, managerPid);
+        }
+
+        // null when the accepted socket's peer is the manager; else why not.
+        public static string SocketPeerRefusal(IntPtr socket, int managerPid)
+        {
+            byte[] credentials = new byte[12];
+            uint length = (uint)credentials.Length;
+            if (getsockopt(socket, SolSocket, SoPeerCred, credentials, ref length) != 0 || length < 4)
+            {
+                return "the client could not be identified (errno " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
+            }
+            return Refusal((long)BitConverter.ToInt32(credentials, 0), managerPid);
+        }
+
+        private static string Refusal(long client, int managerPid)
+        {
+            if (client == managerPid) { return null; }
+            return "pid " + client.ToString(CultureInfo.InvariantCulture) + " is not the manager (pid " + managerPid.ToString(CultureInfo.InvariantCulture) + ")";
+        }
+    }
+
+    public sealed class ProtocolException : Exception
+    {
+        public ProtocolException(string message) : base(message) { }
+    }
+
+    // A runspace with a host of its own. Built from
+    // InitialSessionState.CreateDefault2(): on Windows PowerShell 5.1,
+    // RunspaceFactory.CreateRunspace() without a session state builds the
+    // runspace from the legacy RunspaceConfiguration, its
+    // InitialSessionState is null, and ResetRunspaceState() throws on every
+    // call. CreateDefault2 loads the core engine commands; other modules
+    // load on first use.
+    public sealed class Session
+    {
+        private readonly PwshlibPSHost psHost;
+        private readonly Runspace runspace;
+
+        public Session()
+        {
+            psHost = new PwshlibPSHost();
+            InitialSessionState state = InitialSessionState.CreateDefault2();
+            runspace = RunspaceFactory.CreateRunspace(psHost, state);
+            runspace.Open();
+            ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);
+        }
+
+        public PwshlibPSHost Host { get { return psHost; } }
+        public Runspace Runspace { get { return runspace; } }
+
+        // Ends the session. A runspace whose pipeline did not stop in time
+        // is left alone: disposing it would wait for that pipeline; it goes
+        // with the process.
+        public void Remove(bool abandon)
+        {
+            ConsoleRouter.Unregister(runspace.InstanceId);
+            if (abandon) { return; }
+            try { runspace.Dispose(); } catch (Exception) { }
+        }
+    }
+
+    // A place requests run in (one for plain requests, two used in turn
+    // for requests with a prelude): the session (null until built, or after it went), which
+    // prelude text is defined in it, and whether its reset after the last
+    // call in it is finished (Ready; the loop waits on it before the
+    // session runs anything, is replaced or closed).
+    internal sealed class Slot
+    {
+        public Session Session;
+        // The Server's preludeGeneration whose text is defined in Session;
+        // -1: none.
+        public int PreludeGeneration = -1;
+        public readonly ManualResetEvent Ready = new ManualResetEvent(true);
+        // Set by the worker when the reset failed: the session is not used
+        // again.
+        public volatile bool Broken;
+    }
+
+    // What a request left to do once its result is sent.
+    internal sealed class Outcome
+    {
+        public List<KeyValuePair<string, object>> Result;
+        // The session the code ran in (null when it did not run).
+        public Session Ran;
+        // The slot that holds that session.
+        public Slot Slot;
+        public bool ForPrelude;
+        // The session must go (the call failed, timed out, or left the
+        // runspace in another state than Opened).
+        public bool Rebuild;
+        // A timed-out call: its stop request and pipeline.
+        public IAsyncResult Stopping;
+        public PowerShell Pipeline;
+    }
+
+    // The host loop (docs/protocol.md): reads execute requests one at a
+    // time, runs each, answers, and only then does what the next request
+    // needs but the answer does not (the runspace reset, the environment
+    // and location restore, a rebuild after a failure or a timeout), before
+    // it reads that next request: the manager is answered as soon as the
+    // code is done, and the next request can never run before the cleanup
+    // of the one before it is finished (one thread does both, in order).
+    // Compiled C#, not PowerShell functions: per request the host runs no
+    // interpreted PowerShell of its own, only the request's code.
+    public sealed partial class Server
+    {
+        private const int ProtocolVersion = 1;
+        // The prelude mechanism this host offers in its hello.
+        private const int PreludeVersion = 1;
+        // The secret binding this host offers in its hello (a request's
+        // "secrets", bound by SecretValues before the code runs).
+        private const int SecretsVersion = 1;
+        // The DSC call as data this host offers in its hello (a request's
+        // "dsc", made by DscCall).
+        private const int DscVersion = 1;
+        private const int MaxFrameLength = 268435456;
+        // How host.ps1 got this assembly, told in the hello: "compiled"
+        // at this start, or "cached" (loaded from its assembly cache).
+        public static string AssemblySource = "compiled";
+        // Reading: strict UTF-8, invalid bytes throw instead of becoming
+        // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
+        // surrogates; nothing a call writes can end the host).
+        private static readonly UTF8Encoding StrictUtf8 = new UTF8Encoding(false, true);
+        private static readonly UTF8Encoding ReplacingUtf8 = new UTF8Encoding(false, false);
+
+        private Stream stream;
+        private readonly string hostScriptPath;
+        private readonly string homeDirectory;
+        private readonly bool homeHasWildcards;
+        private readonly int stopWaitMs;
+        private readonly StringComparer nameComparer;
+        private readonly Dictionary<string, string> environmentSnapshot;
+
+        // Two slots for requests with a prelude (the DSC calls of an agent
+        // run, see docs/protocol.md, "Preludes"), used in turn: while a call
+        // runs in one, the other's reset after the call before runs on a
+        // worker thread, off the critical path even when the manager sends
+        // each request the moment the previous reply arrives. Each slot's
+        // session has the prelude defined in it, and whatever a call loads
+        // per runspace (the DSC path's module cache) is loaded in each.
+        // Plain requests keep one slot: a function or module a plain call
+        // defines stays for the next plain call (ResetRunspaceState keeps
+        // the function table; callers of Pwsh::Manager#execute may rely on
+        // it), which a turn in another runspace would break. Their reset
+        // still runs on the worker, overlapping the read of the next request.
+        private readonly Slot[] plainSlots = new Slot[] { new Slot() };
+        private readonly Slot[] preludeSlots = new Slot[] { new Slot(), new Slot() };
+        private int plainNext;
+        private int preludeNext;
+        // The prelude this host session holds: its id and text, defined
+        // lazily in each prelude slot's session (generation: which text a
+        // session holds; a new text gives the slots new sessions).
+        private string preludeId;
+        private string preludeCode;
+        private int preludeGeneration;
+        // $HOME as a fresh runspace has it (ResetRunspaceState reads it from
+        // the process environment, which a call in the other slot may have
+        // changed while the reset runs; see Clean).
+        private string homeVariable;
+        // A timed-out pipeline was left running: it may still change the
+        // environment, which is then restored before the next call too.
+        private bool abandonedPipeline;
+        // Shows error records under a $ErrorView the code chose.
+        private readonly ErrorRenderer errorRenderer;
+
+        // homeDirectory: where every call starts when its request names no
+        // working directory (the ProviderPath of the directory the host
+        // started in). stopWaitMs: how long a timed-out call's Stop may take
+        // before its runspace is abandoned.
+        public Server(string hostScriptPath, string homeDirectory, int stopWaitMs, bool onWindows)
+        {
+            this.hostScriptPath = hostScriptPath;
+            this.homeDirectory = homeDirectory;
+            homeHasWildcards = WildcardPattern.ContainsWildcardCharacters(homeDirectory);
+            this.stopWaitMs = stopWaitMs;
+            // Environment names compare as the platform compares them.
+            nameComparer = onWindows ? StringComparer.OrdinalIgnoreCase : StringComparer.Ordinal;
+            environmentSnapshot = new Dictionary<string, string>(nameComparer);
+            foreach (System.Collections.DictionaryEntry entry in Environment.GetEnvironmentVariables())
+            {
+                environmentSnapshot[(string)entry.Key] = (string)entry.Value;
+            }
+            plainSlots[0].Session = new Session();
+            errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
+            homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
+        }
+
+        // Greets the manager on the connection's stream, then serves until
+        // exit, end of stream or a malformed frame. A broken connection
+        // throws (nothing is left to tell the manager).
+        public void Serve(Stream connection, string hostName, int processId)
+        {
+            stream = connection;
+            List<KeyValuePair<string, object>> hello = new List<KeyValuePair<string, object>>();
+            hello.Add(Field("type", "hello"));
+            hello.Add(Field("protocol", ProtocolVersion));
+            hello.Add(Field("pid", processId));
+            hello.Add(Field("host", hostName));
+            hello.Add(Field("prelude", PreludeVersion));
+            hello.Add(Field("secrets", SecretsVersion));
+            hello.Add(Field("assembly", AssemblySource));
+            hello.Add(Field("dsc", DscVersion));
+            WriteFrame(hello);
+            while (true)
+            {
+                Dictionary<string, object> message;
+                try
+                {
+                    message = ReadFrame();
+                }
+                catch (ProtocolException problem)
+                {
+                    WriteFrame(ErrorMessage(problem.Message));
+                    return;
+                }
+                if (message == null) { return; }
+                string type = Text(Get(message, "type"));
+                if (type == "exit") { return; }
+                if (type != "execute")
+                {
+                    WriteFrame(ErrorMessage("protocol error: unknown message type '" + type + "'"));
+                    return;
+                }
+                if (Get(message, "code") == null || Get(message, "timeout_ms") == null)
+                {
+                    WriteFrame(ErrorMessage("protocol error: execute needs code and timeout_ms"));
+                    return;
+                }
+                Outcome outcome = InvokeRequest(message);
+                // Echo the request's id, so the manager never takes this
+                // reply for another request's.
+                outcome.Result.Add(Field("id", Get(message, "id")));
+                WriteFrame(outcome.Result);
+                AfterReply(outcome);
+            }
+        }
+
+        // Ends every session (the host is leaving), each once its reset is
+        // done; one whose reset does not finish within the stop wait is left
+        // to go with the process.
+        public void Close()
+        {
+            foreach (Slot slot in new Slot[] { plainSlots[0], preludeSlots[0], preludeSlots[1] })
+            {
+                bool done = slot.Ready.WaitOne(stopWaitMs);
+                Drop(slot, !done);
+            }
+        }
+
+        // The slot's session goes (abandoned: not disposed, see
+        // Session.Remove). Only when its reset is not running.
+        private static void Drop(Slot slot, bool abandon)
+        {
+            if (slot.Session != null) { slot.Session.Remove(abandon); }
+            slot.Session = null;
+            slot.PreludeGeneration = -1;
+            slot.Broken = false;
+        }
+
+        private static KeyValuePair<string, object> Field(string name, object value)
+        {
+            return new KeyValuePair<string, object>(name, value);
+        }
+
+        private static List<KeyValuePair<string, object>> ErrorMessage(string text)
+        {
+            List<KeyValuePair<string, object>> message = new List<KeyValuePair<string, object>>();
+            message.Add(Field("type", "error"));
+            message.Add(Field("message", text));
+            return message;
+        }
+
+        private static object Get(Dictionary<string, object> message, string name)
+        {
+            object value;
+            if (message == null || !message.TryGetValue(name, out value)) { return null; }
+            return value;
+        }
+
+        // A field as text, as PowerShell's [string] cast gave it: null is "".
+        private static string Text(object value)
+        {
+            if (value == null) { return string.Empty; }
+            if (value is bool) { return (bool)value ? "True" : "False"; }
+            return Convert.ToString(value, CultureInfo.InvariantCulture);
+        }
+
+        // Reads exactly count bytes. Returns null if the stream ends before
+        // the first byte (only allowed between frames); throws if it ends in
+        // the middle. A large frame is read in chunks, so that a length that
+        // lies costs no more memory than the bytes that came.
+        private byte[] ReadExactly(int count, bool eofAllowed)
+        {
+            if (count <= 65536)
+            {
+                byte[] whole = new byte[count];
+                int got = 0;
+                while (got < count)
+                {
+                    int read = stream.Read(whole, got, count - got);
+                    if (read <= 0)
+                    {
+                        if (eofAllowed && got == 0) { return null; }
+                        throw EndedInside(got, count);
+                    }
+                    got += read;
+                }
+                return whole;
+            }
+            MemoryStream buffer = new MemoryStream();
+            byte[] chunk = new byte[65536];
+            while (buffer.Length < count)
+            {
+                int wanted = (int)Math.Min(chunk.Length, count - buffer.Length);
+                int read = stream.Read(chunk, 0, wanted);
+                if (read <= 0) { throw EndedInside(buffer.Length, count); }
+                buffer.Write(chunk, 0, read);
+            }
+            return buffer.ToArray();
+        }
+
+        private static ProtocolException EndedInside(long got, int count)
+        {
+            return new ProtocolException("protocol error: stream ended inside a frame (" + got.ToString(CultureInfo.InvariantCulture) + " of " + count.ToString(CultureInfo.InvariantCulture) + " bytes)");
+        }
+
+        // One frame: a 4-byte big-endian length, then that many bytes of
+        // UTF-8 JSON. Null means a clean end of stream.
+        private Dictionary<string, object> ReadFrame()
+        {
+            byte[] prefix = ReadExactly(4, true);
+            if (prefix == null) { return null; }
+            long length = ((long)prefix[0] << 24) | ((long)prefix[1] << 16) | ((long)prefix[2] << 8) | prefix[3];
+            if (length > MaxFrameLength)
+            {
+                throw new ProtocolException("protocol error: frame length " + length.ToString(CultureInfo.InvariantCulture) + " exceeds the maximum of " + MaxFrameLength.ToString(CultureInfo.InvariantCulture));
+            }
+            byte[] payload = ReadExactly((int)length, false);
+            string text;
+            try
+            {
+                text = StrictUtf8.GetString(payload);
+            }
+            catch (DecoderFallbackException)
+            {
+                throw new ProtocolException("protocol error: payload is not valid UTF-8");
+            }
+            object parsed;
+            try
+            {
+                parsed = Json.Parse(text);
+            }
+            catch (FormatException problem)
+            {
+                throw new ProtocolException("protocol error: payload is not valid JSON: " + problem.Message);
+            }
+            Dictionary<string, object> message = parsed as Dictionary<string, object>;
+            if (message == null || Get(message, "type") == null)
+            {
+                throw new ProtocolException("protocol error: payload is not a message object with a type");
+            }
+            return message;
+        }
+
+        // The length prefix and the payload in one write: one send, not two.
+        private void WriteFrame(List<KeyValuePair<string, object>> message)
+        {
+            string text = Json.Write(message);
+            int length = ReplacingUtf8.GetByteCount(text);
+            byte[] frame = new byte[length + 4];
+            frame[0] = (byte)(length >> 24);
+            frame[1] = (byte)(length >> 16);
+            frame[2] = (byte)(length >> 8);
+            frame[3] = (byte)length;
+            ReplacingUtf8.GetBytes(text, 0, text.Length, frame, 4);
+            stream.Write(frame, 0, frame.Length);
+            stream.Flush();
+        }
+    }
+}

@@ -1,0 +1,239 @@
+function Invoke-PwshlibDscCall {
+    # The call itself, directly or through Invoke-DscResource, with every
+    # stream the resource writes merged into its output in order: its
+    # warnings, verbose, debug, information and Write-Host lines are shown
+    # to the user (Write-PwshlibResult). The method of a resource reads the
+    # preference variables of its module, whose parent is the global
+    # scope, so they are set there for the call and put back after (tried
+    # on pwsh 7.6.9: Write-Verbose in a class method is captured so).
+    #
+    # $ErrorActionPreference likewise: the script's header sets it to Stop
+    # in the global scope (the host runs the script there), and a
+    # resource's module, its top-level code when it is imported and its
+    # classes all read it there. The LCM runs resources with Continue: a
+    # non-terminating error does not stop the resource, and on Windows
+    # PowerShell 5.1 (and 7.0, 7.1) a native program's stderr redirected
+    # with 2>$null is not made a terminating error (issue 41, item 1;
+    # tried on pwsh 7.6.9: a Get-TargetResource called here saw Stop).
+    # So the global value is Continue for the call, and our own code keeps
+    # Stop in this function's scope: the functions called from here
+    # (Resolve-PwshlibDscResource and its Import-Module, Invoke-PwshlibDirect)
+    # read it through their callers, a module's code never does, since its
+    # scopes end in the global one.
+    param([hashtable] $InvokeParams, [bool] $Direct, [hashtable] $Seen = @{}, [string] $VendoredPath, [bool] $Strict = $false)
+    $ErrorActionPreference = 'Stop'
+    $Saved = @($global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference)
+    try {
+        # Before the module is imported (its top-level code runs then), but
+        # the streams only for the call itself: an import's own verbose
+        # lines are not the resource's.
+        $global:ErrorActionPreference = 'Continue'
+        $Resolved = $null
+        if ($Direct) {
+            $Resolved = Resolve-PwshlibDscResource -InvokeParams $InvokeParams
+        }
+        $global:VerbosePreference = 'Continue'
+        $global:DebugPreference = 'Continue'
+        $global:InformationPreference = 'Continue'
+        $global:WarningPreference = 'Continue'
+        if ($null -ne $Resolved) {
+            & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen -Strict $Strict } *>&1
+        }
+        else {
+            if ($InvokeParams.Method -eq 'Get') {
+                $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
+            }
+            # -ErrorAction Stop (on Invoke-DscResource, in
+            # Invoke-PwshlibDscResourceCmdlet): an error of Invoke-DscResource
+            # itself (on 5.1, the LCM's report that the resource failed) ends
+            # the call as the global Stop used to; it is set in the scope of
+            # Invoke-DscResource, not of the resource.
+            & { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1
+        }
+    }
+    finally {
+        $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference = $Saved
+    }
+}
+
+function Split-PwshlibStreams {
+    # Separates the records of the merged streams of a call from its output:
+    # returns @{ Output = the values; Streams = @({kind; text}, ...) }.
+    param([object[]] $Items)
+    $Values = [System.Collections.Generic.List[object]]::new()
+    $Streams = [System.Collections.Generic.List[object]]::new()
+    foreach ($Item in $Items) {
+        $Kind = $null
+        $Text = $null
+        if ($Item -is [System.Management.Automation.WarningRecord]) { $Kind = 'warning'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.VerboseRecord]) { $Kind = 'verbose'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.DebugRecord]) { $Kind = 'debug'; $Text = $Item.Message }
+        elseif ($Item -is [System.Management.Automation.InformationRecord]) {
+            # Write-Host writes an information record tagged PSHOST.
+            $Kind = if ($Item.Tags -contains 'PSHOST') { 'host' } else { 'information' }
+            $Text = [string] $Item.MessageData
+        }
+        elseif ($Item -is [System.Management.Automation.ErrorRecord]) { $Kind = 'error'; $Text = $Item.ToString() }
+        if ($null -ne $Kind) {
+            $Streams.Add([ordered]@{ kind = $Kind; text = [string] $Text })
+        }
+        else {
+            $Values.Add($Item)
+        }
+    }
+    @{ Output = $Values; Streams = $Streams }
+}
+
+function Invoke-PwshlibDscResource {
+    # Runs the one DSC call that $InvokeParams describes and writes its
+    # outcome as a single line of compressed JSON, the only output the
+    # provider reads; when the resource wrote to its warning, verbose,
+    # debug or information streams (or Write-Host), a line of JSON with
+    # those records comes first ({"pwshlib_streams":[{kind,text}...]}).
+    # -VendoredPath (the resource's vendored folder, when known) is added
+    # to PSModulePath for the call (Add-PwshlibVendoredModulePath; for a
+    # call through the 5.1 LCM to the machine-level value as well,
+    # Invoke-PwshlibDscResourceCmdlet).
+    #
+    # The call is made directly (the class of the resource, or its
+    # <Method>-TargetResource function, loaded once per host runspace) unless
+    # -ThroughInvokeDscResource (PWSHLIB_DSC_DIRECT=0 for the agent), the
+    # resource runs as PsDscRunAsCredential on Windows PowerShell 5.1 (the
+    # LCM starts it as that account), -LcmUnlessSystem
+    # (PWSHLIB_DSC_DIRECT=system) on 5.1 in a host that is not SYSTEM, or it
+    # is not implemented in PowerShell files of its module (a binary
+    # resource on 5.1). A direct call on 5.1 in a host that is not SYSTEM
+    # adds a record {kind = 'identity'; text = the account} to the streams
+    # line: the provider warns once per run that resources no longer run as
+    # SYSTEM, as the LCM ran them (issue 41, item 5).
+    param(
+        [Parameter(Mandatory = $true)]
+        [hashtable] $InvokeParams,
+
+        [switch] $ThroughInvokeDscResource,
+
+        [switch] $LcmUnlessSystem,
+
+        [string] $VendoredPath
+    )
+    # Asked on 5.1 only: a function call per DSC call is not free, and on
+    # PowerShell 7 the answer is $null.
+    $PwshlibUser = if ($PSVersionTable.PSVersion.Major -le 5) { Get-PwshlibNonSystemUser } else { $null }
+    $PwshlibDirect = -not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential') -and -not ($LcmUnlessSystem -and $null -ne $PwshlibUser)
+    # The outcome of a Set, and of any failed Get or Set.
+    $Response = [ordered]@{
+        indesiredstate = $false
+        rebootrequired = $false
+        errormessage   = ''
+    }
+    $Streams = @()
+    # The output of the call and the records of its streams, collected as they
+    # come, so that what the resource wrote before it failed is shown too.
+    $Merged = [System.Collections.Generic.List[object]]::new()
+    # What the direct call saw of the resource (Invoke-PwshlibDirect).
+    $Seen = @{}
+    # On Windows PowerShell 5.1 as strict as its LCM, on 7 as lenient as
+    # PSDesiredStateConfiguration 2.x (issue 41, item 2): strict, a
+    # resource's non-terminating errors fail the call, and a script-based
+    # Test must return one boolean. $PwshlibDscStrict,
+    # when a script sets it, picks the branch (a test's switch: the
+    # real pwsh on Linux is 7).
+    $Strict = $PSVersionTable.PSVersion.Major -le 5
+    if ($null -ne $PwshlibDscStrict) {
+        $Strict = [bool] $PwshlibDscStrict
+    }
+    try {
+        if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
+            # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
+            # runs the resource in this process and cannot start it as the
+            # PsDscRunAsCredential account, as the 5.1 LCM did. It rejects
+            # the property with a message that does not say why; this one
+            # names the resource and the reason. Checked before the call,
+            # so nothing runs as the wrong account.
+            throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+        }
+        if (-not [string]::IsNullOrEmpty($VendoredPath)) {
+            Add-PwshlibVendoredModulePath -Path $VendoredPath
+        }
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct $PwshlibDirect -Seen $Seen -VendoredPath $VendoredPath -Strict $Strict | & { process { $Merged.Add($_) } }
+        $Split = Split-PwshlibStreams -Items $Merged.ToArray()
+        $Streams = @($Split.Streams)
+        if ($Strict) {
+            # The 5.1 LCM fails a resource that wrote to its error stream,
+            # even when it went on to return: "The PowerShell DSC resource
+            # '...' threw one or more non-terminating errors while running
+            # the Set-TargetResource functionality. These errors are logged
+            # to the ETW channel called Microsoft-Windows-DSC/Operational"
+            # (its message, as UKCloud's Azure Stack guide quotes it,
+            # azs-how-deploy-sql-template-powershell.md). There is no ETW
+            # channel here: the errors follow, and show at --debug too.
+            $Errors = @(foreach ($Record in $Split.Streams) { if ($Record.kind -eq 'error') { $Record.text } })
+            if ($Errors.Count -gt 0) {
+                throw "The PowerShell DSC resource '$($InvokeParams.Name)' threw one or more non-terminating errors while running the $($InvokeParams.Method)-TargetResource functionality: $($Errors -join ' ')"
+            }
+        }
+        $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
+        switch ($InvokeParams.Method) {
+            'Get' {
+                $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+                if ($Seen.GetReturnedThis) {
+                    # Read by the provider (GET_RETURNED_THIS), never a property.
+                    $PwshlibOutput['pwshlib_get_returned_this'] = $true
+                }
+            }
+            'Set' {
+                $Response.indesiredstate = $true
+                $Response.rebootrequired = [bool] $PwshlibResult.RebootRequired
+                $PwshlibOutput = $Response
+            }
+            'Test' {
+                $PwshlibOutput = [ordered]@{
+                    indesiredstate = [bool] $PwshlibResult.InDesiredState
+                    errormessage   = ''
+                }
+            }
+        }
+    }
+    catch {
+        $Streams = @((Split-PwshlibStreams -Items $Merged.ToArray()).Streams)
+        # A failure must never come back with an empty message: the provider
+        # tells success from failure by it. The exception of a class method
+        # arrives wrapped in a MethodInvocationException ("Exception calling
+        # Get ..."): the message the resource threw is the one inside.
+        $PwshlibException = $_.Exception
+        if ($PwshlibException -is [System.Management.Automation.MethodInvocationException] -and $null -ne $PwshlibException.InnerException) {
+            $PwshlibException = $PwshlibException.InnerException
+        }
+        $PwshlibMessage = $PwshlibException.Message
+        if ([string]::IsNullOrEmpty($PwshlibMessage)) {
+            $PwshlibMessage = "Invoke-DscResource failed: $_"
+        }
+        $Response.errormessage = $PwshlibMessage
+        if ($InvokeParams.Method -eq 'Test') {
+            $PwshlibOutput = [ordered]@{
+                indesiredstate = $false
+                errormessage   = $PwshlibMessage
+            }
+        }
+        else {
+            $PwshlibOutput = $Response
+        }
+    }
+    if ($PwshlibDirect -and $null -ne $PwshlibUser) {
+        $Streams = @([ordered]@{ kind = 'identity'; text = $PwshlibUser }) + @($Streams)
+    }
+    $Lines = [System.Collections.Generic.List[string]]::new()
+    if ($Streams.Count -gt 0) {
+        $Lines.Add((ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4))
+    }
+    $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
+    if ($null -ne ('PwshlibHost.SecretValues' -as [type])) {
+        # pwshlib's host reads the lines from this variable after the call
+        # (PwshlibHost.cs, DscOutputVariable): transcription records a
+        # pipeline's output, and a Get's result may hold what the system
+        # keeps secret. A variable's value is in no PowerShell log.
+        $global:PwshlibDscOutput = $Lines.ToArray()
+        return
+    }
+    $Lines.ToArray()
+}

@@ -1,0 +1,395 @@
+function Get-PwshlibDirectCache {
+    # What the direct path keeps for the life of the runspace: resolved
+    # resources and loaded modules. The host resets the runspace between
+    # calls (ResetRunspaceState clears every global variable, but keeps
+    # functions and imported modules: tried on pwsh 7.6.9), so the cache
+    # cannot be a global variable. It lives in the data slots of the AppDomain,
+    # keyed by the runspace: a runspace the host builds anew (after a failed
+    # call) starts with an empty cache, since the methods of a class-based
+    # resource belong to the runspace that defined its class.
+    $Key = 'pwshlib.direct.' + [runspace]::DefaultRunspace.InstanceId
+    $Cache = [System.AppDomain]::CurrentDomain.GetData($Key)
+    if ($null -eq $Cache) {
+        $Cache = @{ Modules = @{}; Resources = @{} }
+        [System.AppDomain]::CurrentDomain.SetData($Key, $Cache)
+    }
+    $Cache
+}
+
+function Get-PwshlibFileStamp {
+    # When the files a resource was loaded from last changed: a module
+    # changed on disk is loaded again.
+    param([string[]] $Path)
+    $Stamp = 0
+    foreach ($File in $Path) {
+        $Ticks = [System.IO.File]::GetLastWriteTimeUtc($File).Ticks
+        if ($Ticks -gt $Stamp) { $Stamp = $Ticks }
+    }
+    $Stamp
+}
+
+function Find-PwshlibDscModule {
+    # The manifest (.psd1) that -ModuleName of Invoke-DscResource names: a
+    # path to it (script-based resources), or a name (class-based ones)
+    # found on PSModulePath, where Invoke-PwshlibDscResource has put the
+    # vendored folder, as <name>/<version>/<name>.psd1 or <name>/<name>.psd1.
+    # With a RequiredVersion, only that version. $null when not found: the
+    # caller falls back to Invoke-DscResource, whose error says why.
+    param($ModuleName)
+    $Name = $ModuleName
+    $Version = $null
+    if ($ModuleName -is [System.Collections.IDictionary]) {
+        $Name = [string] $ModuleName.ModuleName
+        $Version = $ModuleName.RequiredVersion
+    }
+    if ([string]::IsNullOrEmpty($Name)) {
+        return $null
+    }
+    $Candidates = @()
+    if ($Name.EndsWith('.psd1', [System.StringComparison]::OrdinalIgnoreCase)) {
+        $Candidates = @($Name)
+    }
+    else {
+        # An entry holding '"', '<', '>', '|' or a control character is
+        # skipped (issue 41, item 8): .NET Framework's Path.Combine checks
+        # each argument with Path.CheckInvalidPathChars (PathInternal.
+        # HasIllegalCharacters: those characters, code 0 to 31) and throws
+        # "Illegal characters in path.", so on Windows PowerShell 5.1 one
+        # such entry would fail every call that looks a module up by name.
+        # No module can be found under such a folder on Windows anyway.
+        # .NET Core (PowerShell 7) no longer checks: skipped the same.
+        foreach ($Entry in "$env:PSModulePath".Split([System.IO.Path]::PathSeparator)) {
+            if ([string]::IsNullOrEmpty($Entry) -or $Entry -match '["<>|\x00-\x1f]') { continue }
+            if ($null -ne $Version) {
+                $Candidates += [System.IO.Path]::Combine($Entry, $Name, [string] $Version, "$Name.psd1")
+            }
+            $Candidates += [System.IO.Path]::Combine($Entry, $Name, "$Name.psd1")
+        }
+    }
+    foreach ($Candidate in $Candidates) {
+        if (-not [System.IO.File]::Exists($Candidate)) { continue }
+        $Data = Import-PowerShellDataFile -LiteralPath $Candidate
+        if ($null -ne $Version -and [version] $Data.ModuleVersion -ne [version] $Version) { continue }
+        return [pscustomobject]@{
+            Manifest = [System.IO.Path]::GetFullPath($Candidate)
+            Base     = [System.IO.Path]::GetDirectoryName([System.IO.Path]::GetFullPath($Candidate))
+            Data     = $Data
+        }
+    }
+    $null
+}
+
+function Get-PwshlibDscModuleIndex {
+    # Which resources a module implements in PowerShell files, read once
+    # per runspace (and again when its manifest changes): the
+    # [DscResource()] classes of its root module, by the syntax tree of the module
+    # tree as Get-DscResource reads it, and its script-based resources,
+    # DSCResources/<Class>/<Class>.psm1 by the FriendlyName of
+    # <Class>.schema.mof (or the class name when it has none). And, so that
+    # a call can say why nothing runs them (issue 41, item 11), the ones it
+    # does not: Binary, a schema.mof with no .psm1 beside it (a resource
+    # compiled into an assembly), and Composite, DSCResources/<Name>/
+    # <Name>.schema.psm1 (a configuration, which no Invoke-DscResource runs).
+    param($Module)
+    $Cache = Get-PwshlibDirectCache
+    $Stamp = Get-PwshlibFileStamp -Path $Module.Manifest
+    $Index = $Cache.Modules[$Module.Manifest]
+    if ($null -ne $Index -and $Index.Stamp -eq $Stamp) {
+        return $Index
+    }
+    $Classes = @{}
+    $Root = $null
+    if (-not [string]::IsNullOrEmpty($Module.Data.RootModule)) {
+        $Root = [System.IO.Path]::Combine($Module.Base, [string] $Module.Data.RootModule)
+        if ($Root.EndsWith('.psm1', [System.StringComparison]::OrdinalIgnoreCase) -and [System.IO.File]::Exists($Root)) {
+            $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
+            $Found = $Ast.FindAll({
+                    param($Node)
+                    $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
+                    @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
+                }, $true)
+            foreach ($Class in $Found) { $Classes[$Class.Name] = $Root }
+        }
+    }
+    $Scripts = @{}
+    $Binary = @{}
+    $Composite = @{}
+    $Folder = [System.IO.Path]::Combine($Module.Base, 'DSCResources')
+    if ([System.IO.Directory]::Exists($Folder)) {
+        foreach ($Schema in [System.IO.Directory]::GetFiles($Folder, '*.schema.mof', [System.IO.SearchOption]::AllDirectories)) {
+            $ClassName = [System.IO.Path]::GetFileName($Schema) -replace '\.schema\.mof$', ''
+            $Psm1 = [System.IO.Path]::Combine([System.IO.Path]::GetDirectoryName($Schema), "$ClassName.psm1")
+            $Friendly = $ClassName
+            if ([System.IO.File]::ReadAllText($Schema) -match 'FriendlyName\s*\(\s*"([^"]+)"\s*\)') {
+                $Friendly = $Matches[1]
+            }
+            $Found = if ([System.IO.File]::Exists($Psm1)) { $Scripts } else { $Binary }
+            $Found[$Friendly] = $Psm1
+            if (-not $Found.ContainsKey($ClassName)) { $Found[$ClassName] = $Psm1 }
+        }
+        foreach ($Configuration in [System.IO.Directory]::GetFiles($Folder, '*.schema.psm1', [System.IO.SearchOption]::AllDirectories)) {
+            $Composite[[System.IO.Path]::GetFileName($Configuration) -replace '\.schema\.psm1$', ''] = $Configuration
+        }
+    }
+    $Index = @{ Stamp = $Stamp; Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite }
+    $Cache.Modules[$Module.Manifest] = $Index
+    $Index
+}
+
+function Import-PwshlibDscModule {
+    # The module of a directly called resource (its manifest, or a script
+    # resource's .psm1), imported once per runspace and module file (issue
+    # 41, item 9): every resource of a module shares the one import, so its
+    # top-level code runs once and its $script: state lasts, as in one LCM
+    # process. Imported again (-Force) only when $Files change on disk;
+    # -Force the first time too, so that a copy imported before (by
+    # Invoke-DscResource) is read afresh.
+    #
+    # -Scope Local (issue 41, item 7), as PSDesiredStateConfiguration 2.x
+    # imports a resource's module: what the module exports goes into this
+    # function's scope and is gone when it returns, so a module exporting
+    # a function named as one of the prelude's (New-PsCredential, say)
+    # cannot replace it for the rest of the host's life, as -Global let it
+    # (tried on pwsh 7.6.9). The calls need no exported name: the class is
+    # looked up in the module's own scope, the functions through the
+    # module object's ExportedCommands.
+    param([string] $Path, [string[]] $Files)
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.Imported) { $Cache.Imported = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Files
+    $Entry = $Cache.Imported[$Path]
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
+        return $Entry
+    }
+    $Loaded = Import-Module -Name $Path -Force -PassThru -Scope Local -Verbose:$false
+    $Entry = @{ Module = $Loaded; Stamp = $Stamp }
+    $Cache.Imported[$Path] = $Entry
+    $Entry
+}
+
+function Resolve-PwshlibDscResource {
+    # The resource that $InvokeParams names, loaded and ready to call:
+    # @{ Kind = 'Class'; Type } or @{ Kind = 'Script'; Module }. Resolved
+    # and loaded once per runspace; loaded again when its files change on
+    # disk. $null when it is not implemented in PowerShell files this
+    # module holds (a binary or composite resource, a module not found):
+    # the caller then calls Invoke-DscResource.
+    param([hashtable] $InvokeParams)
+    $Cache = Get-PwshlibDirectCache
+    $Version = if ($InvokeParams.ModuleName -is [System.Collections.IDictionary]) { $InvokeParams.ModuleName.RequiredVersion } else { '' }
+    $ModuleText = if ($InvokeParams.ModuleName -is [System.Collections.IDictionary]) { $InvokeParams.ModuleName.ModuleName } else { $InvokeParams.ModuleName }
+    $Key = "$($InvokeParams.Name)|$ModuleText|$Version|$env:PSModulePath"
+    $Entry = $Cache.Resources[$Key]
+    if ($null -ne $Entry -and (Get-PwshlibFileStamp -Path $Entry.Files) -eq $Entry.Stamp) {
+        return $Entry
+    }
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) {
+        return $null
+    }
+    $Index = Get-PwshlibDscModuleIndex -Module $Module
+    $Name = [string] $InvokeParams.Name
+    if ($Index.Classes.ContainsKey($Name)) {
+        $Files = @($Module.Manifest, $Index.Classes[$Name])
+        $Loaded = Import-PwshlibDscModule -Path $Module.Manifest -Files $Files
+        # The class looked up in the scope of the module. `using module`
+        # would not do: a second `using module` of a file that changed
+        # still gives the class first defined from it (tried on pwsh 7.6.9).
+        $Type = & $Loaded.Module ([scriptblock]::Create("[$Name]"))
+        $Entry = @{ Kind = 'Class'; Type = $Type; Files = $Files; Stamp = $Loaded.Stamp }
+    }
+    elseif ($Index.Scripts.ContainsKey($Name)) {
+        $Psm1 = $Index.Scripts[$Name]
+        $Files = @($Psm1)
+        $Loaded = Import-PwshlibDscModule -Path $Psm1 -Files $Files
+        $Entry = @{ Kind = 'Script'; Module = $Loaded.Module; Files = $Files; Stamp = $Loaded.Stamp }
+    }
+    elseif ($Index.Composite.ContainsKey($Name)) {
+        # Neither the LCM's Invoke-DscResource nor PSDesiredStateConfiguration
+        # 2.x's runs a composite resource (a configuration made of other
+        # resources, with no Get, Set or Test of its own): both run one
+        # method of one resource.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a composite resource (a configuration of other resources): Invoke-DscResource runs no composite resource, on Windows PowerShell 5.1 or PowerShell 7, so nothing can run it here. Declare the resources it is made of instead."
+    }
+    elseif ($Index.Binary.ContainsKey($Name) -and $PSVersionTable.PSVersion.Major -gt 5) {
+        # PSDesiredStateConfiguration 2.x runs only resources implemented in
+        # PowerShell: its Invoke-DscResource "no longer supports invoking
+        # WMI DSC resources" (the notes of its documentation), and pwsh has
+        # no LCM to hand one to.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a binary resource (not implemented in PowerShell): PowerShell $($PSVersionTable.PSVersion) cannot run it (PSDesiredStateConfiguration 2.x runs only resources written in PowerShell). Run it with Windows PowerShell 5.1, whose LCM runs it through Invoke-DscResource (with the LCM's RefreshMode set to Disabled)."
+    }
+    else {
+        return $null
+    }
+    $Cache.Resources[$Key] = $Entry
+    $Entry
+}
+
+function ConvertFrom-PwshlibCimValue {
+    # A value for a property of a class-based resource called directly:
+    # on Windows PowerShell 5.1 the script makes embedded instances CIM
+    # instances (for the LCM), which PowerShell cannot convert to the
+    # nested class of the resource, while a hashtable converts (each key set as
+    # a property). So a CIM instance becomes a hashtable of its properties,
+    # and an MSFT_Credential a PSCredential, as the LCM gives them to the
+    # class. On PowerShell 7 the values are hashtables already.
+    param($Value)
+    if ($Value -is [Microsoft.Management.Infrastructure.CimInstance]) {
+        if ($Value.CimSystemProperties.ClassName -eq 'MSFT_Credential') {
+            # Through the host's compiled code where it runs, before any
+            # member is read: no command or function receives the password
+            # as a string (module logging).
+            $Builder = 'PwshlibHost.SecretValues' -as [type]
+            if ($null -ne $Builder) {
+                return $Builder::CredentialOf($Value)
+            }
+            $Table = @{}
+            foreach ($Property in $Value.CimInstanceProperties) {
+                $Table[$Property.Name] = $Property.Value
+            }
+            return New-PsCredential -User $Table.UserName -Password $Table.Password
+        }
+        $Table = @{}
+        foreach ($Property in $Value.CimInstanceProperties) {
+            $Table[$Property.Name] = ConvertFrom-PwshlibCimValue -Value $Property.Value
+        }
+        return $Table
+    }
+    if ($Value -is [array]) {
+        return , @(foreach ($Item in $Value) { ConvertFrom-PwshlibCimValue -Value $Item })
+    }
+    $Value
+}
+
+function Get-PwshlibGetTargetResourceParameter {
+    # The names of the parameters Get-TargetResource declares in a script
+    # resource's .psm1, read from its syntax tree (the module is not
+    # imported: Invoke-DscResource does that), once per runspace and again
+    # when the file changes. $null when the file defines no such function.
+    param([string] $Path)
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.GetParameters) { $Cache.GetParameters = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Path
+    $Entry = $Cache.GetParameters[$Path]
+    # The comma keeps the set a set on the way out (a returned collection
+    # is enumerated: one name would come back a string).
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) {
+        return , $Entry.Names
+    }
+    $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref] $null, [ref] $null)
+    $Function = $Ast.Find({
+            param($Node)
+            $Node -is [System.Management.Automation.Language.FunctionDefinitionAst] -and $Node.Name -eq 'Get-TargetResource'
+        }, $true)
+    $Names = $null
+    if ($null -ne $Function) {
+        # Case-insensitive, as PowerShell binds parameters.
+        $Names = [System.Collections.Generic.HashSet[string]]::new([System.StringComparer]::OrdinalIgnoreCase)
+        $Parameters = if ($null -ne $Function.Body.ParamBlock) { $Function.Body.ParamBlock.Parameters } else { $Function.Parameters }
+        foreach ($Parameter in $Parameters) { [void] $Names.Add($Parameter.Name.VariablePath.UserPath) }
+    }
+    $Cache.GetParameters[$Path] = @{ Stamp = $Stamp; Names = $Names }
+    , $Names
+}
+
+function Select-PwshlibGetTargetResourceProperty {
+    # $InvokeParams of a Get through Invoke-DscResource, its Property kept,
+    # for a script-based resource, to the parameters its Get-TargetResource
+    # declares (and PsDscRunAsCredential, which the engine takes itself).
+    # A Get carries the desired state (docs/behavior.md section 4, "Parameters"),
+    # and PSDesiredStateConfiguration 2.0.7 splats -Property on
+    # Get-TargetResource unfiltered, so a name it does not declare would
+    # fail the call (PowerShell/DSC#260); DSC v3's adapter, the LCM and the
+    # direct path (Invoke-PwshlibDirect) pass the declared ones only. As
+    # given for a class-based resource, or one not found in PowerShell
+    # files of its module.
+    param([hashtable] $InvokeParams)
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) { return $InvokeParams }
+    $Psm1 = (Get-PwshlibDscModuleIndex -Module $Module).Scripts[[string] $InvokeParams.Name]
+    if ($null -eq $Psm1) { return $InvokeParams }
+    $Declared = Get-PwshlibGetTargetResourceParameter -Path $Psm1
+    if ($null -eq $Declared) { return $InvokeParams }
+    $Property = @{}
+    foreach ($Key in $InvokeParams.Property.Keys) {
+        if ($Key -eq 'PsDscRunAsCredential' -or $Declared.Contains($Key)) { $Property[$Key] = $InvokeParams.Property[$Key] }
+    }
+    $Selected = $InvokeParams.Clone()
+    $Selected.Property = $Property
+    $Selected
+}
+
+function Invoke-PwshlibDirect {
+    # Calls the method of the resolved resource as Invoke-DscResource would, and
+    # returns what Invoke-DscResource returns: Get the result of the resource,
+    # Test an object with InDesiredState, Set one with RebootRequired.
+    # $Seen.GetReturnedThis is set when a class's Get() returned the very
+    # instance it was called on (`return $this`): its properties are the
+    # desired values assigned below unless Get() read them, so the
+    # provider judges that resource by its Test (docs/behavior.md section 3
+    # "insync?"). [object]::ReferenceEquals sees the same object through
+    # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
+    param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{}, [bool] $Strict = $false)
+    $Method = [string] $InvokeParams.Method
+    $Property = $InvokeParams.Property
+    # Reset before the call, read after Set: a resource asks for a reboot
+    # by setting it to 1 (as the LCM and PSDesiredStateConfiguration 2.x
+    # read it).
+    $global:DSCMachineStatus = $null
+    if ($Resolved.Kind -eq 'Class') {
+        $Resource = $Resolved.Type::new()
+        foreach ($Key in $Property.Keys) {
+            $Value = $Property[$Key]
+            # ConvertFrom-PwshlibCimValue changes CIM instances and arrays
+            # only: other values skip the call.
+            if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -or $Value -is [array]) {
+                $Value = ConvertFrom-PwshlibCimValue -Value $Value
+            }
+            $Resource.$Key = $Value
+        }
+        switch ($Method) {
+            'Get' {
+                $Result = $Resource.Get()
+                $Seen.GetReturnedThis = [object]::ReferenceEquals($Result, $Resource)
+                return $Result
+            }
+            'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
+            'Set' {
+                $Resource.Set()
+                return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
+            }
+        }
+    }
+    $Command = $Resolved.Module.ExportedCommands["$Method-TargetResource"]
+    if ($null -eq $Command) {
+        throw "The DSC resource '$($InvokeParams.Name)' has no $Method-TargetResource function"
+    }
+    # Only the parameters the function declares, as the LCM and
+    # PSDesiredStateConfiguration pass them: Get-TargetResource declares
+    # the keys and mandatory properties only.
+    $Arguments = @{}
+    foreach ($Key in $Property.Keys) {
+        if ($Command.Parameters.ContainsKey($Key)) { $Arguments[$Key] = $Property[$Key] }
+    }
+    switch ($Method) {
+        'Get' { return & $Command @Arguments }
+        'Test' {
+            $Output = @(& $Command @Arguments)
+            if ($Strict -and -not ($Output.Count -eq 1 -and $Output[0] -is [bool])) {
+                # The 5.1 LCM takes the one boolean the function returns
+                # (ResourceTest's InDesiredState is a boolean, its MOF
+                # says) and refuses anything else; PowerShell 7's
+                # PSDesiredStateConfiguration 2.x casts what it gets, as
+                # the lenient branch below does. The types only, never
+                # the values: the output may hold anything.
+                $Types = @(foreach ($Item in $Output) { if ($null -eq $Item) { 'null' } else { $Item.GetType().Name } })
+                throw "The DSC resource '$($InvokeParams.Name)' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
+            }
+            return [pscustomobject]@{ InDesiredState = [bool] ($Output | Select-Object -Last 1) }
+        }
+        'Set' {
+            & $Command @Arguments | Out-Null
+            return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
+        }
+    }
+}
