@@ -8,7 +8,7 @@ use pwshlib_core::lifecycle;
 use pwshlib_core::redact;
 use pwshlib_core::Map;
 
-use super::lifecycle_methods::{insync_to_ruby, option_hash_arg, resource_arg};
+use super::lifecycle_methods::{insync_to_ruby, option_hash_arg, option_result_arg, resource_arg};
 use super::session::Session;
 use super::DscBaseProvider;
 use crate::convert::{from_ruby, hash_arg, map_to_ruby, symbol};
@@ -145,11 +145,7 @@ pub(super) fn set_result(
     let provider = Session::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let data = if data.is_nil() {
-        None
-    } else {
-        Some(from_ruby(ruby, data, "result")?)
-    };
+    let data = option_result_arg(ruby, data)?;
     lifecycle::set_result(&provider, &name, &name_hash, data.as_ref())
 }
 
@@ -177,11 +173,7 @@ pub(super) fn test_result(
 ) -> BindingResult<RValue> {
     let provider = Session::new(ruby, rb_self, context)?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let data = if data.is_nil() {
-        None
-    } else {
-        Some(from_ruby(ruby, data, "result")?)
-    };
+    let data = option_result_arg(ruby, data)?;
     insync_to_ruby(
         ruby,
         &lifecycle::test_result(&provider, &name_hash, data.as_ref()),

@@ -133,6 +133,16 @@ pub(super) fn option_hash_arg(
     }
 }
 
+/// A DSC call's answer handed back by the spine: nil (the call failed) or
+/// its data.
+pub(super) fn option_result_arg(ruby: &Ruby, value: RValue) -> BindingResult<Option<Value>> {
+    if value.is_nil() {
+        Ok(None)
+    } else {
+        from_ruby(ruby, value, "result").map(Some)
+    }
+}
+
 /// The identity of a resource hash from its namevars alone, None when it
 /// is not a hash or one does not convert.
 fn identity_in(ruby: &Ruby, typedef: &TypeDef, resource: RValue) -> Option<Identity> {
@@ -358,11 +368,7 @@ fn get_result(
 ) -> BindingResult<RValue> {
     let provider = Session::new(ruby, rb_self, context)?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let data = if data.is_nil() {
-        None
-    } else {
-        Some(from_ruby(ruby, data, "result")?)
-    };
+    let data = option_result_arg(ruby, data)?;
     match lifecycle::get_result(&provider, &name_hash, data)? {
         Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
         None => Ok(nil(ruby)),
