@@ -1,4 +1,4 @@
-// The host's C#, part 3 of 6 (PwshlibHost.cs lists the parts): DSC calls
+// The host's C#, part 3 of 8 (PwshlibHost.cs lists the parts): DSC calls
 // as data (DscCall) and secrets bound as variables (SecretValues).
 namespace PwshlibHost
 {
@@ -17,7 +17,15 @@ namespace PwshlibHost
     using System.Text;
     using System.Threading;
 
-    // A malformed frame: the host answers with an error frame and leaves.
+    // A DSC call as data, read: $InvokeParams's values and the arguments of
+    // Invoke-PwshlibDscResource.
+    public sealed class DscRequest
+    {
+        public Hashtable InvokeParams;
+        public bool ThroughInvokeDscResource;
+        public string VendoredPath;
+    }
+
     // A DSC call as data (docs/protocol.md, "DSC calls as data"; issue
     // 39): the manager sends the resource, the method, the module and the
     // properties, each value typed as the same literal of the script
@@ -36,12 +44,13 @@ namespace PwshlibHost
         // line, with its optional parameters splatted.
         public const string Script = "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams @PwshlibDscArguments\n";
 
-        // Sets $InvokeParams and $PwshlibDscArguments in the runspace (after
-        // the secrets, which the values may name); returns the code to run.
-        public static string Bind(Runspace runspace, object data)
+        // The request's dsc object read into the values of $InvokeParams
+        // (after the secrets, which the values may name).
+        public static DscRequest Read(Runspace runspace, object data)
         {
             Dictionary<string, object> call = data as Dictionary<string, object>;
             if (call == null) { throw new FormatException("protocol error: the request's dsc must be an object"); }
+            DscRequest request = new DscRequest();
             Hashtable invokeParams = NewTable();
             invokeParams["Name"] = Text(call, "name");
             invokeParams["Method"] = Text(call, "method");
@@ -50,13 +59,20 @@ namespace PwshlibHost
             invokeParams["Property"] = Table(runspace, properties);
             if (!call.ContainsKey("module")) { throw new FormatException("protocol error: the request's dsc has no module"); }
             invokeParams["ModuleName"] = Value(runspace, call["module"]);
+            request.InvokeParams = invokeParams;
+            request.ThroughInvokeDscResource = Member(call, "through_invoke_dsc_resource") is bool && (bool)Member(call, "through_invoke_dsc_resource");
+            if (Member(call, "vendored_path") != null) { request.VendoredPath = Text(call, "vendored_path"); }
+            return request;
+        }
+
+        // Sets $InvokeParams and $PwshlibDscArguments in the runspace for
+        // the prelude's Invoke-PwshlibDscResource; returns the code to run.
+        public static string Bind(Runspace runspace, DscRequest request)
+        {
             Hashtable arguments = NewTable();
-            if (Member(call, "through_invoke_dsc_resource") is bool && (bool)Member(call, "through_invoke_dsc_resource"))
-            {
-                arguments["ThroughInvokeDscResource"] = true;
-            }
-            if (Member(call, "vendored_path") != null) { arguments["VendoredPath"] = Text(call, "vendored_path"); }
-            runspace.SessionStateProxy.SetVariable("InvokeParams", invokeParams);
+            if (request.ThroughInvokeDscResource) { arguments["ThroughInvokeDscResource"] = true; }
+            if (request.VendoredPath != null) { arguments["VendoredPath"] = request.VendoredPath; }
+            runspace.SessionStateProxy.SetVariable("InvokeParams", request.InvokeParams);
             runspace.SessionStateProxy.SetVariable("PwshlibDscArguments", arguments);
             return Script;
         }

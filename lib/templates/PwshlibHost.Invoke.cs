@@ -1,4 +1,4 @@
-// The host's C#, part 6 of 6 (PwshlibHost.cs lists the parts): Server
+// The host's C#, part 8 of 8 (PwshlibHost.cs lists the parts): Server
 // running one request in a runspace, and the result it answers.
 namespace PwshlibHost
 {
@@ -61,15 +61,19 @@ namespace PwshlibHost
                 SecretValues.Bind(runspace, Get(request, "secrets"));
                 string code = Text(Get(request, "code"));
                 object dsc = Get(request, "dsc");
+                DirectCall direct = null;
                 if (dsc != null)
                 {
                     if (!forPrelude) { throw new FormatException("protocol error: a DSC call as data needs a prelude"); }
-                    code = DscCall.Bind(runspace, dsc);
+                    DscRequest call = DscCall.Read(runspace, dsc);
+                    direct = DirectDsc.Prepare(runspace, call);
+                    if (direct == null) { code = DscCall.Bind(runspace, call); }
                 }
 
                 ps = PowerShell.Create();
                 ps.Runspace = runspace;
-                ps.AddScript(code);
+                if (direct != null) { DirectDsc.AddTo(direct, ps, runspace); }
+                else { ps.AddScript(code); }
                 if (!forPrelude)
                 {
                     // Module-qualified, so that a user's own function
@@ -122,9 +126,19 @@ namespace PwshlibHost
                 }
                 catch (Exception problem)
                 {
-                    errorMessage = FailureText(problem);
-                    exitCode = 1;
-                    outcome.Rebuild = true;
+                    if (direct != null)
+                    {
+                        // The resource failed: the call's outcome says so,
+                        // as the prelude's catch does, and the runspace
+                        // stays.
+                        direct.Failure = problem;
+                    }
+                    else
+                    {
+                        errorMessage = FailureText(problem);
+                        exitCode = 1;
+                        outcome.Rebuild = true;
+                    }
                 }
                 if (runspace.RunspaceStateInfo.State != RunspaceState.Opened)
                 {
@@ -149,7 +163,12 @@ namespace PwshlibHost
                 string hostText = psHost.TakeOutput();
                 string stdout;
                 string native = null;
-                if (forPrelude)
+                if (direct != null)
+                {
+                    stdout = OutLines(DirectDsc.Finish(direct, runspace, output), null);
+                    native = hostText;
+                }
+                else if (forPrelude)
                 {
                     // The DSC prelude leaves its lines in a variable rather
                     // than the pipeline, which transcription records.

@@ -1,4 +1,4 @@
-// The host's C#, part 2 of 6 (PwshlibHost.cs lists the parts): the JSON
+// The host's C#, part 2 of 8 (PwshlibHost.cs lists the parts): the JSON
 // the frames carry.
 namespace PwshlibHost
 {
@@ -200,7 +200,8 @@ namespace PwshlibHost
         }
 
         // Writes a message: an ordered list of fields whose values are
-        // null, string, bool, int, long, string[] or another message.
+        // null, string, bool, int, long, string[], a List<object> of these
+        // or another message.
         public static string Write(List<KeyValuePair<string, object>> message)
         {
             StringBuilder text = new StringBuilder(256);
@@ -229,6 +230,18 @@ namespace PwshlibHost
                 text.Append(']');
                 return;
             }
+            List<object> list = value as List<object>;
+            if (list != null)
+            {
+                text.Append('[');
+                for (int i = 0; i < list.Count; i++)
+                {
+                    if (i > 0) { text.Append(','); }
+                    WriteValue(text, list[i]);
+                }
+                text.Append(']');
+                return;
+            }
             List<KeyValuePair<string, object>> fields = value as List<KeyValuePair<string, object>>;
             if (fields != null)
             {
@@ -249,7 +262,7 @@ namespace PwshlibHost
         // A UTF-16 surrogate without its partner (a resource that cut a
         // string in half) becomes U+FFFD: a strict JSON reader refuses an
         // escaped lone surrogate, and the frame's UTF-8 could not hold it.
-        private static void WriteString(StringBuilder text, string value)
+        internal static void WriteString(StringBuilder text, string value)
         {
             text.Append('"');
             for (int i = 0; i < value.Length; i++)

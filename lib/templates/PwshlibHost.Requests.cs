@@ -1,4 +1,4 @@
-// The host's C#, part 5 of 6 (PwshlibHost.cs lists the parts): Server's
+// The host's C#, part 7 of 8 (PwshlibHost.cs lists the parts): Server's
 // runspace slots, cleanup after each reply, the environment and the
 // prelude.
 namespace PwshlibHost

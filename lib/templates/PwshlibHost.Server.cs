@@ -1,4 +1,4 @@
-// The host's C#, part 4 of 6 (PwshlibHost.cs lists the parts): the peer
+// The host's C#, part 6 of 8 (PwshlibHost.cs lists the parts): the peer
 // check, sessions, and the host loop's connection and frames (Server).
 namespace PwshlibHost
 {

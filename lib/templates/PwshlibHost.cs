@@ -6,7 +6,7 @@
 // spec/real_pwsh/dsc/host_csharp5_spec.rb compiles these files as C# 5
 // against the 5.1 reference assemblies with warnings as errors.
 //
-// It is six files, one job each, which host.ps1 reads in this order and
+// It is eight files, one job each, which host.ps1 reads in this order and
 // joins into one source (each file's using directives are inside its
 // namespace block, so the joined text is valid C# as it is):
 // * PwshlibHost.cs (this file): the PowerShell host and the output it
@@ -15,6 +15,10 @@
 // * PwshlibHost.Json.cs: the JSON the frames carry;
 // * PwshlibHost.Dsc.cs: DSC calls as data (DscCall) and secrets bound as
 //   variables (SecretValues);
+// * PwshlibHost.Direct.cs: a DSC call made in compiled code once the
+//   prelude has resolved its resource (DirectDsc);
+// * PwshlibHost.DirectResult.cs: a Get's result written as JSON in
+//   compiled code (DirectResult);
 // * PwshlibHost.Server.cs: the peer check, sessions, and the host loop's
 //   connection and frames (Server);
 // * PwshlibHost.Requests.cs: Server's runspace slots, cleanup after each

@@ -58,7 +58,7 @@ $script:StopWaitMs = 500
 # order into one source: each keeps its using directives inside its
 # namespace block, so the joined text compiles as it is, and the cache key
 # below covers every part.
-$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
+$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
 $script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
             [System.IO.File]::ReadAllText((Join-Path -Path $PSScriptRoot -ChildPath $name))
         }))

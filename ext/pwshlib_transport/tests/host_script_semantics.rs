@@ -334,11 +334,18 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let dsc = position(&invoke, "string hostText = psHost.TakeOutput();");
     assert_eq!(
-        invoke[dsc + 1..dsc + 21],
+        invoke[dsc + 1..dsc + 26],
         [
             "string stdout;",
             "string native = null;",
-            "if (forPrelude)",
+            // Issue 39: a call made in compiled code (DirectDsc) answers
+            // the lines Finish writes, the prelude's variable otherwise.
+            "if (direct != null)",
+            "{",
+            "stdout = OutLines(DirectDsc.Finish(direct, runspace, output), null);",
+            "native = hostText;",
+            "}",
+            "else if (forPrelude)",
             "{",
             // Issue 38: the DSC prelude's lines come from a variable, not
             // the pipeline, whose output transcription records.
@@ -503,8 +510,14 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(timed_out[1].contains("forPrelude ? null : NonEmpty(written)"));
     assert_eq!(timed_out[reply + 1], "return outcome;");
     assert!(!source.contains(".Stop()") && !script.contains(".Stop()"));
+    // A failed call's runspace goes, but for a resource that threw in a
+    // call made in compiled code: that is the call's answer, as the
+    // prelude's catch makes it, and the runspace stays (issue 39).
     let failed = position(&invoke, "ps.EndInvoke(running);");
-    assert!(invoke[failed..failed + 8].contains(&"outcome.Rebuild = true;".to_owned()));
+    let handled = &invoke[failed..failed + 14];
+    let compiled = position(handled, "direct.Failure = problem;");
+    let rebuilt = position(handled, "outcome.Rebuild = true;");
+    assert!(compiled < rebuilt && handled[compiled + 2] == "else");
 }
 
 /// The session is rebuilt, or reset, after the result is sent (issue 31,
@@ -621,7 +634,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     );
     // Every string written goes through WriteString, which replaces a lone
     // surrogate with U+FFFD.
-    let string = member(&source, "private static void WriteString(");
+    let string = member(&source, "internal static void WriteString(");
     assert_eq!(string.matches("text.Append('\\uFFFD');").count(), 2);
     let value = lines(&member(&source, "private static void WriteValue("));
     position(&value, "if (s != null) { WriteString(text, s); return; }");
@@ -632,7 +645,11 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // (docs/protocol.md, "DSC calls as data").
     let dsc_call = member(&source, "public static class DscCall");
     assert!(dsc_call.contains("case \"datetime\":"));
-    let outside = source.replace(&dsc_call, "");
+    // DirectResult writes a DateTime of a Get's result as its ISO text
+    // (as ConvertTo-PwshlibCanonicalValue does), and makes none.
+    let result = member(&source, "internal static class DirectResult");
+    assert!(!result.contains("typeof(DateTime)") && !result.contains("DateTime.Parse"));
+    let outside = source.replace(&dsc_call, "").replace(&result, "");
     assert!(!lines(&outside).join("\n").contains("DateTime"));
     let cmdlet = regex::Regex::new(r"(?i)ConvertFrom-Json\b").unwrap();
     assert!(!cmdlet.is_match(&lines(&script).join("\n")));

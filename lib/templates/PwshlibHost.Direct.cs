@@ -1,0 +1,401 @@
+// The host's C#, part 4 of 8 (PwshlibHost.cs lists the parts): a DSC call
+// as data made in compiled code (DirectDsc) once the prelude has resolved
+// its resource in the runspace.
+namespace PwshlibHost
+{
+    using System;
+    using System.Collections;
+    using System.Collections.Generic;
+    using System.Collections.Specialized;
+    using System.Globalization;
+    using System.IO;
+    using System.Management.Automation;
+    using System.Management.Automation.Runspaces;
+    using System.Runtime.CompilerServices;
+    using System.Text;
+    using System.Threading;
+
+    // A direct DSC call, prepared by DirectDsc.Prepare and ended by
+    // DirectDsc.Finish.
+    public sealed class DirectCall
+    {
+        internal string Name;
+        internal string Method;
+        internal bool Strict;
+        // The account a direct call on Windows PowerShell 5.1 runs as, when
+        // it is not SYSTEM (the identity record); null otherwise.
+        internal string Identity;
+        internal bool IsClass;
+        internal string Script;
+        internal object[] Arguments;
+        internal Hashtable Seen = new Hashtable(StringComparer.OrdinalIgnoreCase);
+        internal object[] Saved;
+        // What the call threw (the host sets it from EndInvoke).
+        public Exception Failure;
+    }
+
+    // The calls after the first of each resource in a runspace (issue 39):
+    // what the prelude's Invoke-PwshlibDscResource does per call, in
+    // compiled code, so that a call runs one small constant script around
+    // the resource's own method instead of some fifteen interpreted
+    // prelude functions (2.7 ms of a warm in-sync Get on pwsh 7.6.9,
+    // bench/support/direct_dsc_breakdown.ps1).
+    //
+    // Only what the prelude has already resolved and loaded runs here: the
+    // resource's entry in the prelude's own cache (Get-PwshlibDirectCache,
+    // an AppDomain data slot keyed by the runspace), its files unchanged.
+    // Everything else (the first call of a resource in a runspace, a module
+    // changed on disk, a call through Invoke-DscResource, a run-as
+    // credential, Windows PowerShell 5.1 before the prelude has learnt the
+    // host's account, a result whose JSON only PowerShell writes alike) goes
+    // the prelude's way, which stays the definition of what a call does;
+    // spec/real_pwsh/dsc/direct_compiled_spec.rb holds the two to the same
+    // answers.
+    //
+    // The resource's method still runs in PowerShell, from one constant
+    // script per kind and method (parsed once per process: PowerShell caches
+    // a script's compiled form by its text), so that its streams, errors,
+    // preference variables and $this are what the prelude gave it.
+    public static class DirectDsc
+    {
+        // How many calls ran here since the process started (a test reads
+        // it through a plain request: one AppDomain).
+        private static long calls;
+
+        public static long Calls
+        {
+            get { return Interlocked.Read(ref calls); }
+        }
+
+        // $ErrorActionPreference Stop in the script's own scope only: a
+        // resource's module reads the global Continue (issue 41, item 1).
+        private const string ClassGet = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibResult = $PwshlibResource.Get()\n$PwshlibSeen.GetReturnedThis = [object]::ReferenceEquals($PwshlibResult, $PwshlibResource)\nreturn $PwshlibResult\n";
+        private const string ClassTest = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibSeen.InDesiredState = [bool] $PwshlibResource.Test()\n";
+        private const string ClassSet = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibResource.Set()\n";
+        private const string ScriptCall = "param($PwshlibCommand, $PwshlibArguments)\n$ErrorActionPreference = 'Stop'\n& $PwshlibCommand @PwshlibArguments\n";
+
+        private static readonly string[] Preferences = new string[] { "ErrorActionPreference", "VerbosePreference", "DebugPreference", "InformationPreference", "WarningPreference" };
+
+        // The functions of a script resource's module, by method: a
+        // module's ExportedCommands is a new dictionary at each read.
+        private static readonly ConditionalWeakTable<PSModuleInfo, Dictionary<string, ScriptMethod>> scriptMethods = new ConditionalWeakTable<PSModuleInfo, Dictionary<string, ScriptMethod>>();
+
+        private static int psMajor;
+
+        private sealed class ScriptMethod
+        {
+            internal CommandInfo Command;
+            internal HashSet<string> Parameters;
+        }
+
+        // The call, or null when it goes the prelude's way. Never throws:
+        // whatever it cannot tell is the prelude's to tell.
+        public static DirectCall Prepare(Runspace runspace, DscRequest request)
+        {
+            try
+            {
+                return TryPrepare(runspace, request);
+            }
+            catch (Exception)
+            {
+                return null;
+            }
+        }
+
+        private static DirectCall TryPrepare(Runspace runspace, DscRequest request)
+        {
+            if (request.ThroughInvokeDscResource || request.InvokeParams == null) { return null; }
+            string name = request.InvokeParams["Name"] as string;
+            string method = request.InvokeParams["Method"] as string;
+            Hashtable property = request.InvokeParams["Property"] as Hashtable;
+            if (name == null || property == null || property.ContainsKey("PsDscRunAsCredential")) { return null; }
+            if (method != "Get" && method != "Test" && method != "Set") { return null; }
+            int major = Major(runspace);
+            string identity = null;
+            if (major <= 5)
+            {
+                // What the prelude's first call learns once per process
+                // (Get-PwshlibNonSystemUser, Clear-PwshlibStaleModulePath).
+                identity = AppDomain.CurrentDomain.GetData("pwshlib.identity") as string;
+                if (identity == null || AppDomain.CurrentDomain.GetData("pwshlib.modulepath.cleared") == null) { return null; }
+                if (identity.Length == 0) { identity = null; }
+            }
+            string modulePath = WithVendoredPath(Environment.GetEnvironmentVariable("PSModulePath"), request.VendoredPath);
+            Hashtable entry = CachedEntry(runspace, request.InvokeParams, name, modulePath);
+            if (entry == null) { return null; }
+            DirectCall call = new DirectCall();
+            call.Name = name;
+            call.Method = method;
+            call.Identity = identity;
+            call.Strict = major <= 5;
+            object strict = runspace.SessionStateProxy.GetVariable("PwshlibDscStrict");
+            if (strict != null) { call.Strict = LanguagePrimitives.IsTrue(strict); }
+            string kind = Unwrap(entry["Kind"]) as string;
+            if (kind == "Class")
+            {
+                Type type = Unwrap(entry["Type"]) as Type;
+                if (type == null) { return null; }
+                call.IsClass = true;
+                call.Script = method == "Get" ? ClassGet : (method == "Test" ? ClassTest : ClassSet);
+                call.Arguments = new object[] { type, property, call.Seen };
+            }
+            else if (kind == "Script")
+            {
+                PSModuleInfo module = Unwrap(entry["Module"]) as PSModuleInfo;
+                if (module == null) { return null; }
+                ScriptMethod target = MethodOf(module, method);
+                if (target == null) { return null; }
+                // Only the parameters the function declares, as the LCM and
+                // PSDesiredStateConfiguration pass them (Invoke-PwshlibDirect).
+                Hashtable arguments = new Hashtable(StringComparer.OrdinalIgnoreCase);
+                foreach (DictionaryEntry pair in property)
+                {
+                    string key = pair.Key as string;
+                    if (key != null && target.Parameters.Contains(key)) { arguments[key] = pair.Value; }
+                }
+                call.Script = ScriptCall;
+                call.Arguments = new object[] { target.Command, arguments };
+            }
+            else
+            {
+                return null;
+            }
+            if (!string.Equals(modulePath, Environment.GetEnvironmentVariable("PSModulePath"), StringComparison.Ordinal))
+            {
+                // Add-PwshlibVendoredModulePath's change: the host puts the
+                // environment back after the reply.
+                Environment.SetEnvironmentVariable("PSModulePath", modulePath);
+            }
+            return call;
+        }
+
+        // The major version of the PowerShell running the host.
+        private static int Major(Runspace runspace)
+        {
+            if (psMajor == 0)
+            {
+                Hashtable table = Unwrap(runspace.SessionStateProxy.GetVariable("PSVersionTable")) as Hashtable;
+                object version = table == null ? null : Unwrap(table["PSVersion"]);
+                object major = version == null ? null : PSObject.AsPSObject(version).Properties["Major"].Value;
+                psMajor = Convert.ToInt32(major, CultureInfo.InvariantCulture);
+            }
+            return psMajor;
+        }
+
+        // $env:PSModulePath as Add-PwshlibVendoredModulePath leaves it.
+        internal static string WithVendoredPath(string current, string path)
+        {
+            if (string.IsNullOrEmpty(path)) { return current; }
+            char separator = Path.PathSeparator;
+            if (Path.DirectorySeparatorChar == '\\') { path = path.Replace('/', '\\'); }
+            string wanted = path.TrimEnd('\\', '/');
+            foreach (string entry in (current ?? string.Empty).Split(separator))
+            {
+                // -eq: without regard to case, in the invariant culture.
+                if (string.Equals(entry.TrimEnd('\\', '/'), wanted, StringComparison.InvariantCultureIgnoreCase)) { return current; }
+            }
+            return string.IsNullOrEmpty(current) ? path : current + separator + path;
+        }
+
+        // The prelude's entry for the resource (Resolve-PwshlibDscResource's
+        // key, with its files unchanged since it was loaded), or null.
+        private static Hashtable CachedEntry(Runspace runspace, Hashtable invokeParams, string name, string modulePath)
+        {
+            Hashtable cache = Unwrap(AppDomain.CurrentDomain.GetData("pwshlib.direct." + runspace.InstanceId.ToString())) as Hashtable;
+            Hashtable resources = cache == null ? null : Unwrap(cache["Resources"]) as Hashtable;
+            if (resources == null) { return null; }
+            object moduleName = Unwrap(invokeParams["ModuleName"]);
+            IDictionary specification = moduleName as IDictionary;
+            object moduleText = specification != null ? Unwrap(specification["ModuleName"]) : moduleName;
+            object version = specification != null ? Unwrap(specification["RequiredVersion"]) : null;
+            if (!(moduleText is string) || !(version == null || version is string)) { return null; }
+            string key = name + "|" + (string)moduleText + "|" + ((string)version ?? string.Empty) + "|" + (modulePath ?? string.Empty);
+            Hashtable entry = Unwrap(resources[key]) as Hashtable;
+            if (entry == null) { return null; }
+            object[] files = Unwrap(entry["Files"]) as object[];
+            if (files == null) { return null; }
+            long stamp = 0;
+            foreach (object file in files)
+            {
+                string path = Unwrap(file) as string;
+                if (path == null) { return null; }
+                long ticks = File.GetLastWriteTimeUtc(path).Ticks;
+                if (ticks > stamp) { stamp = ticks; }
+            }
+            object kept = Unwrap(entry["Stamp"]);
+            if (kept == null || Convert.ToInt64(kept, CultureInfo.InvariantCulture) != stamp) { return null; }
+            return entry;
+        }
+
+        private static ScriptMethod MethodOf(PSModuleInfo module, string method)
+        {
+            Dictionary<string, ScriptMethod> methods = scriptMethods.GetValue(module, delegate(PSModuleInfo unused) { return new Dictionary<string, ScriptMethod>(); });
+            lock (methods)
+            {
+                ScriptMethod found;
+                if (methods.TryGetValue(method, out found)) { return found; }
+                CommandInfo command;
+                if (!module.ExportedCommands.TryGetValue(method + "-TargetResource", out command) || command == null) { return null; }
+                found = new ScriptMethod();
+                found.Command = command;
+                found.Parameters = new HashSet<string>(command.Parameters.Keys, StringComparer.OrdinalIgnoreCase);
+                methods[method] = found;
+                return found;
+            }
+        }
+
+        // The call's script, its streams merged into its output in order (as
+        // the prelude's *>&1), and the preference variables the resource
+        // reads set in the global scope for the call (Invoke-PwshlibDscCall).
+        public static void AddTo(DirectCall call, PowerShell ps, Runspace runspace)
+        {
+            call.Saved = new object[Preferences.Length];
+            for (int i = 0; i < Preferences.Length; i++)
+            {
+                call.Saved[i] = runspace.SessionStateProxy.GetVariable(Preferences[i]);
+                runspace.SessionStateProxy.SetVariable(Preferences[i], ActionPreference.Continue);
+            }
+            // A resource asks for a reboot by setting it to 1.
+            runspace.SessionStateProxy.SetVariable("DSCMachineStatus", null);
+            ps.AddScript(call.Script, true);
+            foreach (object argument in call.Arguments) { ps.AddArgument(argument); }
+            ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
+            Interlocked.Increment(ref calls);
+        }
+
+        // The lines Invoke-PwshlibDscResource would have left: the streams
+        // line when the resource wrote to a stream, then the outcome.
+        public static string[] Finish(DirectCall call, Runspace runspace, PSDataCollection<PSObject> output)
+        {
+            object machineStatus = runspace.SessionStateProxy.GetVariable("DSCMachineStatus");
+            for (int i = 0; i < Preferences.Length; i++)
+            {
+                runspace.SessionStateProxy.SetVariable(Preferences[i], call.Saved[i]);
+            }
+            List<object> values = new List<object>();
+            List<object> streams = new List<object>();
+            if (call.Identity != null) { streams.Add(StreamRecord("identity", call.Identity)); }
+            List<string> errors = Split(output, values, streams);
+            string outcome;
+            try
+            {
+                if (call.Failure != null) { throw call.Failure; }
+                if (call.Strict && errors.Count > 0)
+                {
+                    throw new InvalidOperationException("The PowerShell DSC resource '" + call.Name + "' threw one or more non-terminating errors while running the " + call.Method + "-TargetResource functionality: " + string.Join(" ", errors.ToArray()));
+                }
+                outcome = Outcome(call, runspace, values, machineStatus);
+            }
+            catch (Exception problem)
+            {
+                outcome = Failed(call, problem);
+            }
+            List<string> lines = new List<string>();
+            if (streams.Count > 0)
+            {
+                List<KeyValuePair<string, object>> line = new List<KeyValuePair<string, object>>();
+                line.Add(new KeyValuePair<string, object>("pwshlib_streams", streams));
+                lines.Add(Json.Write(line));
+            }
+            lines.Add(outcome);
+            return lines.ToArray();
+        }
+
+        private static List<KeyValuePair<string, object>> StreamRecord(string kind, string text)
+        {
+            List<KeyValuePair<string, object>> record = new List<KeyValuePair<string, object>>();
+            record.Add(new KeyValuePair<string, object>("kind", kind));
+            record.Add(new KeyValuePair<string, object>("text", text ?? string.Empty));
+            return record;
+        }
+
+        // Split-PwshlibStreams: the records of the merged streams apart from
+        // the values. Returns the text of the error records.
+        private static List<string> Split(PSDataCollection<PSObject> output, List<object> values, List<object> streams)
+        {
+            List<string> errors = new List<string>();
+            foreach (PSObject item in output)
+            {
+                object value = item == null ? null : item.BaseObject;
+                string kind = null;
+                string text = null;
+                if (value is WarningRecord) { kind = "warning"; text = ((WarningRecord)value).Message; }
+                else if (value is VerboseRecord) { kind = "verbose"; text = ((VerboseRecord)value).Message; }
+                else if (value is DebugRecord) { kind = "debug"; text = ((DebugRecord)value).Message; }
+                else if (value is InformationRecord)
+                {
+                    InformationRecord information = (InformationRecord)value;
+                    // Write-Host writes an information record tagged PSHOST.
+                    kind = information.Tags.Contains("PSHOST") ? "host" : "information";
+                    text = (string)LanguagePrimitives.ConvertTo(information.MessageData, typeof(string), CultureInfo.InvariantCulture);
+                }
+                else if (value is ErrorRecord) { kind = "error"; text = value.ToString(); errors.Add(text); }
+                if (kind != null) { streams.Add(StreamRecord(kind, text)); }
+                else { values.Add(item); }
+            }
+            return errors;
+        }
+
+        private static string Outcome(DirectCall call, Runspace runspace, List<object> values, object machineStatus)
+        {
+            List<KeyValuePair<string, object>> outcome = new List<KeyValuePair<string, object>>();
+            if (call.Method == "Set")
+            {
+                outcome.Add(new KeyValuePair<string, object>("indesiredstate", true));
+                outcome.Add(new KeyValuePair<string, object>("rebootrequired", machineStatus != null && LanguagePrimitives.Equals(machineStatus, 1, true, CultureInfo.InvariantCulture)));
+                outcome.Add(new KeyValuePair<string, object>("errormessage", string.Empty));
+                return Json.Write(outcome);
+            }
+            if (call.Method == "Test")
+            {
+                bool inDesiredState;
+                if (call.IsClass)
+                {
+                    inDesiredState = LanguagePrimitives.IsTrue(call.Seen["InDesiredState"]);
+                }
+                else
+                {
+                    if (call.Strict && !(values.Count == 1 && Unwrap(values[0]) is bool))
+                    {
+                        List<string> types = new List<string>();
+                        foreach (object value in values) { types.Add(Unwrap(value) == null ? "null" : Unwrap(value).GetType().Name); }
+                        throw new InvalidOperationException("The DSC resource '" + call.Name + "' returned " + values.Count.ToString(CultureInfo.InvariantCulture) + " value(s) from Test-TargetResource (" + string.Join(", ", types.ToArray()) + "), not one boolean: Windows PowerShell 5.1 takes exactly one $true or $false, as its LCM did.");
+                    }
+                    inDesiredState = values.Count > 0 && LanguagePrimitives.IsTrue(values[values.Count - 1]);
+                }
+                outcome.Add(new KeyValuePair<string, object>("indesiredstate", inDesiredState));
+                outcome.Add(new KeyValuePair<string, object>("errormessage", string.Empty));
+                return Json.Write(outcome);
+            }
+            object result = values.Count > 0 ? values[values.Count - 1] : null;
+            bool returnedThis = LanguagePrimitives.IsTrue(call.Seen["GetReturnedThis"]);
+            string written = DirectResult.Write(result, returnedThis);
+            return written ?? DirectResult.WriteInPowerShell(runspace, result, returnedThis);
+        }
+
+        // The outcome of a failed call, as the prelude's catch writes it.
+        private static string Failed(DirectCall call, Exception problem)
+        {
+            Exception exception = problem;
+            if (exception is MethodInvocationException && exception.InnerException != null) { exception = exception.InnerException; }
+            string message = exception.Message;
+            if (string.IsNullOrEmpty(message))
+            {
+                IContainsErrorRecord holder = problem as IContainsErrorRecord;
+                message = "Invoke-DscResource failed: " + (holder != null && holder.ErrorRecord != null ? holder.ErrorRecord.ToString() : problem.ToString());
+            }
+            List<KeyValuePair<string, object>> outcome = new List<KeyValuePair<string, object>>();
+            outcome.Add(new KeyValuePair<string, object>("indesiredstate", false));
+            if (call.Method != "Test") { outcome.Add(new KeyValuePair<string, object>("rebootrequired", false)); }
+            outcome.Add(new KeyValuePair<string, object>("errormessage", message));
+            return Json.Write(outcome);
+        }
+
+        internal static object Unwrap(object value)
+        {
+            PSObject wrapped = value as PSObject;
+            if (wrapped != null && !(wrapped.BaseObject is PSCustomObject)) { return wrapped.BaseObject; }
+            return value;
+        }
+    }
+}

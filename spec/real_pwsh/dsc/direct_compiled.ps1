@@ -1,0 +1,81 @@
+# Runs each DSC call of -Cases twice in one runspace of pwshlib's host code,
+# as the host does: through the prelude's Invoke-PwshlibDscResource (which
+# also resolves and loads the resource), then through the compiled
+# DirectDsc (PwshlibHost.Direct.cs), and prints one line of JSON with both
+# answers per call, for direct_compiled_spec.rb to compare. The runspace is
+# reset after every call (ResetRunspaceState), as the host resets it after
+# each reply. -Cases: a JSON file, a list of {resource, method, module,
+# property, strict}; a property value {"credential": [user, password]} is
+# a PSCredential.
+param(
+    [Parameter(Mandatory = $true)] [string] $Templates,
+    [Parameter(Mandatory = $true)] [string] $Cases
+)
+$ErrorActionPreference = 'Stop'
+$Names = [regex]::Matches([IO.File]::ReadAllText((Join-Path $Templates 'host.ps1')), "'(PwshlibHost[A-Za-z.]*\.cs)'") | ForEach-Object { $_.Groups[1].Value } | Select-Object -Unique
+Add-Type -TypeDefinition ([string]::Join("`n", @(foreach ($Name in $Names) { [IO.File]::ReadAllText((Join-Path $Templates $Name)) })))
+$Prelude = [string]::Join('', @(foreach ($Part in 'values', 'cmdlet', 'results', 'direct', 'call') { [IO.File]::ReadAllText((Join-Path $Templates "dsc_prelude_$Part.ps1")) }))
+
+$Runspace = [runspacefactory]::CreateRunspace([initialsessionstate]::CreateDefault2())
+$Runspace.Open()
+$Define = [powershell]::Create()
+$Define.Runspace = $Runspace
+$null = $Define.AddScript($Prelude).Invoke()
+
+function ConvertTo-CaseValue($Value) {
+    if ($Value -is [System.Management.Automation.PSCustomObject] -and $null -ne $Value.credential) {
+        $Secure = [System.Security.SecureString]::new()
+        foreach ($Char in $Value.credential[1].ToCharArray()) { $Secure.AppendChar($Char) }
+        return [pscredential]::new($Value.credential[0], $Secure)
+    }
+    if ($Value -is [array]) { return , @($Value) }
+    $Value
+}
+
+function New-InvokeParams($Case) {
+    $Property = @{}
+    foreach ($Member in $Case.property.PSObject.Properties) { $Property[$Member.Name] = ConvertTo-CaseValue $Member.Value }
+    $Module = $Case.module
+    if ($Module -is [System.Management.Automation.PSCustomObject]) { $Module = @{ ModuleName = $Module.ModuleName; RequiredVersion = $Module.RequiredVersion } }
+    @{ Name = $Case.resource; Method = $Case.method; Property = $Property; ModuleName = $Module }
+}
+
+function Reset-Case($Case) {
+    $Runspace.ResetRunspaceState()
+    if ($null -ne $Case.strict) { $Runspace.SessionStateProxy.SetVariable('PwshlibDscStrict', [bool] $Case.strict) }
+}
+
+function Invoke-ThroughPrelude($Case) {
+    Reset-Case $Case
+    $Runspace.SessionStateProxy.SetVariable('InvokeParams', (New-InvokeParams $Case))
+    $Call = [powershell]::Create()
+    $Call.Runspace = $Runspace
+    $null = $Call.AddScript("`$script:ErrorActionPreference = 'Stop'`n`$script:WarningPreference = 'SilentlyContinue'`nInvoke-PwshlibDscResource -InvokeParams `$InvokeParams`n").Invoke()
+    $Call.Dispose()
+    @($Runspace.SessionStateProxy.GetVariable('PwshlibDscOutput'))
+}
+
+function Invoke-Compiled($Case) {
+    Reset-Case $Case
+    $Request = [PwshlibHost.DscRequest]::new()
+    $Request.InvokeParams = New-InvokeParams $Case
+    $Direct = [PwshlibHost.DirectDsc]::Prepare($Runspace, $Request)
+    if ($null -eq $Direct) { return $null }
+    $Call = [powershell]::Create()
+    $Call.Runspace = $Runspace
+    [PwshlibHost.DirectDsc]::AddTo($Direct, $Call, $Runspace)
+    $Output = [System.Management.Automation.PSDataCollection[psobject]]::new()
+    $Inputs = [System.Management.Automation.PSDataCollection[psobject]]::new()
+    $Inputs.Complete()
+    try { $Call.Invoke($Inputs, $Output) }
+    catch { $Direct.Failure = $_.Exception.InnerException }
+    $Call.Dispose()
+    @([PwshlibHost.DirectDsc]::Finish($Direct, $Runspace, $Output))
+}
+
+$Answers = foreach ($Case in (Get-Content -Raw -LiteralPath $Cases | ConvertFrom-Json)) {
+    $ByPrelude = Invoke-ThroughPrelude $Case
+    $Compiled = Invoke-Compiled $Case
+    [ordered]@{ case = $Case; prelude = $ByPrelude; compiled = $Compiled }
+}
+"PWSHLIB-ANSWERS $(ConvertTo-Json -InputObject @($Answers) -Depth 8 -Compress)"
