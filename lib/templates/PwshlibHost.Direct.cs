@@ -25,9 +25,9 @@ namespace PwshlibHost
         // The account a direct call on Windows PowerShell 5.1 runs as, when
         // it is not SYSTEM (the identity record); null otherwise.
         internal string Identity;
-        internal bool IsClass;
-        internal string Script;
-        internal object[] Arguments;
+        // The prelude's function that makes the call, and its parameters.
+        internal string Function;
+        internal List<KeyValuePair<string, object>> Parameters = new List<KeyValuePair<string, object>>();
         internal Hashtable Seen = new Hashtable(StringComparer.OrdinalIgnoreCase);
         internal object[] Saved;
         // What the call threw (the host sets it from EndInvoke).
@@ -52,10 +52,11 @@ namespace PwshlibHost
     // spec/real_pwsh/dsc/direct_compiled_spec.rb holds the two to the same
     // answers.
     //
-    // The resource's method still runs in PowerShell, from one constant
-    // script per kind and method (parsed once per process: PowerShell caches
-    // a script's compiled form by its text), so that its streams, errors,
-    // preference variables and $this are what the prelude gave it.
+    // The resource's method still runs in PowerShell, through the prelude's
+    // own Invoke-PwshlibClassMethod or Invoke-PwshlibScriptMethod (what
+    // Invoke-PwshlibDirect calls too), so that its streams, errors,
+    // preference variables and $this are what the prelude gave it; what is
+    // compiled is the envelope: resolution, arguments, streams, outcome.
     public static class DirectDsc
     {
         // How many calls ran here since the process started (a test reads
@@ -66,13 +67,6 @@ namespace PwshlibHost
         {
             get { return Interlocked.Read(ref calls); }
         }
-
-        // $ErrorActionPreference Stop in the script's own scope only: a
-        // resource's module reads the global Continue (issue 41, item 1).
-        private const string ClassGet = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibResult = $PwshlibResource.Get()\n$PwshlibSeen.GetReturnedThis = [object]::ReferenceEquals($PwshlibResult, $PwshlibResource)\nreturn $PwshlibResult\n";
-        private const string ClassTest = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibSeen.InDesiredState = [bool] $PwshlibResource.Test()\n";
-        private const string ClassSet = "param($PwshlibType, $PwshlibProperty, $PwshlibSeen)\n$ErrorActionPreference = 'Stop'\n$PwshlibResource = $PwshlibType::new()\nforeach ($PwshlibKey in $PwshlibProperty.Keys) { $PwshlibResource.$PwshlibKey = $PwshlibProperty[$PwshlibKey] }\n$PwshlibResource.Set()\n";
-        private const string ScriptCall = "param($PwshlibCommand, $PwshlibArguments)\n$ErrorActionPreference = 'Stop'\n& $PwshlibCommand @PwshlibArguments\n";
 
         private static readonly string[] Preferences = new string[] { "ErrorActionPreference", "VerbosePreference", "DebugPreference", "InformationPreference", "WarningPreference" };
 
@@ -135,9 +129,11 @@ namespace PwshlibHost
             {
                 Type type = Unwrap(entry["Type"]) as Type;
                 if (type == null) { return null; }
-                call.IsClass = true;
-                call.Script = method == "Get" ? ClassGet : (method == "Test" ? ClassTest : ClassSet);
-                call.Arguments = new object[] { type, property, call.Seen };
+                call.Function = "Invoke-PwshlibClassMethod";
+                call.Parameters.Add(new KeyValuePair<string, object>("Type", type));
+                call.Parameters.Add(new KeyValuePair<string, object>("Property", property));
+                call.Parameters.Add(new KeyValuePair<string, object>("Method", method));
+                call.Parameters.Add(new KeyValuePair<string, object>("Seen", call.Seen));
             }
             else if (kind == "Script")
             {
@@ -153,13 +149,19 @@ namespace PwshlibHost
                     string key = pair.Key as string;
                     if (key != null && target.Parameters.Contains(key)) { arguments[key] = pair.Value; }
                 }
-                call.Script = ScriptCall;
-                call.Arguments = new object[] { target.Command, arguments };
+                call.Function = "Invoke-PwshlibScriptMethod";
+                call.Parameters.Add(new KeyValuePair<string, object>("Command", target.Command));
+                call.Parameters.Add(new KeyValuePair<string, object>("Arguments", arguments));
+                call.Parameters.Add(new KeyValuePair<string, object>("Method", method));
+                call.Parameters.Add(new KeyValuePair<string, object>("Name", name));
+                call.Parameters.Add(new KeyValuePair<string, object>("Strict", call.Strict));
             }
             else
             {
                 return null;
             }
+            // A prelude of this pwshlib defines it; any other goes its own way.
+            if (runspace.SessionStateProxy.InvokeCommand.GetCommand(call.Function, CommandTypes.Function) == null) { return null; }
             if (!string.Equals(modulePath, Environment.GetEnvironmentVariable("PSModulePath"), StringComparison.Ordinal))
             {
                 // Add-PwshlibVendoredModulePath's change: the host puts the
@@ -244,8 +246,8 @@ namespace PwshlibHost
             }
         }
 
-        // The call's script, its streams merged into its output in order (as
-        // the prelude's *>&1), and the preference variables the resource
+        // The call's command, its streams merged into its output in order
+        // (as the prelude's *>&1), and the preference variables the resource
         // reads set in the global scope for the call (Invoke-PwshlibDscCall).
         public static void AddTo(DirectCall call, PowerShell ps, Runspace runspace)
         {
@@ -255,10 +257,13 @@ namespace PwshlibHost
                 call.Saved[i] = runspace.SessionStateProxy.GetVariable(Preferences[i]);
                 runspace.SessionStateProxy.SetVariable(Preferences[i], ActionPreference.Continue);
             }
-            // A resource asks for a reboot by setting it to 1.
-            runspace.SessionStateProxy.SetVariable("DSCMachineStatus", null);
-            ps.AddScript(call.Script, true);
-            foreach (object argument in call.Arguments) { ps.AddArgument(argument); }
+            // A function defined once in the runspace, not a script: a
+            // script's text given to AddScript is compiled afresh for each
+            // pipeline, while a function keeps its compiled form (and
+            // PowerShell's caches of its member calls) from call to call:
+            // about 1 ms less per call on pwsh 7.6.9, in-process.
+            ps.AddCommand(call.Function);
+            foreach (KeyValuePair<string, object> parameter in call.Parameters) { ps.AddParameter(parameter.Key, parameter.Value); }
             ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
             Interlocked.Increment(ref calls);
         }
@@ -267,7 +272,6 @@ namespace PwshlibHost
         // line when the resource wrote to a stream, then the outcome.
         public static string[] Finish(DirectCall call, Runspace runspace, PSDataCollection<PSObject> output)
         {
-            object machineStatus = runspace.SessionStateProxy.GetVariable("DSCMachineStatus");
             for (int i = 0; i < Preferences.Length; i++)
             {
                 runspace.SessionStateProxy.SetVariable(Preferences[i], call.Saved[i]);
@@ -284,7 +288,7 @@ namespace PwshlibHost
                 {
                     throw new InvalidOperationException("The PowerShell DSC resource '" + call.Name + "' threw one or more non-terminating errors while running the " + call.Method + "-TargetResource functionality: " + string.Join(" ", errors.ToArray()));
                 }
-                outcome = Outcome(call, runspace, values, machineStatus);
+                outcome = Outcome(call, runspace, values);
             }
             catch (Exception problem)
             {
@@ -336,41 +340,38 @@ namespace PwshlibHost
             return errors;
         }
 
-        private static string Outcome(DirectCall call, Runspace runspace, List<object> values, object machineStatus)
+        // The outcome from the last value the call wrote (PwshlibResult in
+        // Invoke-PwshlibDscResource): Invoke-PwshlibClassMethod and
+        // Invoke-PwshlibScriptMethod end a Test with InDesiredState and a
+        // Set with RebootRequired.
+        private static string Outcome(DirectCall call, Runspace runspace, List<object> values)
         {
+            object result = values.Count > 0 ? values[values.Count - 1] : null;
             List<KeyValuePair<string, object>> outcome = new List<KeyValuePair<string, object>>();
             if (call.Method == "Set")
             {
                 outcome.Add(new KeyValuePair<string, object>("indesiredstate", true));
-                outcome.Add(new KeyValuePair<string, object>("rebootrequired", machineStatus != null && LanguagePrimitives.Equals(machineStatus, 1, true, CultureInfo.InvariantCulture)));
+                outcome.Add(new KeyValuePair<string, object>("rebootrequired", Member(result, "RebootRequired")));
                 outcome.Add(new KeyValuePair<string, object>("errormessage", string.Empty));
                 return Json.Write(outcome);
             }
             if (call.Method == "Test")
             {
-                bool inDesiredState;
-                if (call.IsClass)
-                {
-                    inDesiredState = LanguagePrimitives.IsTrue(call.Seen["InDesiredState"]);
-                }
-                else
-                {
-                    if (call.Strict && !(values.Count == 1 && Unwrap(values[0]) is bool))
-                    {
-                        List<string> types = new List<string>();
-                        foreach (object value in values) { types.Add(Unwrap(value) == null ? "null" : Unwrap(value).GetType().Name); }
-                        throw new InvalidOperationException("The DSC resource '" + call.Name + "' returned " + values.Count.ToString(CultureInfo.InvariantCulture) + " value(s) from Test-TargetResource (" + string.Join(", ", types.ToArray()) + "), not one boolean: Windows PowerShell 5.1 takes exactly one $true or $false, as its LCM did.");
-                    }
-                    inDesiredState = values.Count > 0 && LanguagePrimitives.IsTrue(values[values.Count - 1]);
-                }
-                outcome.Add(new KeyValuePair<string, object>("indesiredstate", inDesiredState));
+                outcome.Add(new KeyValuePair<string, object>("indesiredstate", Member(result, "InDesiredState")));
                 outcome.Add(new KeyValuePair<string, object>("errormessage", string.Empty));
                 return Json.Write(outcome);
             }
-            object result = values.Count > 0 ? values[values.Count - 1] : null;
             bool returnedThis = LanguagePrimitives.IsTrue(call.Seen["GetReturnedThis"]);
             string written = DirectResult.Write(result, returnedThis);
             return written ?? DirectResult.WriteInPowerShell(runspace, result, returnedThis);
+        }
+
+        // [bool] $Result.<Name>: false for no result.
+        private static bool Member(object result, string name)
+        {
+            if (result == null) { return false; }
+            PSPropertyInfo property = PSObject.AsPSObject(result).Properties[name];
+            return property != null && LanguagePrimitives.IsTrue(property.Value);
         }
 
         // The outcome of a failed call, as the prelude's catch writes it.

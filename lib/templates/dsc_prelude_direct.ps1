@@ -323,42 +323,14 @@ function Invoke-PwshlibDirect {
     # Calls the method of the resolved resource as Invoke-DscResource would, and
     # returns what Invoke-DscResource returns: Get the result of the resource,
     # Test an object with InDesiredState, Set one with RebootRequired.
-    # $Seen.GetReturnedThis is set when a class's Get() returned the very
-    # instance it was called on (`return $this`): its properties are the
-    # desired values assigned below unless Get() read them, so the
-    # provider judges that resource by its Test (docs/behavior.md section 3
-    # "insync?"). [object]::ReferenceEquals sees the same object through
-    # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
+    # The call itself is Invoke-PwshlibClassMethod's or
+    # Invoke-PwshlibScriptMethod's, which the host's compiled path
+    # (DirectDsc, PwshlibHost.Direct.cs) calls too once a resource is
+    # resolved in the runspace: one definition of what a call does.
     param($Resolved, [hashtable] $InvokeParams, [hashtable] $Seen = @{}, [bool] $Strict = $false)
     $Method = [string] $InvokeParams.Method
-    $Property = $InvokeParams.Property
-    # Reset before the call, read after Set: a resource asks for a reboot
-    # by setting it to 1 (as the LCM and PSDesiredStateConfiguration 2.x
-    # read it).
-    $global:DSCMachineStatus = $null
     if ($Resolved.Kind -eq 'Class') {
-        $Resource = $Resolved.Type::new()
-        foreach ($Key in $Property.Keys) {
-            $Value = $Property[$Key]
-            # ConvertFrom-PwshlibCimValue changes CIM instances and arrays
-            # only: other values skip the call.
-            if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -or $Value -is [array]) {
-                $Value = ConvertFrom-PwshlibCimValue -Value $Value
-            }
-            $Resource.$Key = $Value
-        }
-        switch ($Method) {
-            'Get' {
-                $Result = $Resource.Get()
-                $Seen.GetReturnedThis = [object]::ReferenceEquals($Result, $Resource)
-                return $Result
-            }
-            'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
-            'Set' {
-                $Resource.Set()
-                return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
-            }
-        }
+        return Invoke-PwshlibClassMethod -Type $Resolved.Type -Property $InvokeParams.Property -Method $Method -Seen $Seen
     }
     $Command = $Resolved.Module.ExportedCommands["$Method-TargetResource"]
     if ($null -eq $Command) {
@@ -368,9 +340,58 @@ function Invoke-PwshlibDirect {
     # PSDesiredStateConfiguration pass them: Get-TargetResource declares
     # the keys and mandatory properties only.
     $Arguments = @{}
-    foreach ($Key in $Property.Keys) {
-        if ($Command.Parameters.ContainsKey($Key)) { $Arguments[$Key] = $Property[$Key] }
+    foreach ($Key in $InvokeParams.Property.Keys) {
+        if ($Command.Parameters.ContainsKey($Key)) { $Arguments[$Key] = $InvokeParams.Property[$Key] }
     }
+    Invoke-PwshlibScriptMethod -Command $Command -Arguments $Arguments -Method $Method -Name $InvokeParams.Name -Strict $Strict
+}
+
+function Invoke-PwshlibClassMethod {
+    # A class-based resource's method on a new instance with the
+    # properties set. $Seen.GetReturnedThis is set when Get() returned the
+    # very instance it was called on (`return $this`): its properties are
+    # the desired values assigned below unless Get() read them, so the
+    # provider judges that resource by its Test (docs/behavior.md section 3
+    # "insync?"). [object]::ReferenceEquals sees the same object through
+    # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
+    param($Type, [System.Collections.IDictionary] $Property, [string] $Method, [hashtable] $Seen = @{})
+    # Our own statements stop at an error; the resource's module reads the
+    # global Continue (Invoke-PwshlibDscCall; issue 41, item 1).
+    $ErrorActionPreference = 'Stop'
+    # Reset before the call, read after Set: a resource asks for a reboot
+    # by setting it to 1 (as the LCM and PSDesiredStateConfiguration 2.x
+    # read it).
+    $global:DSCMachineStatus = $null
+    $Resource = $Type::new()
+    foreach ($Key in $Property.Keys) {
+        $Value = $Property[$Key]
+        # ConvertFrom-PwshlibCimValue changes CIM instances and arrays
+        # only: other values skip the call.
+        if ($Value -is [Microsoft.Management.Infrastructure.CimInstance] -or $Value -is [array]) {
+            $Value = ConvertFrom-PwshlibCimValue -Value $Value
+        }
+        $Resource.$Key = $Value
+    }
+    switch ($Method) {
+        'Get' {
+            $Result = $Resource.Get()
+            $Seen.GetReturnedThis = [object]::ReferenceEquals($Result, $Resource)
+            return $Result
+        }
+        'Test' { return [pscustomobject]@{ InDesiredState = [bool] $Resource.Test() } }
+        'Set' {
+            $Resource.Set()
+            return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
+        }
+    }
+}
+
+function Invoke-PwshlibScriptMethod {
+    # A script-based resource's <Method>-TargetResource function ($Command)
+    # with the $Arguments it declares.
+    param($Command, [hashtable] $Arguments, [string] $Method, [string] $Name, [bool] $Strict = $false)
+    $ErrorActionPreference = 'Stop'
+    $global:DSCMachineStatus = $null
     switch ($Method) {
         'Get' { return & $Command @Arguments }
         'Test' {
@@ -383,7 +404,7 @@ function Invoke-PwshlibDirect {
                 # the lenient branch below does. The types only, never
                 # the values: the output may hold anything.
                 $Types = @(foreach ($Item in $Output) { if ($null -eq $Item) { 'null' } else { $Item.GetType().Name } })
-                throw "The DSC resource '$($InvokeParams.Name)' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
+                throw "The DSC resource '$Name' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
             }
             return [pscustomobject]@{ InDesiredState = [bool] ($Output | Select-Object -Last 1) }
         }

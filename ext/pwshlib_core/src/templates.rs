@@ -121,6 +121,8 @@ mod tests {
                 "Get-PwshlibGetTargetResourceParameter",
                 "Select-PwshlibGetTargetResourceProperty",
                 "Invoke-PwshlibDirect",
+                "Invoke-PwshlibClassMethod",
+                "Invoke-PwshlibScriptMethod",
                 "Invoke-PwshlibDscCall",
                 "Split-PwshlibStreams",
                 "Invoke-PwshlibDscResource"
