@@ -37,6 +37,7 @@ namespace PwshlibHost
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
             RestoreEnvironment();
             if (outcome.Slot == null) { return; }
+            Trace("reply sent");
             if (outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
@@ -61,6 +62,7 @@ namespace PwshlibHost
                 if (other.Session == null && other.Ready.WaitOne(0))
                 {
                     try { other.Session = new Session(); } catch (Exception) { other.Session = null; }
+                    Trace("after reply: other runspace open");
                 }
                 if (outcome.ForPrelude) { DefineInBackground(other); }
             }
@@ -89,6 +91,7 @@ namespace PwshlibHost
                     Runspace.DefaultRunspace = slot.Session.Runspace;
                     DefinePrelude(slot.Session, code);
                     slot.PreludeGeneration = generation;
+                    Trace("background: prelude defined");
                 }
                 catch (Exception)
                 {
@@ -102,6 +105,65 @@ namespace PwshlibHost
                 }
             });
         }
+
+        // A fresh host's first DSC call paid, on its critical path, for
+        // PowerShell's first-time work in the process: auto-loading
+        // Microsoft.PowerShell.Utility (ConvertTo-Json,
+        // Import-PowerShellDataFile, Select-Object), its command discovery,
+        // and the JSON serializer's first use, some 150 to 250 ms on the
+        // real pwsh 7.6.9; most of it is per process (types, JIT, the
+        // module analysis), not per runspace (docs/performance.md, "The
+        // first call's phases"). So the first prelude slot's session is
+        // built and that work done in it on a thread-pool thread as soon
+        // as the server exists, while host.ps1 listens and the manager
+        // connects and sends the first request; GetPreludeSlot waits on
+        // Ready before it uses the slot. The session is then reset like
+        // after any call (Clean): the first call sees no variable of this
+        // script, only the module a DSC call imports anyway. The plain slot
+        // is never touched: a plain call sees no module it did not load.
+        private void WarmInBackground(Slot slot)
+        {
+            slot.Ready.Reset();
+            ThreadPool.QueueUserWorkItem(delegate(object unused)
+            {
+                Runspace previous = Runspace.DefaultRunspace;
+                try
+                {
+                    slot.Session = new Session();
+                    Runspace.DefaultRunspace = slot.Session.Runspace;
+                    PowerShell warmer = PowerShell.Create();
+                    try
+                    {
+                        warmer.Runspace = slot.Session.Runspace;
+                        warmer.AddScript(WarmScript);
+                        warmer.Invoke();
+                    }
+                    finally
+                    {
+                        warmer.Dispose();
+                    }
+                    Clean(slot.Session);
+                    Trace("background: prelude slot warmed");
+                }
+                catch (Exception)
+                {
+                    // Built again when used.
+                    slot.Broken = true;
+                }
+                finally
+                {
+                    Runspace.DefaultRunspace = previous;
+                    slot.Ready.Set();
+                }
+            });
+        }
+
+        // What the first DSC call runs for the first time: the module
+        // auto-load and the serializer (ConvertTo-Json), the pipeline
+        // cmdlets the prelude uses.
+        private const string WarmScript = "$null = ConvertTo-Json -InputObject ([ordered]@{ a = @(1, 'b'); c = $null }) -Compress -Depth 4\n" +
+            "$null = @(1, 2) | Select-Object -Last 1\n" +
+            "$null = @(1, 2) | Where-Object { $_ -eq 1 }\n";
 
         // The slot's reset, on a thread-pool thread. Thread safety:
         // LocalRunspace.ResetRunspaceState refuses a runspace that is not
@@ -301,6 +363,7 @@ namespace PwshlibHost
                 return Failed(prelude != null ? problem.Message : "The host could not create a runspace: " + problem.Message);
             }
             Outcome outcome = InvokeInSession(request, slot.Session, prelude != null);
+            Trace("request invoked");
             outcome.Slot = slot;
             outcome.ForPrelude = prelude != null;
             if (prelude != null && !outcome.Rebuild)
@@ -340,7 +403,9 @@ namespace PwshlibHost
             Slot slot = preludeSlots[preludeNext];
             preludeNext = 1 - preludeNext;
             slot.Ready.WaitOne();
-            if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != preludeGeneration))
+            // A session holding no prelude yet (-1: the first slot's,
+            // warmed at start) is kept and gets the text below.
+            if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != -1 && slot.PreludeGeneration != preludeGeneration))
             {
                 Drop(slot, false);
             }
@@ -354,6 +419,7 @@ namespace PwshlibHost
                 {
                     throw new InvalidOperationException("The host could not create a runspace: " + problem.Message);
                 }
+                Trace("prelude slot: runspace open");
             }
             if (slot.PreludeGeneration != preludeGeneration)
             {
@@ -369,6 +435,7 @@ namespace PwshlibHost
                     throw new InvalidOperationException("The host could not define prelude '" + id + "': " + problem.Message);
                 }
                 slot.PreludeGeneration = preludeGeneration;
+                Trace("prelude slot: prelude defined");
             }
             return slot;
         }

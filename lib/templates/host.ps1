@@ -39,6 +39,16 @@ if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
 }
 
 $script:HostScriptPath = $PSCommandPath
+# The opt-in timing trace (PwshlibHost.Server.Trace): a file to append to,
+# named by PWSHLIB_HOST_TRACE; unset, as normally, nothing is traced.
+$script:TracePath = [Environment]::GetEnvironmentVariable('PWSHLIB_HOST_TRACE')
+function Write-PwshlibTrace([string] $Phase) {
+    if ($script:TracePath) {
+        $ms = ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds
+        [System.IO.File]::AppendAllText($script:TracePath, ('{0:F1} host.ps1 {1}' -f $ms, $Phase) + "`n")
+    }
+}
+Write-PwshlibTrace 'first line'
 $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
@@ -128,6 +138,10 @@ if (-not ('PwshlibHost.Server' -as [type])) {
     Add-Type -TypeDefinition $script:HostSource -Language CSharp
 }
 [PwshlibHost.Server]::AssemblySource = $script:HostAssembly
+Write-PwshlibTrace "assembly $script:HostAssembly"
+if ($script:TracePath) {
+    [PwshlibHost.Server]::StartTrace($script:TracePath, ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds)
+}
 
 # Native programs' output is decoded with [Console]::OutputEncoding, which
 # on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it
@@ -182,35 +196,13 @@ function New-PipeSecurity {
 }
 
 # Leave when the Ruby process that started us is gone, so a killed Ruby
-# leaves no host behind (a background runspace polls its PID).
+# leaves no host behind (a background thread polls its PID:
+# PwshlibHost.Server.WatchParent).
 if ($ParentPid -gt 0) {
-    $watcher = [PowerShell]::Create()
-    $watcher.AddScript({
-            param($ParentPid, $PipePath, $OnWindows)
-            while ($true) {
-                Start-Sleep -Milliseconds 500
-                if (-not (Get-Process -Id $ParentPid -ErrorAction SilentlyContinue)) {
-                    if (-not $OnWindows) {
-                        Remove-Item -LiteralPath $PipePath -Force -ErrorAction SilentlyContinue
-                        # The private directory the manager made for the
-                        # socket: nobody else is left to remove it.
-                        # Directory.Delete refuses a directory that is not
-                        # empty.
-                        $socketDirectory = [System.IO.Path]::GetDirectoryName($PipePath)
-                        if ([System.IO.Path]::GetFileName($socketDirectory) -like 'pwshlib-*') {
-                            try {
-                                [System.IO.Directory]::Delete($socketDirectory)
-                            } catch {
-                            }
-                        }
-                    }
-                    [Environment]::Exit(0)
-                }
-            }
-        }).AddArgument($ParentPid).AddArgument($PipePath).AddArgument($script:OnWindows) | Out-Null
-    $watcher.BeginInvoke() | Out-Null
+    [PwshlibHost.Server]::WatchParent($ParentPid, $PipePath, $script:OnWindows)
 }
 
+Write-PwshlibTrace 'listening'
 # Protocol step: listen, and accept the manager's one connection.
 $server = $null
 $connection = $null
@@ -271,6 +263,7 @@ if ($script:OnWindows) {
     $stream = New-Object System.Net.Sockets.NetworkStream -ArgumentList $connection, $true
 }
 
+Write-PwshlibTrace 'connected'
 try {
     # The handshake, then requests strictly one at a time until exit, EOF
     # or a malformed frame (PwshlibHost.Server, docs/protocol.md).
