@@ -158,12 +158,20 @@ namespace PwshlibHost
             });
         }
 
-        // What the first DSC call runs for the first time: the module
-        // auto-load and the serializer (ConvertTo-Json), the pipeline
-        // cmdlets the prelude uses.
+        // What the first DSC call runs for the first time: the auto-load
+        // of Microsoft.PowerShell.Utility and the serializer
+        // (ConvertTo-Json), the pipeline cmdlets the prelude uses, the
+        // auto-load of Microsoft.PowerShell.Management (resources' own
+        // Join-Path, Test-Path, Get-Content...; host.ps1 no longer loads it
+        // at start), and a PowerShell class defined and called, as a
+        // class-based resource's module is (the class stays in this script
+        // block: [PwshlibHostWarmUp] resolves nowhere else, tried on pwsh
+        // 7.6.9).
         private const string WarmScript = "$null = ConvertTo-Json -InputObject ([ordered]@{ a = @(1, 'b'); c = $null }) -Compress -Depth 4\n" +
             "$null = @(1, 2) | Select-Object -Last 1\n" +
-            "$null = @(1, 2) | Where-Object { $_ -eq 1 }\n";
+            "$null = @(1, 2) | Where-Object { $_ -eq 1 }\n" +
+            "$null = Join-Path -Path 'a' -ChildPath 'b'\n" +
+            "& ([scriptblock]::Create('class PwshlibHostWarmUp { [int] $N; [int] Get() { return $this.N } }; $null = [PwshlibHostWarmUp]::new().Get()'))\n";
 
         // The slot's reset, on a thread-pool thread. Thread safety:
         // LocalRunspace.ResetRunspaceState refuses a runspace that is not

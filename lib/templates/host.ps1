@@ -49,6 +49,7 @@ function Write-PwshlibTrace([string] $Phase) {
     }
 }
 Write-PwshlibTrace 'first line'
+
 $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
@@ -68,9 +69,16 @@ $script:StopWaitMs = 500
 # order into one source: each keeps its using directives inside its
 # namespace block, so the joined text compiles as it is, and the cache key
 # below covers every part.
+#
+# No cmdlet of a module (Join-Path, Get-Location, New-Object) runs on the
+# way to listening: the first one auto-loads its module and pays the
+# process's first command discovery, some 180 ms of a fresh host's first
+# call on pwsh 7.6.9 (docs/performance.md, "The first call's phases");
+# .NET's Path.Combine, [type]::new() (PowerShell 5 and later) and the
+# session state's current location do the same without it.
 $script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
 $script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
-            [System.IO.File]::ReadAllText((Join-Path -Path $PSScriptRoot -ChildPath $name))
+            [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $name))
         }))
 # Compiling takes seconds (about 4 s on pwsh 7, before the first call can
 # be answered); loading the same assembly takes about 0.1 s. So the
@@ -143,28 +151,30 @@ if ($script:TracePath) {
     [PwshlibHost.Server]::StartTrace($script:TracePath, ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds)
 }
 
+# ProviderPath, not Path: when the host starts in a UNC directory, Path is
+# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
+# which [Environment]::CurrentDirectory refuses (the review's N14). Every
+# call starts there unless its request names a working directory.
+$script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath
+# Takes the environment snapshot that every call's environment is put back
+# to, and builds the runspace for plain requests, before listening. Built
+# first: it starts the DSC slot's warm-up (PwshlibHost.Server's
+# WarmInBackground), which overlaps the rest of the start.
+$script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)
+
 # Native programs' output is decoded with [Console]::OutputEncoding, which
 # on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it
 # (the review's N9). Best effort: without a console Windows may refuse it.
 # Set before the writers below: .NET drops its own console writer when the
 # encoding changes, but leaves one set through SetOut alone.
 try {
-    [Console]::OutputEncoding = New-Object System.Text.UTF8Encoding -ArgumentList $false
+    [Console]::OutputEncoding = [System.Text.UTF8Encoding]::new($false)
 } catch {
 }
 # [Console]::Out and [Console]::Error go, for the whole life of the host,
 # to the buffer of the runspace writing (see ConsoleRouter).
-[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))
-[Console]::SetError((New-Object PwshlibHost.ConsoleRouter -ArgumentList $true, ([Console]::Error)))
-
-# ProviderPath, not Path: when the host starts in a UNC directory, Path is
-# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
-# which [Environment]::CurrentDirectory refuses (the review's N14). Every
-# call starts there unless its request names a working directory.
-$script:HomeDirectory = (Get-Location).ProviderPath
-# Takes the environment snapshot that every call's environment is put back
-# to, and builds the runspace for plain requests, before listening.
-$script:HostLoop = New-Object PwshlibHost.Server -ArgumentList $script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows
+[Console]::SetOut([PwshlibHost.ConsoleRouter]::new($false, [Console]::Out))
+[Console]::SetError([PwshlibHost.ConsoleRouter]::new($true, [Console]::Error))
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
 # Everyone (and Anonymous) open it for reading, enough to take the host's
@@ -248,8 +258,8 @@ if ($script:OnWindows) {
     }
     $stream = $server
 } else {
-    $server = New-Object System.Net.Sockets.Socket -ArgumentList ([System.Net.Sockets.AddressFamily]::Unix), ([System.Net.Sockets.SocketType]::Stream), ([System.Net.Sockets.ProtocolType]::Unspecified)
-    $server.Bind((New-Object System.Net.Sockets.UnixDomainSocketEndPoint -ArgumentList $PipePath))
+    $server = [System.Net.Sockets.Socket]::new([System.Net.Sockets.AddressFamily]::Unix, [System.Net.Sockets.SocketType]::Stream, [System.Net.Sockets.ProtocolType]::Unspecified)
+    $server.Bind([System.Net.Sockets.UnixDomainSocketEndPoint]::new($PipePath))
     $server.Listen(1)
     # As for the pipe, on Linux (SO_PEERCRED): another client is closed.
     while ($true) {
@@ -260,7 +270,7 @@ if ($script:OnWindows) {
         [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
         $connection.Dispose()
     }
-    $stream = New-Object System.Net.Sockets.NetworkStream -ArgumentList $connection, $true
+    $stream = [System.Net.Sockets.NetworkStream]::new($connection, $true)
 }
 
 Write-PwshlibTrace 'connected'
