@@ -106,73 +106,6 @@ namespace PwshlibHost
             });
         }
 
-        // A fresh host's first DSC call paid, on its critical path, for
-        // PowerShell's first-time work in the process: auto-loading
-        // Microsoft.PowerShell.Utility (ConvertTo-Json,
-        // Import-PowerShellDataFile, Select-Object), its command discovery,
-        // and the JSON serializer's first use, some 150 to 250 ms on the
-        // real pwsh 7.6.9; most of it is per process (types, JIT, the
-        // module analysis), not per runspace (docs/performance.md, "The
-        // first call's phases"). So the first prelude slot's session is
-        // built and that work done in it on a thread-pool thread as soon
-        // as the server exists, while host.ps1 listens and the manager
-        // connects and sends the first request; GetPreludeSlot waits on
-        // Ready before it uses the slot. The session is then reset like
-        // after any call (Clean): the first call sees no variable of this
-        // script, only the module a DSC call imports anyway. The plain slot
-        // is never touched: a plain call sees no module it did not load.
-        private void WarmInBackground(Slot slot)
-        {
-            slot.Ready.Reset();
-            ThreadPool.QueueUserWorkItem(delegate(object unused)
-            {
-                Runspace previous = Runspace.DefaultRunspace;
-                try
-                {
-                    slot.Session = new Session();
-                    Runspace.DefaultRunspace = slot.Session.Runspace;
-                    PowerShell warmer = PowerShell.Create();
-                    try
-                    {
-                        warmer.Runspace = slot.Session.Runspace;
-                        warmer.AddScript(WarmScript);
-                        warmer.Invoke();
-                    }
-                    finally
-                    {
-                        warmer.Dispose();
-                    }
-                    Clean(slot.Session);
-                    Trace("background: prelude slot warmed");
-                }
-                catch (Exception)
-                {
-                    // Built again when used.
-                    slot.Broken = true;
-                }
-                finally
-                {
-                    Runspace.DefaultRunspace = previous;
-                    slot.Ready.Set();
-                }
-            });
-        }
-
-        // What the first DSC call runs for the first time: the auto-load
-        // of Microsoft.PowerShell.Utility and the serializer
-        // (ConvertTo-Json), the pipeline cmdlets the prelude uses, the
-        // auto-load of Microsoft.PowerShell.Management (resources' own
-        // Join-Path, Test-Path, Get-Content...; host.ps1 no longer loads it
-        // at start), and a PowerShell class defined and called, as a
-        // class-based resource's module is (the class stays in this script
-        // block: [PwshlibHostWarmUp] resolves nowhere else, tried on pwsh
-        // 7.6.9).
-        private const string WarmScript = "$null = ConvertTo-Json -InputObject ([ordered]@{ a = @(1, 'b'); c = $null }) -Compress -Depth 4\n" +
-            "$null = @(1, 2) | Select-Object -Last 1\n" +
-            "$null = @(1, 2) | Where-Object { $_ -eq 1 }\n" +
-            "$null = Join-Path -Path 'a' -ChildPath 'b'\n" +
-            "& ([scriptblock]::Create('class PwshlibHostWarmUp { [int] $N; [int] Get() { return $this.N } }; $null = [PwshlibHostWarmUp]::new().Get()'))\n";
-
         // The slot's reset, on a thread-pool thread. Thread safety:
         // LocalRunspace.ResetRunspaceState refuses a runspace that is not
         // Opened and Available (never the case here: the slot's call has
@@ -411,9 +344,7 @@ namespace PwshlibHost
             Slot slot = preludeSlots[preludeNext];
             preludeNext = 1 - preludeNext;
             slot.Ready.WaitOne();
-            // A session holding no prelude yet (-1: the first slot's,
-            // warmed at start) is kept and gets the text below.
-            if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != -1 && slot.PreludeGeneration != preludeGeneration))
+            if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != preludeGeneration))
             {
                 Drop(slot, false);
             }

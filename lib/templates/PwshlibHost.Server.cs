@@ -282,7 +282,6 @@ namespace PwshlibHost
             Trace("server: plain runspace open");
             errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
             homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
-            WarmInBackground(preludeSlots[0]);
         }
 
         // Leaves the process when the Ruby process that started the host is

@@ -157,9 +157,7 @@ if ($script:TracePath) {
 # call starts there unless its request names a working directory.
 $script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath
 # Takes the environment snapshot that every call's environment is put back
-# to, and builds the runspace for plain requests, before listening. Built
-# first: it starts the DSC slot's warm-up (PwshlibHost.Server's
-# WarmInBackground), which overlaps the rest of the start.
+# to, and builds the runspace for plain requests, before listening.
 $script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)
 
 # Native programs' output is decoded with [Console]::OutputEncoding, which
