@@ -50,6 +50,21 @@ function Write-PwshlibTrace([string] $Phase) {
 }
 Write-PwshlibTrace 'first line'
 
+# .NET's multicore JIT (System.Runtime.ProfileOptimization): pwsh records
+# the methods a start compiles into a profile under its cache directory,
+# and the next start compiles them ahead on another core. Its profile
+# ("StartupProfileData-NonInteractive") is shared with every other
+# non-interactive pwsh and stops short of what a host does: this profile,
+# from here on, is the host's own, so the next host finds the assembly's,
+# the runspaces' and the first calls' methods compiled ahead (issue 39).
+# Calling StartProfile again ends the profile before (written then) and
+# records the new one; without a profile root set by PowerShell it does
+# nothing.
+try {
+    [System.Runtime.ProfileOptimization]::StartProfile('StartupProfileData-PwshlibHost')
+} catch {
+}
+
 $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
