@@ -57,9 +57,10 @@ Write-PwshlibTrace 'first line'
 # non-interactive pwsh and stops short of what a host does: this profile,
 # from here on, is the host's own, so the next host finds the assembly's,
 # the runspaces' and the first calls' methods compiled ahead (issue 39).
-# Calling StartProfile again ends the profile before (written then) and
-# records the new one; without a profile root set by PowerShell it does
-# nothing.
+# Calling StartProfile again records from here into this profile (pwsh
+# 7.6.9 writes it, spec/real_pwsh/host_assembly_cache_spec.rb); without a
+# profile root (SetProfileRoot, which PowerShell calls at its start) no
+# profiling happens, as .NET's documentation of SetProfileRoot says.
 try {
     [System.Runtime.ProfileOptimization]::StartProfile('StartupProfileData-PwshlibHost')
 } catch {
