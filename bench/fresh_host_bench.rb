@@ -21,6 +21,8 @@
 # Medians with the p90 beside them; the load average printed (the machine
 # is shared). The calls after the first are also timed as script text
 # (PWSHLIB_DSC_DATA=0), in turns with the data form. Run by `rake bench`; prints "not run" without a real pwsh.
+# PWSHLIB_BENCH_FRESH_TRACE=1 also prints, per kind, the phases of one
+# fresh host (PWSHLIB_HOST_TRACE: ms since the host process started).
 require 'json'
 require 'open3'
 require 'tmpdir'
@@ -151,8 +153,10 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       # of issue 39) take turns, so that the machine's load drifts alike.
       runs = []
       as_script = []
-      ROUNDS.times do
-        runs << in_sync_gets(machine, text, env, name)
+      ROUNDS.times do |round|
+        trace = File.join(scratch, "trace-#{type}") if ENV['PWSHLIB_BENCH_FRESH_TRACE'] == '1' && round.zero?
+        runs << in_sync_gets(machine, text, trace ? env.merge('PWSHLIB_HOST_TRACE' => trace) : env, name)
+        puts(File.read(trace).lines.map { |line| "    #{name} phase: #{line}" }.join) if trace && File.exist?(trace)
         as_script.concat(in_sync_gets(machine, text, env.merge('PWSHLIB_DSC_DATA' => '0'), name).drop(1))
       end
       uncached = in_sync_gets(machine, text, env.merge('PWSHLIB_HOST_CACHE' => ''), name) if firsts.empty?

@@ -37,6 +37,7 @@ namespace PwshlibHost
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
             RestoreEnvironment();
             if (outcome.Slot == null) { return; }
+            Trace("reply sent");
             if (outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
@@ -61,6 +62,7 @@ namespace PwshlibHost
                 if (other.Session == null && other.Ready.WaitOne(0))
                 {
                     try { other.Session = new Session(); } catch (Exception) { other.Session = null; }
+                    Trace("after reply: other runspace open");
                 }
                 if (outcome.ForPrelude) { DefineInBackground(other); }
             }
@@ -89,6 +91,7 @@ namespace PwshlibHost
                     Runspace.DefaultRunspace = slot.Session.Runspace;
                     DefinePrelude(slot.Session, code);
                     slot.PreludeGeneration = generation;
+                    Trace("background: prelude defined");
                 }
                 catch (Exception)
                 {
@@ -301,6 +304,7 @@ namespace PwshlibHost
                 return Failed(prelude != null ? problem.Message : "The host could not create a runspace: " + problem.Message);
             }
             Outcome outcome = InvokeInSession(request, slot.Session, prelude != null);
+            Trace("request invoked");
             outcome.Slot = slot;
             outcome.ForPrelude = prelude != null;
             if (prelude != null && !outcome.Rebuild)
@@ -354,6 +358,7 @@ namespace PwshlibHost
                 {
                     throw new InvalidOperationException("The host could not create a runspace: " + problem.Message);
                 }
+                Trace("prelude slot: runspace open");
             }
             if (slot.PreludeGeneration != preludeGeneration)
             {
@@ -369,6 +374,7 @@ namespace PwshlibHost
                     throw new InvalidOperationException("The host could not define prelude '" + id + "': " + problem.Message);
                 }
                 slot.PreludeGeneration = preludeGeneration;
+                Trace("prelude slot: prelude defined");
             }
             return slot;
         }

@@ -180,6 +180,40 @@ namespace PwshlibHost
         // How host.ps1 got this assembly, told in the hello: "compiled"
         // at this start, or "cached" (loaded from its assembly cache).
         public static string AssemblySource = "compiled";
+        // An opt-in timing trace of the host's start and its calls
+        // (docs/performance.md, "The first call's phases"): host.ps1 sets
+        // the file PWSHLIB_HOST_TRACE names; empty, as normally, traces
+        // nothing. Each line: milliseconds since the process started, the
+        // thread, the phase. Never part of a reply or of the output.
+        private static string tracePath;
+        private static double traceOffsetMs;
+        private static readonly Stopwatch TraceClock = new Stopwatch();
+        private static readonly object TraceGate = new object();
+
+        // Turns the trace on: path, the file to append to; sinceStartMs,
+        // how long the process had run when host.ps1 called this (the
+        // lines then count from the process's start, as host.ps1's own).
+        public static void StartTrace(string path, double sinceStartMs)
+        {
+            traceOffsetMs = sinceStartMs;
+            TraceClock.Start();
+            tracePath = path;
+        }
+
+        public static void Trace(string phase)
+        {
+            if (string.IsNullOrEmpty(tracePath)) { return; }
+            try
+            {
+                double ms = traceOffsetMs + TraceClock.Elapsed.TotalMilliseconds;
+                string line = ms.ToString("F1", CultureInfo.InvariantCulture) + " t" + Thread.CurrentThread.ManagedThreadId.ToString(CultureInfo.InvariantCulture) + " " + phase + "\n";
+                lock (TraceGate) { File.AppendAllText(tracePath, line); }
+            }
+            catch (Exception)
+            {
+            }
+        }
+
         // Reading: strict UTF-8, invalid bytes throw instead of becoming
         // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
         // surrogates; nothing a call writes can end the host).
@@ -243,9 +277,64 @@ namespace PwshlibHost
             {
                 environmentSnapshot[(string)entry.Key] = (string)entry.Value;
             }
+            Trace("server: constructing");
             plainSlots[0].Session = new Session();
+            Trace("server: plain runspace open");
             errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
             homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
+        }
+
+        // Leaves the process when the Ruby process that started the host is
+        // gone, so that a killed Ruby leaves no host behind: a background
+        // thread polls the PID every 500 ms (Process.GetProcessById, as
+        // Get-Process -Id does, throws ArgumentException once it is not
+        // running). A thread, not a runspace: a runspace running
+        // Start-Sleep and Get-Process loaded two modules at start, beside
+        // the first call (issue 39). Elsewhere than Windows the socket file
+        // goes first, and the private directory the manager made for it
+        // (only when empty: Directory.Delete refuses one that is not).
+        public static void WatchParent(int parentPid, string pipePath, bool onWindows)
+        {
+            Thread watcher = new Thread(delegate()
+            {
+                while (true)
+                {
+                    Thread.Sleep(500);
+                    if (ParentRunning(parentPid)) { continue; }
+                    if (!onWindows)
+                    {
+                        try { File.Delete(pipePath); } catch (Exception) { }
+                        string directory = Path.GetDirectoryName(pipePath);
+                        if (directory != null && Path.GetFileName(directory).StartsWith("pwshlib-", StringComparison.OrdinalIgnoreCase))
+                        {
+                            try { Directory.Delete(directory); } catch (Exception) { }
+                        }
+                    }
+                    Environment.Exit(0);
+                }
+            });
+            watcher.IsBackground = true;
+            watcher.Name = "pwshlib parent watcher";
+            watcher.Start();
+        }
+
+        private static bool ParentRunning(int parentPid)
+        {
+            try
+            {
+                using (Process parent = Process.GetProcessById(parentPid))
+                {
+                    return true;
+                }
+            }
+            catch (ArgumentException)
+            {
+                return false;
+            }
+            catch (InvalidOperationException)
+            {
+                return false;
+            }
         }
 
         // Greets the manager on the connection's stream, then serves until
@@ -264,6 +353,7 @@ namespace PwshlibHost
             hello.Add(Field("assembly", AssemblySource));
             hello.Add(Field("dsc", DscVersion));
             WriteFrame(hello);
+            Trace("hello sent");
             while (true)
             {
                 Dictionary<string, object> message;
@@ -289,6 +379,7 @@ namespace PwshlibHost
                     WriteFrame(ErrorMessage("protocol error: execute needs code and timeout_ms"));
                     return;
                 }
+                Trace("request read");
                 Outcome outcome = InvokeRequest(message);
                 // Echo the request's id, so the manager never takes this
                 // reply for another request's.

@@ -39,6 +39,33 @@ if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
 }
 
 $script:HostScriptPath = $PSCommandPath
+# The opt-in timing trace (PwshlibHost.Server.Trace): a file to append to,
+# named by PWSHLIB_HOST_TRACE; unset, as normally, nothing is traced.
+$script:TracePath = [Environment]::GetEnvironmentVariable('PWSHLIB_HOST_TRACE')
+function Write-PwshlibTrace([string] $Phase) {
+    if ($script:TracePath) {
+        $ms = ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds
+        [System.IO.File]::AppendAllText($script:TracePath, ('{0:F1} host.ps1 {1}' -f $ms, $Phase) + "`n")
+    }
+}
+Write-PwshlibTrace 'first line'
+
+# .NET's multicore JIT (System.Runtime.ProfileOptimization): pwsh records
+# the methods a start compiles into a profile under its cache directory,
+# and the next start compiles them ahead on another core. Its profile
+# ("StartupProfileData-NonInteractive") is shared with every other
+# non-interactive pwsh and stops short of what a host does: this profile,
+# from here on, is the host's own, so the next host finds the assembly's,
+# the runspaces' and the first calls' methods compiled ahead (issue 39).
+# Calling StartProfile again records from here into this profile (pwsh
+# 7.6.9 writes it, spec/real_pwsh/host_assembly_cache_spec.rb); without a
+# profile root (SetProfileRoot, which PowerShell calls at its start) no
+# profiling happens, as .NET's documentation of SetProfileRoot says.
+try {
+    [System.Runtime.ProfileOptimization]::StartProfile('StartupProfileData-PwshlibHost')
+} catch {
+}
+
 $script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
 # How long a timed-out call's Stop() may take before the host gives up on
 # that runspace (PowerShell.Stop waits for the pipeline to notice, which a
@@ -58,9 +85,16 @@ $script:StopWaitMs = 500
 # order into one source: each keeps its using directives inside its
 # namespace block, so the joined text compiles as it is, and the cache key
 # below covers every part.
+#
+# No cmdlet of a module (Join-Path, Get-Location, New-Object) runs on the
+# way to listening: the first one auto-loads its module and pays the
+# process's first command discovery, some 180 ms of a fresh host's first
+# call on pwsh 7.6.9 (docs/performance.md, "The first call's phases");
+# .NET's Path.Combine, [type]::new() (PowerShell 5 and later) and the
+# session state's current location do the same without it.
 $script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
 $script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
-            [System.IO.File]::ReadAllText((Join-Path -Path $PSScriptRoot -ChildPath $name))
+            [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $name))
         }))
 # Compiling takes seconds (about 4 s on pwsh 7, before the first call can
 # be answered); loading the same assembly takes about 0.1 s. So the
@@ -128,6 +162,19 @@ if (-not ('PwshlibHost.Server' -as [type])) {
     Add-Type -TypeDefinition $script:HostSource -Language CSharp
 }
 [PwshlibHost.Server]::AssemblySource = $script:HostAssembly
+Write-PwshlibTrace "assembly $script:HostAssembly"
+if ($script:TracePath) {
+    [PwshlibHost.Server]::StartTrace($script:TracePath, ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds)
+}
+
+# ProviderPath, not Path: when the host starts in a UNC directory, Path is
+# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
+# which [Environment]::CurrentDirectory refuses (the review's N14). Every
+# call starts there unless its request names a working directory.
+$script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath
+# Takes the environment snapshot that every call's environment is put back
+# to, and builds the runspace for plain requests, before listening.
+$script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)
 
 # Native programs' output is decoded with [Console]::OutputEncoding, which
 # on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it
@@ -135,22 +182,13 @@ if (-not ('PwshlibHost.Server' -as [type])) {
 # Set before the writers below: .NET drops its own console writer when the
 # encoding changes, but leaves one set through SetOut alone.
 try {
-    [Console]::OutputEncoding = New-Object System.Text.UTF8Encoding -ArgumentList $false
+    [Console]::OutputEncoding = [System.Text.UTF8Encoding]::new($false)
 } catch {
 }
 # [Console]::Out and [Console]::Error go, for the whole life of the host,
 # to the buffer of the runspace writing (see ConsoleRouter).
-[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))
-[Console]::SetError((New-Object PwshlibHost.ConsoleRouter -ArgumentList $true, ([Console]::Error)))
-
-# ProviderPath, not Path: when the host starts in a UNC directory, Path is
-# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
-# which [Environment]::CurrentDirectory refuses (the review's N14). Every
-# call starts there unless its request names a working directory.
-$script:HomeDirectory = (Get-Location).ProviderPath
-# Takes the environment snapshot that every call's environment is put back
-# to, and builds the runspace for plain requests, before listening.
-$script:HostLoop = New-Object PwshlibHost.Server -ArgumentList $script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows
+[Console]::SetOut([PwshlibHost.ConsoleRouter]::new($false, [Console]::Out))
+[Console]::SetError([PwshlibHost.ConsoleRouter]::new($true, [Console]::Error))
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
 # Everyone (and Anonymous) open it for reading, enough to take the host's
@@ -182,35 +220,13 @@ function New-PipeSecurity {
 }
 
 # Leave when the Ruby process that started us is gone, so a killed Ruby
-# leaves no host behind (a background runspace polls its PID).
+# leaves no host behind (a background thread polls its PID:
+# PwshlibHost.Server.WatchParent).
 if ($ParentPid -gt 0) {
-    $watcher = [PowerShell]::Create()
-    $watcher.AddScript({
-            param($ParentPid, $PipePath, $OnWindows)
-            while ($true) {
-                Start-Sleep -Milliseconds 500
-                if (-not (Get-Process -Id $ParentPid -ErrorAction SilentlyContinue)) {
-                    if (-not $OnWindows) {
-                        Remove-Item -LiteralPath $PipePath -Force -ErrorAction SilentlyContinue
-                        # The private directory the manager made for the
-                        # socket: nobody else is left to remove it.
-                        # Directory.Delete refuses a directory that is not
-                        # empty.
-                        $socketDirectory = [System.IO.Path]::GetDirectoryName($PipePath)
-                        if ([System.IO.Path]::GetFileName($socketDirectory) -like 'pwshlib-*') {
-                            try {
-                                [System.IO.Directory]::Delete($socketDirectory)
-                            } catch {
-                            }
-                        }
-                    }
-                    [Environment]::Exit(0)
-                }
-            }
-        }).AddArgument($ParentPid).AddArgument($PipePath).AddArgument($script:OnWindows) | Out-Null
-    $watcher.BeginInvoke() | Out-Null
+    [PwshlibHost.Server]::WatchParent($ParentPid, $PipePath, $script:OnWindows)
 }
 
+Write-PwshlibTrace 'listening'
 # Protocol step: listen, and accept the manager's one connection.
 $server = $null
 $connection = $null
@@ -256,8 +272,8 @@ if ($script:OnWindows) {
     }
     $stream = $server
 } else {
-    $server = New-Object System.Net.Sockets.Socket -ArgumentList ([System.Net.Sockets.AddressFamily]::Unix), ([System.Net.Sockets.SocketType]::Stream), ([System.Net.Sockets.ProtocolType]::Unspecified)
-    $server.Bind((New-Object System.Net.Sockets.UnixDomainSocketEndPoint -ArgumentList $PipePath))
+    $server = [System.Net.Sockets.Socket]::new([System.Net.Sockets.AddressFamily]::Unix, [System.Net.Sockets.SocketType]::Stream, [System.Net.Sockets.ProtocolType]::Unspecified)
+    $server.Bind([System.Net.Sockets.UnixDomainSocketEndPoint]::new($PipePath))
     $server.Listen(1)
     # As for the pipe, on Linux (SO_PEERCRED): another client is closed.
     while ($true) {
@@ -268,9 +284,10 @@ if ($script:OnWindows) {
         [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
         $connection.Dispose()
     }
-    $stream = New-Object System.Net.Sockets.NetworkStream -ArgumentList $connection, $true
+    $stream = [System.Net.Sockets.NetworkStream]::new($connection, $true)
 }
 
+Write-PwshlibTrace 'connected'
 try {
     # The handshake, then requests strictly one at a time until exit, EOF
     # or a malformed frame (PwshlibHost.Server, docs/protocol.md).

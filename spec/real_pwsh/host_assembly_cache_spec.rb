@@ -50,6 +50,29 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
     expect(cached_took).to be < compiled_took
   end
 
+  # Issue 39, stop 46: host.ps1 records a multicore JIT profile of its
+  # own beside pwsh's (its cache directory: XDG_CACHE_HOME/powershell on
+  # Linux), so that another pwsh rewriting pwsh's shared profile leaves
+  # the host's alone; the trace (PWSHLIB_HOST_TRACE) names its phases and
+  # stays out of the output.
+  it "writes the host's own JIT profile, and its trace only to the trace file" do
+    Dir.mktmpdir('pwshlib-xdg') do |xdg|
+      trace = File.join(xdg, 'trace')
+      saved = %w[XDG_CACHE_HOME PWSHLIB_HOST_TRACE].to_h { |name| [name, ENV.fetch(name, nil)] }
+      begin
+        ENV['XDG_CACHE_HOME'] = xdg
+        ENV['PWSHLIB_HOST_TRACE'] = trace
+        _assembly, _took, out = fresh_start
+        expect(out).to eq("42\n")
+      ensure
+        saved.each { |name, value| ENV[name] = value }
+      end
+      expect(File.size(File.join(xdg, 'powershell', 'StartupProfileData-PwshlibHost'))).to be > 0
+      phases = File.read(trace).lines.map { |line| line.split(' ', 3).last.strip }
+      expect(phases).to include('first line', 'hello sent', 'request read', 'request invoked')
+    end
+  end
+
   it 'loads no file whose bytes do not hash to its name: it compiles again and replaces it' do
     fresh_start
     file = cached_files.first

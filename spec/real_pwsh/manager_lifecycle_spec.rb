@@ -185,6 +185,38 @@ RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
       end
     end
 
+    # A killed Ruby leaves no host behind: the host polls its -ParentPid
+    # (a thread of its C#, since issue 39's first-call work; it was a
+    # runspace) and leaves with status 0 once that process is gone,
+    # removing its socket and the private directory it was made in. The
+    # parent here is a child of this process, killed and reaped (a zombie
+    # still has its PID) while the host waits for its manager.
+    it 'leaves, and removes its socket and directory, once its parent process is gone' do
+      dir = Dir.mktmpdir('pwshlib-')
+      path = File.join(dir, 'host.sock')
+      parent = Process.spawn('sleep', '300')
+      pid = Process.spawn(REAL_PWSH, *Pwsh::Manager.pwsh_args, '-File', Pwsh::Manager::HOST_SCRIPT,
+                          '-PipePath', path, '-ParentPid', parent.to_s, in: File::NULL, out: File::NULL)
+      begin
+        Timeout.timeout(120) { sleep 0.1 until File.socket?(path) }
+        expect(process_exists?(pid)).to be(true)
+        Process.kill('KILL', parent)
+        Process.wait(parent)
+        parent = nil
+        status = Timeout.timeout(30) { Process.wait2(pid)[1] }
+        pid = nil
+        expect(status.exitstatus).to eq(0)
+        expect(File.exist?(path)).to be(false)
+        expect(Dir.exist?(dir)).to be(false)
+      ensure
+        [parent, pid].compact.each do |left|
+          Process.kill('KILL', left)
+          Process.wait(left)
+        end
+        FileUtils.rm_rf(dir)
+      end
+    end
+
     # The review's N15: a socket path must fit sun_path (108 bytes on
     # Linux); under a long TMPDIR the manager falls back to /tmp.
     it 'starts under a TMPDIR too long for a socket path' do

@@ -316,7 +316,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     // buffer of the runspace that writes (issue 31, N16).
     position(
         &lines(&script),
-        "[Console]::SetOut((New-Object PwshlibHost.ConsoleRouter -ArgumentList $false, ([Console]::Out)))",
+        "[Console]::SetOut([PwshlibHost.ConsoleRouter]::new($false, [Console]::Out))",
     );
     position(
         &lines(&member(&source, "public Session()")),
@@ -406,7 +406,7 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
     // Taken before the host listens, so before any request.
     let top = lines(&script);
     assert!(
-        position(&top, "$script:HostLoop = New-Object PwshlibHost.Server -ArgumentList $script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows")
+        position(&top, "$script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)")
             < position(&top, "$server.Listen(1)")
     );
 
@@ -616,7 +616,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // ProviderPath is the file system's own (issue 31, N14).
     position(
         &lines(&script),
-        "$script:HomeDirectory = (Get-Location).ProviderPath",
+        "$script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath",
     );
 
     // Writing replaces, reading stays strict.
@@ -786,4 +786,51 @@ fn secrets_are_bound_before_the_code_runs() {
     );
     let code = lines(&source).join("\n");
     assert!(!code.contains("ConvertTo-SecureString"));
+}
+
+/// Issue 39, a fresh host's first call: on the way to listening (the
+/// assembly loaded from its cache) host.ps1 runs no cmdlet of a module,
+/// whose first use auto-loads it and pays the process's first command
+/// discovery (some 180 ms on pwsh 7.6.9); compiling afresh may (it takes
+/// seconds anyway). The parent watcher is a thread of the C#, not a
+/// runspace running Start-Sleep and Get-Process.
+#[test]
+fn the_cached_start_runs_no_module_cmdlet_before_listening() {
+    let script = lines(&host_script()).join("\n");
+    let start = &script[..script
+        .find("Write-PwshlibTrace 'listening'")
+        .expect("the start traced up to listening")];
+    // Defined here, run on Windows only (its pipe's ACL).
+    let pipe_security = start
+        .find("function New-PipeSecurity {")
+        .expect("New-PipeSecurity");
+    let pipe_security_end = pipe_security
+        + start[pipe_security..]
+            .find("return $security\n}")
+            .expect("its end");
+    let start = format!("{}{}", &start[..pipe_security], &start[pipe_security_end..]);
+    let compile_from = start
+        .find("if ($script:HostAssembly -ne 'cached') {")
+        .expect("the cache-miss branch");
+    let compile_to = start
+        .find("[PwshlibHost.Server]::AssemblySource = $script:HostAssembly")
+        .expect("the assembly's source told");
+    let cached = format!("{}{}", &start[..compile_from], &start[compile_to..]);
+    for cmdlet in [
+        "Join-Path",
+        "Get-Location",
+        "New-Object",
+        "Split-Path",
+        "Test-Path",
+    ] {
+        assert!(!cached.contains(cmdlet), "{cmdlet} before listening");
+    }
+    assert!(!script.contains("Get-Process") && !script.contains("Start-Sleep"));
+    assert!(script
+        .contains("[PwshlibHost.Server]::WatchParent($ParentPid, $PipePath, $script:OnWindows)"));
+    let source = host_source();
+    position(
+        &lines(&member(&source, "private static bool ParentRunning(")),
+        "using (Process parent = Process.GetProcessById(parentPid))",
+    );
 }

@@ -12,8 +12,11 @@ use super::transport::{self, Connection, ProcessGuard};
 use super::{Cancel, Host, HostFailure, SpawnOptions, WireStats};
 use crate::protocol::{self, FrameError, Message};
 
-/// The pause between attempts to connect to an endpoint not open yet.
-const CONNECT_RETRY: Duration = Duration::from_millis(50);
+/// The pause between attempts to connect to an endpoint not open yet:
+/// short, since every host start waits for it (on average half of it) on
+/// a fresh host's first call (issue 39), and an attempt costs one failed
+/// connect.
+const CONNECT_RETRY: Duration = Duration::from_millis(10);
 
 impl Host {
     /// Starts the host (no shell: an argument vector) and connects, retrying
