@@ -9,7 +9,6 @@ namespace PwshlibHost
     using System.Globalization;
     using System.Management.Automation;
     using System.Management.Automation.Runspaces;
-    using System.Text;
 
     // A Get's result as ConvertTo-PwshlibCanonicalResult and ConvertTo-Json
     // write it (dsc_prelude_results.ps1 is the definition), for the values
@@ -35,9 +34,7 @@ namespace PwshlibHost
             {
                 OrderedDictionary table = Canonical(result);
                 if (returnedThis) { table["pwshlib_get_returned_this"] = true; }
-                StringBuilder text = new StringBuilder(256);
-                WriteJson(text, table);
-                return text.ToString();
+                return Json.Write(table);
             }
             catch (Exception)
             {
@@ -173,44 +170,6 @@ namespace PwshlibHost
         private static string Text(object value)
         {
             return (string)LanguagePrimitives.ConvertTo(value, typeof(string), CultureInfo.InvariantCulture);
-        }
-
-        private static void WriteJson(StringBuilder text, object value)
-        {
-            if (value == null) { text.Append("null"); return; }
-            string s = value as string;
-            if (s != null) { Json.WriteString(text, s); return; }
-            if (value is bool) { text.Append((bool)value ? "true" : "false"); return; }
-            if (value.GetType().IsPrimitive && !(value is char))
-            {
-                text.Append(((IFormattable)value).ToString(null, CultureInfo.InvariantCulture));
-                return;
-            }
-            OrderedDictionary table = value as OrderedDictionary;
-            if (table != null)
-            {
-                text.Append('{');
-                bool first = true;
-                foreach (DictionaryEntry pair in table)
-                {
-                    if (!first) { text.Append(','); }
-                    first = false;
-                    Json.WriteString(text, (string)pair.Key);
-                    text.Append(':');
-                    WriteJson(text, pair.Value);
-                }
-                text.Append('}');
-                return;
-            }
-            List<object> list = value as List<object>;
-            if (list == null) { throw new Unknown(); }
-            text.Append('[');
-            for (int i = 0; i < list.Count; i++)
-            {
-                if (i > 0) { text.Append(','); }
-                WriteJson(text, list[i]);
-            }
-            text.Append(']');
         }
     }
 }

@@ -37,7 +37,8 @@ namespace PwshlibHost
     // caches a compiled script by its text (ScriptBlock's cache of parsed
     // scripts, which PowerShell.AddScript goes through), so that text is
     // parsed once per process. The call itself stays in the prelude
-    // (Invoke-PwshlibDscResource), as for a script.
+    // (Invoke-PwshlibDscResource), as for a script, until the prelude has
+    // resolved the resource in the runspace; then DirectDsc makes it.
     public static class DscCall
     {
         // The body of every generated script, but for its $InvokeParams

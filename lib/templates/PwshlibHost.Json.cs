@@ -200,9 +200,10 @@ namespace PwshlibHost
         }
 
         // Writes a message: an ordered list of fields whose values are
-        // null, string, bool, int, long, string[], a List<object> of these
-        // or another message.
-        public static string Write(List<KeyValuePair<string, object>> message)
+        // null, string, bool, an integer, a double, string[], a List<object>
+        // or an OrderedDictionary (a Get's canonical result) of these, or
+        // another message.
+        public static string Write(object message)
         {
             StringBuilder text = new StringBuilder(256);
             WriteValue(text, message);
@@ -218,6 +219,12 @@ namespace PwshlibHost
             if (value is int) { text.Append(((int)value).ToString(CultureInfo.InvariantCulture)); return; }
             if (value is long) { text.Append(((long)value).ToString(CultureInfo.InvariantCulture)); return; }
             if (value is double) { text.Append(((double)value).ToString("R", CultureInfo.InvariantCulture)); return; }
+            if (value.GetType().IsPrimitive && !(value is char) && !(value is float) && !(value is IntPtr) && !(value is UIntPtr))
+            {
+                // The other integers (a DSC result's byte, uint32, ...).
+                text.Append(((IFormattable)value).ToString(null, CultureInfo.InvariantCulture));
+                return;
+            }
             string[] items = value as string[];
             if (items != null)
             {
@@ -242,6 +249,22 @@ namespace PwshlibHost
                 text.Append(']');
                 return;
             }
+            System.Collections.Specialized.OrderedDictionary table = value as System.Collections.Specialized.OrderedDictionary;
+            if (table != null)
+            {
+                text.Append('{');
+                bool first = true;
+                foreach (DictionaryEntry pair in table)
+                {
+                    if (!first) { text.Append(','); }
+                    first = false;
+                    WriteString(text, Convert.ToString(pair.Key, CultureInfo.InvariantCulture));
+                    text.Append(':');
+                    WriteValue(text, pair.Value);
+                }
+                text.Append('}');
+                return;
+            }
             List<KeyValuePair<string, object>> fields = value as List<KeyValuePair<string, object>>;
             if (fields != null)
             {
@@ -262,7 +285,7 @@ namespace PwshlibHost
         // A UTF-16 surrogate without its partner (a resource that cut a
         // string in half) becomes U+FFFD: a strict JSON reader refuses an
         // escaped lone surrogate, and the frame's UTF-8 could not hold it.
-        internal static void WriteString(StringBuilder text, string value)
+        private static void WriteString(StringBuilder text, string value)
         {
             text.Append('"');
             for (int i = 0; i < value.Length; i++)

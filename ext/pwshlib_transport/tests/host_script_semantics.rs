@@ -634,7 +634,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     );
     // Every string written goes through WriteString, which replaces a lone
     // surrogate with U+FFFD.
-    let string = member(&source, "internal static void WriteString(");
+    let string = member(&source, "private static void WriteString(");
     assert_eq!(string.matches("text.Append('\\uFFFD');").count(), 2);
     let value = lines(&member(&source, "private static void WriteValue("));
     position(&value, "if (s != null) { WriteString(text, s); return; }");
