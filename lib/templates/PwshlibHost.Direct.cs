@@ -27,6 +27,7 @@ namespace PwshlibHost
         internal string Identity;
         // The prelude's function that makes the call, and its parameters.
         internal string Function;
+        internal CommandInfo Command;
         internal List<KeyValuePair<string, object>> Parameters = new List<KeyValuePair<string, object>>();
         internal Hashtable Seen = new Hashtable(StringComparer.OrdinalIgnoreCase);
         internal object[] Saved;
@@ -86,6 +87,11 @@ namespace PwshlibHost
         // whatever it cannot tell is the prelude's to tell.
         public static DirectCall Prepare(Runspace runspace, DscRequest request)
         {
+            return Prepare(new RunspaceGlobals(runspace), request);
+        }
+
+        internal static DirectCall Prepare(RunspaceGlobals runspace, DscRequest request)
+        {
             try
             {
                 return TryPrepare(runspace, request);
@@ -96,7 +102,7 @@ namespace PwshlibHost
             }
         }
 
-        private static DirectCall TryPrepare(Runspace runspace, DscRequest request)
+        private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request)
         {
             if (request.ThroughInvokeDscResource || request.InvokeParams == null) { return null; }
             string name = request.InvokeParams["Name"] as string;
@@ -122,7 +128,7 @@ namespace PwshlibHost
             call.Method = method;
             call.Identity = identity;
             call.Strict = major <= 5;
-            object strict = runspace.SessionStateProxy.GetVariable("PwshlibDscStrict");
+            object strict = runspace.Get("PwshlibDscStrict");
             if (strict != null) { call.Strict = LanguagePrimitives.IsTrue(strict); }
             string kind = Unwrap(entry["Kind"]) as string;
             if (kind == "Class")
@@ -161,7 +167,8 @@ namespace PwshlibHost
                 return null;
             }
             // A prelude of this pwshlib defines it; any other goes its own way.
-            if (runspace.SessionStateProxy.InvokeCommand.GetCommand(call.Function, CommandTypes.Function) == null) { return null; }
+            call.Command = runspace.Function(call.Function);
+            if (call.Command == null) { return null; }
             if (!string.Equals(modulePath, Environment.GetEnvironmentVariable("PSModulePath"), StringComparison.Ordinal))
             {
                 // Add-PwshlibVendoredModulePath's change: the host puts the
@@ -172,11 +179,11 @@ namespace PwshlibHost
         }
 
         // The major version of the PowerShell running the host.
-        private static int Major(Runspace runspace)
+        private static int Major(RunspaceGlobals runspace)
         {
             if (psMajor == 0)
             {
-                Hashtable table = Unwrap(runspace.SessionStateProxy.GetVariable("PSVersionTable")) as Hashtable;
+                Hashtable table = Unwrap(runspace.Get("PSVersionTable")) as Hashtable;
                 object version = table == null ? null : Unwrap(table["PSVersion"]);
                 object major = version == null ? null : PSObject.AsPSObject(version).Properties["Major"].Value;
                 psMajor = Convert.ToInt32(major, CultureInfo.InvariantCulture);
@@ -201,7 +208,7 @@ namespace PwshlibHost
 
         // The prelude's entry for the resource (Resolve-PwshlibDscResource's
         // key, with its files unchanged since it was loaded), or null.
-        private static Hashtable CachedEntry(Runspace runspace, Hashtable invokeParams, string name, string modulePath)
+        private static Hashtable CachedEntry(RunspaceGlobals runspace, Hashtable invokeParams, string name, string modulePath)
         {
             Hashtable cache = Unwrap(AppDomain.CurrentDomain.GetData("pwshlib.direct." + runspace.InstanceId.ToString())) as Hashtable;
             Hashtable resources = cache == null ? null : Unwrap(cache["Resources"]) as Hashtable;
@@ -251,12 +258,7 @@ namespace PwshlibHost
         // reads set in the global scope for the call (Invoke-PwshlibDscCall).
         public static void AddTo(DirectCall call, PowerShell ps, Runspace runspace)
         {
-            call.Saved = new object[Preferences.Length];
-            for (int i = 0; i < Preferences.Length; i++)
-            {
-                call.Saved[i] = runspace.SessionStateProxy.GetVariable(Preferences[i]);
-                runspace.SessionStateProxy.SetVariable(Preferences[i], ActionPreference.Continue);
-            }
+            SetPreferences(call, new RunspaceGlobals(runspace));
             // A function defined once in the runspace, not a script: a
             // script's text given to AddScript is compiled afresh for each
             // pipeline, while a function keeps its compiled form (and
@@ -266,6 +268,32 @@ namespace PwshlibHost
             foreach (KeyValuePair<string, object> parameter in call.Parameters) { ps.AddParameter(parameter.Key, parameter.Value); }
             ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
             Interlocked.Increment(ref calls);
+        }
+
+        // The preference variables the resource reads, set in the global
+        // scope for the call (Invoke-PwshlibDscCall); Finish restores them.
+        internal static void SetPreferences(DirectCall call, RunspaceGlobals runspace)
+        {
+            call.Saved = new object[Preferences.Length];
+            for (int i = 0; i < Preferences.Length; i++)
+            {
+                call.Saved[i] = runspace.Get(Preferences[i]);
+                runspace.Set(Preferences[i], ActionPreference.Continue);
+            }
+        }
+
+        // The call as a standby pipeline makes it (Wait-PwshlibDirectCall):
+        // the function, and its parameters to splat; the preferences set.
+        internal static Hashtable ForStandby(DirectCall call, RunspaceGlobals runspace)
+        {
+            SetPreferences(call, runspace);
+            Hashtable arguments = new Hashtable(StringComparer.OrdinalIgnoreCase);
+            foreach (KeyValuePair<string, object> parameter in call.Parameters) { arguments[parameter.Key] = parameter.Value; }
+            Hashtable made = new Hashtable(StringComparer.OrdinalIgnoreCase);
+            made["Command"] = call.Command;
+            made["Arguments"] = arguments;
+            Interlocked.Increment(ref calls);
+            return made;
         }
 
         // The lines Invoke-PwshlibDscResource would have left: the streams
@@ -397,6 +425,156 @@ namespace PwshlibHost
             PSObject wrapped = value as PSObject;
             if (wrapped != null && !(wrapped.BaseObject is PSCustomObject)) { return wrapped.BaseObject; }
             return value;
+        }
+    }
+
+    // A pipeline started ahead of a runspace's next DSC call (issue 39).
+    // Starting a pipeline costs about half a millisecond on pwsh 7.6.9 (a
+    // new pipeline thread, the pipeline's set-up, its command bound)
+    // before the call's first statement runs: on a direct call's critical
+    // path, a third of what the host adds to the resource's own Get. So
+    // after a direct call the slot's reset, on a worker thread between
+    // calls, starts the next pipeline: Wait-PwshlibDirectCall, run
+    // dot-sourced, waits in Take for the runspace's next request. The loop
+    // gives it that request's first steps (secrets, the request read,
+    // DirectDsc.Prepare), which run on the pipeline's thread (the runspace
+    // is busy: only its SessionState reaches its variables, see
+    // RunspaceGlobals), and the pipeline makes the call when Prepare allows
+    // it. Otherwise (a request that is not a direct call, a failure before
+    // the call) the standby ends without running anything and the request
+    // goes the usual way, in a new pipeline.
+    public sealed class Standby
+    {
+        internal const string FunctionName = "Wait-PwshlibDirectCall";
+
+        // The standbys whose pipeline has not taken its work yet, by
+        // runspace: Take finds its own through the pipeline thread's default
+        // runspace, so that no variable of the call's runspace holds it.
+        private static readonly Dictionary<Guid, Standby> waiting = new Dictionary<Guid, Standby>();
+
+        // How many calls a standby made since the process started (a test
+        // reads it through a plain request: one AppDomain).
+        private static long calls;
+
+        private readonly object gate = new object();
+        private readonly Guid runspaceId;
+        private Func<RunspaceGlobals, Hashtable> work;
+        private bool given;
+
+        internal PowerShell Shell;
+        internal IAsyncResult Running;
+        internal PSDataCollection<PSObject> Output;
+        // Set on the pipeline's thread, before it ends: whether it made the
+        // call, and what the request's first steps threw.
+        internal volatile bool Called;
+        internal Exception Failure;
+
+        private Standby(Guid runspaceId)
+        {
+            this.runspaceId = runspaceId;
+        }
+
+        public static long Calls
+        {
+            get { return Interlocked.Read(ref calls); }
+        }
+
+        // Starts the standby in an idle runspace whose prelude defines its
+        // function; null when it does not.
+        internal static Standby Start(Runspace runspace)
+        {
+            if (runspace.SessionStateProxy.InvokeCommand.GetCommand(FunctionName, CommandTypes.Function) == null) { return null; }
+            Standby standby = new Standby(runspace.InstanceId);
+            lock (waiting) { waiting[runspace.InstanceId] = standby; }
+            PowerShell shell = PowerShell.Create();
+            try
+            {
+                shell.Runspace = runspace;
+                // useLocalScope false: dot-sourced, in the global scope.
+                shell.AddCommand(FunctionName, false);
+                // The call's streams merged into its output in order, as
+                // DirectDsc.AddTo merges them: the nested call writes to
+                // this command's pipes.
+                shell.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
+                PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
+                noInput.Complete();
+                standby.Output = new PSDataCollection<PSObject>();
+                standby.Running = shell.BeginInvoke<PSObject, PSObject>(noInput, standby.Output);
+                standby.Shell = shell;
+                return standby;
+            }
+            catch (Exception)
+            {
+                lock (waiting) { waiting.Remove(runspace.InstanceId); }
+                shell.Dispose();
+                throw;
+            }
+        }
+
+        // Wait-PwshlibDirectCall's wait, on the pipeline's thread: the call
+        // to make (its Command and Arguments), or null for none.
+        public static Hashtable Take(SessionState state)
+        {
+            Runspace runspace = Runspace.DefaultRunspace;
+            Standby standby = null;
+            if (runspace != null)
+            {
+                lock (waiting)
+                {
+                    if (waiting.TryGetValue(runspace.InstanceId, out standby)) { waiting.Remove(runspace.InstanceId); }
+                }
+            }
+            if (standby == null) { return null; }
+            Func<RunspaceGlobals, Hashtable> next;
+            lock (standby.gate)
+            {
+                while (!standby.given) { Monitor.Wait(standby.gate); }
+                next = standby.work;
+            }
+            if (next == null) { return null; }
+            try
+            {
+                Hashtable call = next(new RunspaceGlobals(state, standby.runspaceId));
+                if (call != null)
+                {
+                    standby.Called = true;
+                    Interlocked.Increment(ref calls);
+                }
+                return call;
+            }
+            catch (Exception problem)
+            {
+                standby.Failure = problem;
+                return null;
+            }
+        }
+
+        // Hands the request's first steps to the pipeline (null: none, the
+        // standby ends). Once.
+        internal bool Given
+        {
+            get { lock (gate) { return given; } }
+        }
+
+        internal void Give(Func<RunspaceGlobals, Hashtable> next)
+        {
+            lock (gate)
+            {
+                work = next;
+                given = true;
+                Monitor.PulseAll(gate);
+            }
+        }
+
+        // Ends the standby without a call. False when its pipeline did not
+        // end within waitMs (it is left, with its runspace, to the process).
+        internal bool Release(int waitMs)
+        {
+            Give(null);
+            if (!Running.AsyncWaitHandle.WaitOne(waitMs)) { return false; }
+            try { Shell.EndInvoke(Running); } catch (Exception) { }
+            Shell.Dispose();
+            return true;
         }
     }
 }

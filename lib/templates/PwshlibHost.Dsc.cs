@@ -49,6 +49,11 @@ namespace PwshlibHost
         // (after the secrets, which the values may name).
         public static DscRequest Read(Runspace runspace, object data)
         {
+            return Read(new RunspaceGlobals(runspace), data);
+        }
+
+        internal static DscRequest Read(RunspaceGlobals runspace, object data)
+        {
             Dictionary<string, object> call = data as Dictionary<string, object>;
             if (call == null) { throw new FormatException("protocol error: the request's dsc must be an object"); }
             DscRequest request = new DscRequest();
@@ -70,11 +75,16 @@ namespace PwshlibHost
         // the prelude's Invoke-PwshlibDscResource; returns the code to run.
         public static string Bind(Runspace runspace, DscRequest request)
         {
+            return Bind(new RunspaceGlobals(runspace), request);
+        }
+
+        internal static string Bind(RunspaceGlobals runspace, DscRequest request)
+        {
             Hashtable arguments = NewTable();
             if (request.ThroughInvokeDscResource) { arguments["ThroughInvokeDscResource"] = true; }
             if (request.VendoredPath != null) { arguments["VendoredPath"] = request.VendoredPath; }
-            runspace.SessionStateProxy.SetVariable("InvokeParams", request.InvokeParams);
-            runspace.SessionStateProxy.SetVariable("PwshlibDscArguments", arguments);
+            runspace.Set("InvokeParams", request.InvokeParams);
+            runspace.Set("PwshlibDscArguments", arguments);
             return Script;
         }
 
@@ -97,7 +107,7 @@ namespace PwshlibHost
             return new Hashtable(StringComparer.OrdinalIgnoreCase);
         }
 
-        private static Hashtable Table(Runspace runspace, Dictionary<string, object> members)
+        private static Hashtable Table(RunspaceGlobals runspace, Dictionary<string, object> members)
         {
             Hashtable table = NewTable();
             foreach (KeyValuePair<string, object> member in members)
@@ -110,7 +120,7 @@ namespace PwshlibHost
         // One value, as its literal in the script would be: @(...) an
         // object[], an integer Int32 when it fits (the JSON reader gives
         // Int64), a tagged object what its tag says.
-        private static object Value(Runspace runspace, object node)
+        private static object Value(RunspaceGlobals runspace, object node)
         {
             if (node is long)
             {
@@ -135,7 +145,7 @@ namespace PwshlibHost
             return null;
         }
 
-        private static object Tagged(Runspace runspace, string tag, object inner)
+        private static object Tagged(RunspaceGlobals runspace, string tag, object inner)
         {
             string text = inner as string;
             switch (tag)
@@ -165,7 +175,7 @@ namespace PwshlibHost
                     break;
                 case "var":
                     // A variable the request's secrets bound.
-                    if (text != null) { return runspace.SessionStateProxy.GetVariable(text); }
+                    if (text != null) { return runspace.Get(text); }
                     break;
             }
             throw new FormatException("protocol error: a value of the request's dsc has an unknown tag '" + tag + "'");
@@ -191,6 +201,11 @@ namespace PwshlibHost
         // reply removes them with every other global variable.
         public static void Bind(Runspace runspace, object secrets)
         {
+            Bind(new RunspaceGlobals(runspace), secrets);
+        }
+
+        internal static void Bind(RunspaceGlobals runspace, object secrets)
+        {
             if (secrets == null) { return; }
             List<object> list = secrets as List<object>;
             if (list == null) { throw new FormatException("the request's secrets must be a list"); }
@@ -200,7 +215,7 @@ namespace PwshlibHost
                 if (secret == null) { throw new FormatException("each of the request's secrets must be an object"); }
                 string name = Member(secret, "name");
                 if (name.Length == 0) { throw new FormatException("a secret of the request has no name"); }
-                runspace.SessionStateProxy.SetVariable(name, ValueOf(name, secret));
+                runspace.Set(name, ValueOf(name, secret));
             }
         }
 
@@ -319,6 +334,61 @@ namespace PwshlibHost
                 if (string.Equals(loaded.GetName().Name, "Microsoft.Management.Infrastructure", StringComparison.OrdinalIgnoreCase)) { return loaded; }
             }
             return Assembly.Load("Microsoft.Management.Infrastructure, Version=1.0.0.0, Culture=neutral, PublicKeyToken=31bf3856ad364e35");
+        }
+    }
+
+    // A runspace's variables and functions, as a call sees them in its
+    // global scope. From the loop thread, while the runspace is idle, its
+    // SessionStateProxy. From inside a standby pipeline (Standby, issue
+    // 39) the proxy refuses every call, even on that pipeline's own thread
+    // ("A pipeline is already running. Concurrent SessionStateProxy method
+    // calls are not allowed", pwsh 7.6.9: RunspaceBase's concurrency check
+    // on any SessionStateProxy call while a pipeline runs); there the
+    // SessionState of Wait-PwshlibDirectCall, which the standby runs
+    // dot-sourced, so that its current scope is the global one and
+    // PSVariable.Set and GetValue read and write what
+    // SessionStateProxy.SetVariable and GetVariable do on an idle runspace
+    // (both set in the current scope: SessionStateInternal.SetVariableValue).
+    public sealed class RunspaceGlobals
+    {
+        private readonly Runspace runspace;
+        private readonly SessionState state;
+        private readonly Guid id;
+
+        public RunspaceGlobals(Runspace runspace)
+        {
+            this.runspace = runspace;
+            id = runspace.InstanceId;
+        }
+
+        // state: the global scope's, of the runspace whose InstanceId is id.
+        public RunspaceGlobals(SessionState state, Guid id)
+        {
+            this.state = state;
+            this.id = id;
+        }
+
+        public Guid InstanceId
+        {
+            get { return id; }
+        }
+
+        public object Get(string name)
+        {
+            return state != null ? state.PSVariable.GetValue(name) : runspace.SessionStateProxy.GetVariable(name);
+        }
+
+        public void Set(string name, object value)
+        {
+            if (state != null) { state.PSVariable.Set(name, value); }
+            else { runspace.SessionStateProxy.SetVariable(name, value); }
+        }
+
+        // The function of that name, or null.
+        public CommandInfo Function(string name)
+        {
+            CommandInvocationIntrinsics commands = state != null ? state.InvokeCommand : runspace.SessionStateProxy.InvokeCommand;
+            return commands.GetCommand(name, CommandTypes.Function);
         }
     }
 }

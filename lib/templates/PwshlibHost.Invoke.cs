@@ -36,6 +36,9 @@ namespace PwshlibHost
             PwshlibPSHost psHost = session.Host;
             Runspace runspace = session.Runspace;
             PowerShell ps = null;
+            // Taken whatever happens: a standby left parked would keep the
+            // runspace busy for its reset.
+            Standby standby = session.TakeStandby();
             try
             {
                 int timeoutMs = (int)Math.Min(Convert.ToDouble(Get(request, "timeout_ms"), CultureInfo.InvariantCulture), int.MaxValue);
@@ -49,56 +52,106 @@ namespace PwshlibHost
                 }
                 outcome.Ran = session;
                 SetRequestEnvironment(Get(request, "env"));
-                if (workingDir.Length > 0)
-                {
-                    // SetLocation takes a wildcard path: '[' and ']' (and
-                    // '*', '?', '`') are escaped so that a directory named
-                    // 'a[1]' is that directory.
-                    runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(workingDir));
-                    Environment.CurrentDirectory = workingDir;
-                }
-                psHost.Reset();
-                SecretValues.Bind(runspace, Get(request, "secrets"));
                 string code = Text(Get(request, "code"));
                 object dsc = Get(request, "dsc");
                 DirectCall direct = null;
-                if (dsc != null)
+                // The request's first steps in the runspace (its variables
+                // through state): on this thread, or on a standby
+                // pipeline's, which then makes the call when they return it.
+                Func<RunspaceGlobals, Hashtable> firstSteps = delegate(RunspaceGlobals state)
                 {
+                    psHost.Reset();
+                    SecretValues.Bind(state, Get(request, "secrets"));
+                    if (dsc == null) { return null; }
                     if (!forPrelude) { throw new FormatException("protocol error: a DSC call as data needs a prelude"); }
-                    DscRequest call = DscCall.Read(runspace, dsc);
-                    direct = DirectDsc.Prepare(runspace, call);
-                    if (direct == null) { code = DscCall.Bind(runspace, call); }
-                }
-
-                ps = PowerShell.Create();
-                ps.Runspace = runspace;
-                if (direct != null) { DirectDsc.AddTo(direct, ps, runspace); }
-                else { ps.AddScript(code); }
-                if (!forPrelude)
+                    DscRequest call = DscCall.Read(state, dsc);
+                    direct = DirectDsc.Prepare(state, call);
+                    if (direct == null)
+                    {
+                        code = DscCall.Bind(state, call);
+                        return null;
+                    }
+                    return DirectDsc.ForStandby(direct, state);
+                };
+                IAsyncResult running = null;
+                PSDataCollection<PSObject> output = null;
+                bool finished = false;
+                ErrorSink errorSink = null;
+                if (standby != null && (dsc == null || workingDir.Length > 0))
                 {
-                    // Module-qualified, so that a user's own function
-                    // Out-String (which ResetRunspaceState keeps) is not
-                    // called. The code's output is piped into Out-String,
-                    // never left last in the pipeline: a native program
-                    // there would inherit the host process's stdout (the
-                    // null device) instead of being read (what
-                    // NativeCommandProcessor does for the last command of a
-                    // pipeline that ends in Out-Default). Out-String renders
-                    // $PSStyle's ANSI escapes out of tables and lists (pwsh
-                    // 7.2+, OutputRendering 'Host': no escapes outside a
-                    // host). Its lines reach the host through PipelineSink.
-                    ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
+                    ReleaseStandby(standby);
+                    standby = null;
                 }
-                ErrorSink errorSink = forPrelude
-                    ? new ErrorSink(ps.Streams.Error, new SharedText(), null, null)
-                    : new ErrorSink(ps.Streams.Error, psHost.Output, runspace, errorRenderer);
-                PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
-                noInput.Complete();
-                PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();
-                if (!forPrelude) { new PipelineSink(output, psHost); }
-                IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);
+                if (standby != null)
+                {
+                    ps = standby.Shell;
+                    running = standby.Running;
+                    output = standby.Output;
+                    errorSink = new ErrorSink(ps.Streams.Error, new SharedText(), null, null);
+                    standby.Give(firstSteps);
+                    finished = running.AsyncWaitHandle.WaitOne(timeoutMs);
+                    if (finished && !standby.Called)
+                    {
+                        // No direct call: the standby ended without one.
+                        try { ps.EndInvoke(running); } catch (Exception) { }
+                        ps.Dispose();
+                        ps = null;
+                        if (standby.Failure != null) { throw standby.Failure; }
+                    }
+                    else
+                    {
+                        outcome.Direct = true;
+                    }
+                }
+                else
+                {
+                    if (workingDir.Length > 0)
+                    {
+                        // SetLocation takes a wildcard path: '[' and ']' (and
+                        // '*', '?', '`') are escaped so that a directory named
+                        // 'a[1]' is that directory.
+                        runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(workingDir));
+                        Environment.CurrentDirectory = workingDir;
+                    }
+                    firstSteps(new RunspaceGlobals(runspace));
+                }
+                if (ps == null)
+                {
+                    ps = PowerShell.Create();
+                    ps.Runspace = runspace;
+                    if (direct != null)
+                    {
+                        DirectDsc.AddTo(direct, ps, runspace);
+                        outcome.Direct = true;
+                    }
+                    else { ps.AddScript(code); }
+                    if (!forPrelude)
+                    {
+                        // Module-qualified, so that a user's own function
+                        // Out-String (which ResetRunspaceState keeps) is not
+                        // called. The code's output is piped into Out-String,
+                        // never left last in the pipeline: a native program
+                        // there would inherit the host process's stdout (the
+                        // null device) instead of being read (what
+                        // NativeCommandProcessor does for the last command of a
+                        // pipeline that ends in Out-Default). Out-String renders
+                        // $PSStyle's ANSI escapes out of tables and lists (pwsh
+                        // 7.2+, OutputRendering 'Host': no escapes outside a
+                        // host). Its lines reach the host through PipelineSink.
+                        ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
+                    }
+                    PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
+                    noInput.Complete();
+                    output = new PSDataCollection<PSObject>();
+                    if (!forPrelude) { new PipelineSink(output, psHost); }
+                    errorSink = forPrelude
+                        ? new ErrorSink(ps.Streams.Error, new SharedText(), null, null)
+                        : new ErrorSink(ps.Streams.Error, psHost.Output, runspace, errorRenderer);
+                    running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);
+                    finished = running.AsyncWaitHandle.WaitOne(timeoutMs);
+                }
 
-                if (!running.AsyncWaitHandle.WaitOne(timeoutMs))
+                if (!finished)
                 {
                     // Stop() waits until the pipeline notices, which code
                     // blocked in a native or .NET call never does: ask now,
@@ -201,7 +254,15 @@ namespace PwshlibHost
             finally
             {
                 if (ps != null) { ps.Dispose(); }
+                if (standby != null && !standby.Given) { ReleaseStandby(standby); }
             }
+        }
+
+        // A standby the request does not use ends before anything else runs
+        // in its runspace; one that does not end takes its session with it.
+        private static void ReleaseStandby(Standby standby)
+        {
+            if (!standby.Release(Session.StandbyReleaseMs)) { throw new InvalidOperationException("the runspace's standby pipeline did not end"); }
         }
 
         // The global variable where the DSC prelude's

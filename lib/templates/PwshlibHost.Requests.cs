@@ -54,7 +54,7 @@ namespace PwshlibHost
             }
             else if (outcome.Ran != null)
             {
-                ResetInBackground(outcome.Slot);
+                ResetInBackground(outcome.Slot, outcome.Direct);
             }
             Slot[] slots = outcome.ForPrelude ? preludeSlots : plainSlots;
             foreach (Slot other in slots)
@@ -129,7 +129,12 @@ namespace PwshlibHost
         // the one reset for the time of the reset, as on a pipeline thread,
         // so that anything written goes to that runspace's buffers (cleared
         // before its next call).
-        private void ResetInBackground(Slot slot)
+        //
+        // After a direct call (standby true), the reset then starts the
+        // slot's standby pipeline for its next request (Standby): off the
+        // critical path, as the reset. A standby that does not start is no
+        // failure: the next request starts its own pipeline.
+        private void ResetInBackground(Slot slot, bool standby)
         {
             slot.Ready.Reset();
             ThreadPool.QueueUserWorkItem(delegate(object unused)
@@ -139,6 +144,7 @@ namespace PwshlibHost
                 {
                     Runspace.DefaultRunspace = slot.Session.Runspace;
                     Clean(slot.Session);
+                    if (standby) { StartStandby(slot.Session); }
                 }
                 catch (Exception)
                 {
@@ -151,6 +157,18 @@ namespace PwshlibHost
                     slot.Ready.Set();
                 }
             });
+        }
+
+        private static void StartStandby(Session session)
+        {
+            try
+            {
+                session.Standby = Standby.Start(session.Runspace);
+            }
+            catch (Exception)
+            {
+                session.Standby = null;
+            }
         }
 
         // The slot to run the next request of a kind in: the one not used
@@ -388,6 +406,11 @@ namespace PwshlibHost
         // text fails.
         private void DefinePrelude(Session session, string code)
         {
+            Standby standby = session.TakeStandby();
+            if (standby != null && !standby.Release(Session.StandbyReleaseMs))
+            {
+                throw new InvalidOperationException("the runspace's standby pipeline did not end");
+            }
             PowerShell definer = PowerShell.Create();
             try
             {

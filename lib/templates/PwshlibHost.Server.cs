@@ -111,13 +111,31 @@ namespace PwshlibHost
         public PwshlibPSHost Host { get { return psHost; } }
         public Runspace Runspace { get { return runspace; } }
 
+        // The pipeline waiting for this session's next direct call (after
+        // one), or null.
+        internal Standby Standby;
+
+        // The standby, which the caller now owns.
+        internal Standby TakeStandby()
+        {
+            Standby standby = Standby;
+            Standby = null;
+            return standby;
+        }
+
         // Ends the session. A runspace whose pipeline did not stop in time
         // is left alone: disposing it would wait for that pipeline; it goes
         // with the process.
+        // A standby ends as soon as it is released; this is a bound for a
+        // machine under load.
+        internal const int StandbyReleaseMs = 5000;
+
         public void Remove(bool abandon)
         {
             ConsoleRouter.Unregister(runspace.InstanceId);
             if (abandon) { return; }
+            Standby standby = TakeStandby();
+            if (standby != null && !standby.Release(StandbyReleaseMs)) { return; }
             try { runspace.Dispose(); } catch (Exception) { }
         }
     }
@@ -148,6 +166,9 @@ namespace PwshlibHost
         // The slot that holds that session.
         public Slot Slot;
         public bool ForPrelude;
+        // The call was made directly (DirectDsc): the slot's next request
+        // is likely one too, and gets a standby pipeline.
+        public bool Direct;
         // The session must go (the call failed, timed out, or left the
         // runspace in another state than Opened).
         public bool Rebuild;

@@ -123,6 +123,7 @@ mod tests {
                 "Invoke-PwshlibDirect",
                 "Invoke-PwshlibClassMethod",
                 "Invoke-PwshlibScriptMethod",
+                "Wait-PwshlibDirectCall",
                 "Invoke-PwshlibDscCall",
                 "Split-PwshlibStreams",
                 "Invoke-PwshlibDscResource"
