@@ -227,7 +227,7 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     let reset_call = position(&invoke, "psHost.Reset();");
     let begin = position(
         &invoke,
-        "IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
+        "running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
     );
     let asked = position(&invoke, "if (psHost.ShouldExit)");
     let taken = position(&invoke, "exitCode = psHost.ExitCode;");
@@ -292,10 +292,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
             "}",
         ]
     );
-    let output = position(
-        &invoke,
-        "PSDataCollection<PSObject> output = new PSDataCollection<PSObject>();",
-    );
+    let output = position(&invoke, "output = new PSDataCollection<PSObject>();");
     assert_eq!(
         invoke[output + 1],
         "if (!forPrelude) { new PipelineSink(output, psHost); }"
@@ -431,7 +428,7 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
     let applied = position(&invoke, "SetRequestEnvironment(Get(request, \"env\"));");
     let run = position(
         &invoke,
-        "IAsyncResult running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
+        "running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",
     );
     assert!(try_at < applied && applied < run);
     // The try's catch turns a refused entry into an error result.
@@ -477,7 +474,15 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(stop_wait < pwshlib_transport::host::READ_GRACE_MS);
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
-    let waited = position(&invoke, "if (!running.AsyncWaitHandle.WaitOne(timeoutMs))");
+    let waited = position(&invoke, "if (!finished)");
+    // Both ways a call runs (a new pipeline, a standby) wait the timeout.
+    assert_eq!(
+        invoke
+            .iter()
+            .filter(|line| line.as_str() == "finished = running.AsyncWaitHandle.WaitOne(timeoutMs);")
+            .count(),
+        2
+    );
     // Stop is asked for at once and waited for after the reply is sent
     // (CompleteStop), so the reply never waits for it.
     assert_eq!(
@@ -549,11 +554,11 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     );
     // A call that ran and did not fail: its slot reset on a worker thread,
     // which the next use of that slot waits for (Acquire, GetPreludeSlot).
-    let background = position(&after, "ResetInBackground(outcome.Slot);");
+    let background = position(&after, "ResetInBackground(outcome.Slot, outcome.Direct);");
     assert!(rebuild < background);
     let worker = lines(&member(
         &source,
-        "private void ResetInBackground(Slot slot)",
+        "private void ResetInBackground(Slot slot, bool standby)",
     ));
     let cleaned = position(&worker, "Clean(slot.Session);");
     assert!(position(&worker, "slot.Ready.Reset();") < cleaned);
@@ -767,12 +772,19 @@ fn secrets_are_bound_before_the_code_runs() {
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let bind = position(
         &invoke,
-        "SecretValues.Bind(runspace, Get(request, \"secrets\"));",
+        "SecretValues.Bind(state, Get(request, \"secrets\"));",
     );
     let create = position(&invoke, "ps = PowerShell.Create();");
     assert!(
         bind < create,
         "the secrets are bound before the pipeline exists"
+    );
+    // The first steps (the binding among them) run before a new pipeline
+    // is built, or are handed to a standby pipeline before its call.
+    assert!(position(&invoke, "firstSteps(new RunspaceGlobals(runspace));") < create);
+    assert!(
+        position(&invoke, "standby.Give(firstSteps);")
+            < position(&invoke, "if (finished && !standby.Called)")
     );
     assert!(source.contains(&format!(
         "private const int SecretsVersion = {};",
