@@ -434,8 +434,8 @@ namespace PwshlibHost
     // before the call's first statement runs: on a direct call's critical
     // path, a third of what the host adds to the resource's own Get. So
     // after a direct call the slot's reset, on a worker thread between
-    // calls, starts the next pipeline: Wait-PwshlibDirectCall, run
-    // dot-sourced, waits in Take for the runspace's next request. The loop
+    // calls, starts the next pipeline: Wait-PwshlibDirectCall waits in
+    // Take for the runspace's next request. The loop
     // gives it that request's first steps (secrets, the request read,
     // DirectDsc.Prepare), which run on the pipeline's thread (the runspace
     // is busy: only its SessionState reaches its variables, see
@@ -490,8 +490,7 @@ namespace PwshlibHost
             try
             {
                 shell.Runspace = runspace;
-                // useLocalScope false: dot-sourced, in the global scope.
-                shell.AddCommand(FunctionName, false);
+                shell.AddCommand(FunctionName);
                 // The call's streams merged into its output in order, as
                 // DirectDsc.AddTo merges them: the nested call writes to
                 // this command's pipes.

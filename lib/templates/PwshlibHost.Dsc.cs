@@ -344,11 +344,12 @@ namespace PwshlibHost
     // ("A pipeline is already running. Concurrent SessionStateProxy method
     // calls are not allowed", pwsh 7.6.9: RunspaceBase's concurrency check
     // on any SessionStateProxy call while a pipeline runs); there the
-    // SessionState of Wait-PwshlibDirectCall, which the standby runs
-    // dot-sourced, so that its current scope is the global one and
-    // PSVariable.Set and GetValue read and write what
-    // SessionStateProxy.SetVariable and GetVariable do on an idle runspace
-    // (both set in the current scope: SessionStateInternal.SetVariableValue).
+    // SessionState of Wait-PwshlibDirectCall, each name qualified with
+    // "global:" (PSVariable.Set and GetValue read a name as a variable
+    // path, SessionStateInternal's VariablePath, so that the qualifier
+    // names the scope; tried on pwsh 7.6.9), which is what
+    // SessionStateProxy.SetVariable and GetVariable read and write on an
+    // idle runspace, whose current scope is the global one.
     public sealed class RunspaceGlobals
     {
         private readonly Runspace runspace;
@@ -375,12 +376,12 @@ namespace PwshlibHost
 
         public object Get(string name)
         {
-            return state != null ? state.PSVariable.GetValue(name) : runspace.SessionStateProxy.GetVariable(name);
+            return state != null ? state.PSVariable.GetValue("global:" + name) : runspace.SessionStateProxy.GetVariable(name);
         }
 
         public void Set(string name, object value)
         {
-            if (state != null) { state.PSVariable.Set(name, value); }
+            if (state != null) { state.PSVariable.Set("global:" + name, value); }
             else { runspace.SessionStateProxy.SetVariable(name, value); }
         }
 

@@ -417,17 +417,16 @@ function Invoke-PwshlibScriptMethod {
 
 function Wait-PwshlibDirectCall {
     # The host's standby pipeline (PwshlibHost.Direct.cs, Standby; issue
-    # 39), started dot-sourced in the global scope between two calls:
-    # Take waits in compiled code for the runspace's next request, runs its
-    # first steps, and returns the direct call to make, if any. The call
-    # is the one the host's own pipeline would make (Invoke-PwshlibClassMethod
-    # or Invoke-PwshlibScriptMethod), in a child scope of the global one.
-    # Anywhere else Take returns $null at once and nothing runs.
-    & {
-        param($PwshlibCall)
-        if ($null -ne $PwshlibCall) {
-            $PwshlibArguments = $PwshlibCall.Arguments
-            & $PwshlibCall.Command @PwshlibArguments
-        }
-    } ([PwshlibHost.Standby]::Take($ExecutionContext.SessionState))
+    # 39), started between two calls: Take waits in compiled code for the
+    # runspace's next request, runs its first steps (which set the
+    # runspace's global variables), and returns the direct call to make,
+    # if any: the one the host's own pipeline would make
+    # (Invoke-PwshlibClassMethod or Invoke-PwshlibScriptMethod), called
+    # from this function's scope as the host's pipeline calls it from the
+    # global one. Anywhere else Take returns $null at once and nothing runs.
+    $PwshlibCall = [PwshlibHost.Standby]::Take($ExecutionContext.SessionState)
+    if ($null -ne $PwshlibCall) {
+        $PwshlibArguments = $PwshlibCall.Arguments
+        & $PwshlibCall.Command @PwshlibArguments
+    }
 }

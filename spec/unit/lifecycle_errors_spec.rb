@@ -75,7 +75,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider invocation errors' do
   it 'logs the duration of each PowerShell call and the raw JSON' do
     provider.invoke_get_method(context, query)
     debug = context.logged(:debug).join("\n")
-    expect(debug).to match(/Invoke-DscResource Get took \d+\.\d{4} s/)
+    expect(debug).to match(/Invoke-DscResource Get took \d+\.\d{5} s/)
     expect(debug).to include('raw data received: {"DestinationPath"')
     expect(debug).to include('Returned to Puppet as')
   end

@@ -104,6 +104,13 @@ RSpec.describe 'the standby pipeline of a DSC call, on the real pwsh' do
     before_failure = counter(manager, 'Standby')
     2.times { noisy.invoke_dsc_resource(noisy_context, { name: 'noisy' }, noisy_should.call('fail'), 'set') }
     expect(counter(manager, 'Standby') - before_failure).to eq(2)
+    # Every stream of every call shown, the standby's two among them: the
+    # preferences its first steps set reach the resource's module.
+    shown = noisy_context.messages.map(&:last)
+    %w[verbose debug information host console].each do |stream|
+      expect(shown.grep(/DSC resource #{stream}: RealNoisy Set #{stream}/).size).to eq(6), stream
+    end
+    expect(noisy_context.logged(:warning).grep(/RealNoisy Set warning: noisy/).size).to eq(6)
     expect(noisy_context.logged(:err).size).to eq(2)
     expect(noisy_context.logged(:err).join("\n")).to match(/RealNoisy refused noisy/)
     expect(noisy_context.logged(:err).join("\n")).not_to include('standby-secret-9')
