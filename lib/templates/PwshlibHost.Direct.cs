@@ -1,4 +1,4 @@
-// The host's C#, part 4 of 8 (PwshlibHost.cs lists the parts): a DSC call
+// The host's C#, part 4 of 9 (PwshlibHost.cs lists the parts): a DSC call
 // as data made in compiled code (DirectDsc) once the prelude has resolved
 // its resource in the runspace.
 namespace PwshlibHost
@@ -33,6 +33,14 @@ namespace PwshlibHost
         internal object[] Saved;
         // What the call threw (the host sets it from EndInvoke).
         public Exception Failure;
+        // Set when a standby's call returned (Standby.Done): the
+        // preferences are restored and $LASTEXITCODE read there, while the
+        // pipeline may still be ending.
+        internal bool Restored;
+        internal object LastExitCode;
+        // Waits for that pipeline's end, before PowerShell runs here again
+        // (null: the pipeline has ended).
+        internal Action Settle;
     }
 
     // The calls after the first of each resource in a runspace (issue 39):
@@ -282,6 +290,11 @@ namespace PwshlibHost
             }
         }
 
+        internal static void RestorePreferences(DirectCall call, RunspaceGlobals runspace)
+        {
+            for (int i = 0; i < Preferences.Length; i++) { runspace.Set(Preferences[i], call.Saved[i]); }
+        }
+
         // The call as a standby pipeline makes it (Wait-PwshlibDirectCall):
         // the function, and its parameters to splat; the preferences set.
         internal static Hashtable ForStandby(DirectCall call, RunspaceGlobals runspace)
@@ -300,10 +313,7 @@ namespace PwshlibHost
         // line when the resource wrote to a stream, then the outcome.
         public static string[] Finish(DirectCall call, Runspace runspace, PSDataCollection<PSObject> output)
         {
-            for (int i = 0; i < Preferences.Length; i++)
-            {
-                runspace.SessionStateProxy.SetVariable(Preferences[i], call.Saved[i]);
-            }
+            if (!call.Restored) { RestorePreferences(call, new RunspaceGlobals(runspace)); }
             List<object> values = new List<object>();
             List<object> streams = new List<object>();
             if (call.Identity != null) { streams.Add(StreamRecord("identity", call.Identity)); }
@@ -391,7 +401,9 @@ namespace PwshlibHost
             }
             bool returnedThis = LanguagePrimitives.IsTrue(call.Seen["GetReturnedThis"]);
             string written = DirectResult.Write(result, returnedThis);
-            return written ?? DirectResult.WriteInPowerShell(runspace, result, returnedThis);
+            if (written != null) { return written; }
+            if (call.Settle != null) { call.Settle(); }
+            return DirectResult.WriteInPowerShell(runspace, result, returnedThis);
         }
 
         // [bool] $Result.<Name>: false for no result.
@@ -425,155 +437,6 @@ namespace PwshlibHost
             PSObject wrapped = value as PSObject;
             if (wrapped != null && !(wrapped.BaseObject is PSCustomObject)) { return wrapped.BaseObject; }
             return value;
-        }
-    }
-
-    // A pipeline started ahead of a runspace's next DSC call (issue 39).
-    // Starting a pipeline costs about half a millisecond on pwsh 7.6.9 (a
-    // new pipeline thread, the pipeline's set-up, its command bound)
-    // before the call's first statement runs: on a direct call's critical
-    // path, a third of what the host adds to the resource's own Get. So
-    // after a direct call the slot's reset, on a worker thread between
-    // calls, starts the next pipeline: Wait-PwshlibDirectCall waits in
-    // Take for the runspace's next request. The loop
-    // gives it that request's first steps (secrets, the request read,
-    // DirectDsc.Prepare), which run on the pipeline's thread (the runspace
-    // is busy: only its SessionState reaches its variables, see
-    // RunspaceGlobals), and the pipeline makes the call when Prepare allows
-    // it. Otherwise (a request that is not a direct call, a failure before
-    // the call) the standby ends without running anything and the request
-    // goes the usual way, in a new pipeline.
-    public sealed class Standby
-    {
-        internal const string FunctionName = "Wait-PwshlibDirectCall";
-
-        // The standbys whose pipeline has not taken its work yet, by
-        // runspace: Take finds its own through the pipeline thread's default
-        // runspace, so that no variable of the call's runspace holds it.
-        private static readonly Dictionary<Guid, Standby> waiting = new Dictionary<Guid, Standby>();
-
-        // How many calls a standby made since the process started (a test
-        // reads it through a plain request: one AppDomain).
-        private static long calls;
-
-        private readonly object gate = new object();
-        private readonly Guid runspaceId;
-        private Func<RunspaceGlobals, Hashtable> work;
-        private bool given;
-
-        internal PowerShell Shell;
-        internal IAsyncResult Running;
-        internal PSDataCollection<PSObject> Output;
-        // Set on the pipeline's thread, before it ends: whether it made the
-        // call, and what the request's first steps threw.
-        internal volatile bool Called;
-        internal Exception Failure;
-
-        private Standby(Guid runspaceId)
-        {
-            this.runspaceId = runspaceId;
-        }
-
-        public static long Calls
-        {
-            get { return Interlocked.Read(ref calls); }
-        }
-
-        // Starts the standby in an idle runspace whose prelude defines its
-        // function; null when it does not.
-        internal static Standby Start(Runspace runspace)
-        {
-            if (runspace.SessionStateProxy.InvokeCommand.GetCommand(FunctionName, CommandTypes.Function) == null) { return null; }
-            Standby standby = new Standby(runspace.InstanceId);
-            lock (waiting) { waiting[runspace.InstanceId] = standby; }
-            PowerShell shell = PowerShell.Create();
-            try
-            {
-                shell.Runspace = runspace;
-                shell.AddCommand(FunctionName);
-                // The call's streams merged into its output in order, as
-                // DirectDsc.AddTo merges them: the nested call writes to
-                // this command's pipes.
-                shell.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
-                PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
-                noInput.Complete();
-                standby.Output = new PSDataCollection<PSObject>();
-                standby.Running = shell.BeginInvoke<PSObject, PSObject>(noInput, standby.Output);
-                standby.Shell = shell;
-                return standby;
-            }
-            catch (Exception)
-            {
-                lock (waiting) { waiting.Remove(runspace.InstanceId); }
-                shell.Dispose();
-                throw;
-            }
-        }
-
-        // Wait-PwshlibDirectCall's wait, on the pipeline's thread: the call
-        // to make (its Command and Arguments), or null for none.
-        public static Hashtable Take(SessionState state)
-        {
-            Runspace runspace = Runspace.DefaultRunspace;
-            Standby standby = null;
-            if (runspace != null)
-            {
-                lock (waiting)
-                {
-                    if (waiting.TryGetValue(runspace.InstanceId, out standby)) { waiting.Remove(runspace.InstanceId); }
-                }
-            }
-            if (standby == null) { return null; }
-            Func<RunspaceGlobals, Hashtable> next;
-            lock (standby.gate)
-            {
-                while (!standby.given) { Monitor.Wait(standby.gate); }
-                next = standby.work;
-            }
-            if (next == null) { return null; }
-            try
-            {
-                Hashtable call = next(new RunspaceGlobals(state, standby.runspaceId));
-                if (call != null)
-                {
-                    standby.Called = true;
-                    Interlocked.Increment(ref calls);
-                }
-                return call;
-            }
-            catch (Exception problem)
-            {
-                standby.Failure = problem;
-                return null;
-            }
-        }
-
-        // Hands the request's first steps to the pipeline (null: none, the
-        // standby ends). Once.
-        internal bool Given
-        {
-            get { lock (gate) { return given; } }
-        }
-
-        internal void Give(Func<RunspaceGlobals, Hashtable> next)
-        {
-            lock (gate)
-            {
-                work = next;
-                given = true;
-                Monitor.PulseAll(gate);
-            }
-        }
-
-        // Ends the standby without a call. False when its pipeline did not
-        // end within waitMs (it is left, with its runspace, to the process).
-        internal bool Release(int waitMs)
-        {
-            Give(null);
-            if (!Running.AsyncWaitHandle.WaitOne(waitMs)) { return false; }
-            try { Shell.EndInvoke(Running); } catch (Exception) { }
-            Shell.Dispose();
-            return true;
         }
     }
 }

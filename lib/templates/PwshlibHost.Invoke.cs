@@ -1,4 +1,4 @@
-// The host's C#, part 8 of 8 (PwshlibHost.cs lists the parts): Server
+// The host's C#, part 9 of 9 (PwshlibHost.cs lists the parts): Server
 // running one request in a runspace, and the result it answers.
 namespace PwshlibHost
 {
@@ -66,6 +66,7 @@ namespace PwshlibHost
                     if (!forPrelude) { throw new FormatException("protocol error: a DSC call as data needs a prelude"); }
                     DscRequest call = DscCall.Read(state, dsc);
                     direct = DirectDsc.Prepare(state, call);
+                    if (standby != null) { standby.Call = direct; }
                     if (direct == null)
                     {
                         code = DscCall.Bind(state, call);
@@ -76,6 +77,7 @@ namespace PwshlibHost
                 IAsyncResult running = null;
                 PSDataCollection<PSObject> output = null;
                 bool finished = false;
+                bool early = false;
                 ErrorSink errorSink = null;
                 if (standby != null && (dsc == null || workingDir.Length > 0))
                 {
@@ -89,7 +91,11 @@ namespace PwshlibHost
                     output = standby.Output;
                     errorSink = new ErrorSink(ps.Streams.Error, new SharedText(), null, null);
                     standby.Give(firstSteps);
-                    finished = running.AsyncWaitHandle.WaitOne(timeoutMs);
+                    int signalled = WaitHandle.WaitAny(new WaitHandle[] { running.AsyncWaitHandle, standby.CallDone }, timeoutMs);
+                    finished = signalled != WaitHandle.WaitTimeout;
+                    // The call returned and the pipeline is still ending:
+                    // its end is the reset's to wait for (AfterReply).
+                    early = signalled == 1 && standby.Called;
                     if (finished && !standby.Called)
                     {
                         // No direct call: the standby ended without one.
@@ -173,26 +179,37 @@ namespace PwshlibHost
 
                 string errorMessage = null;
                 int exitCode = 0;
-                try
+                if (early)
                 {
-                    ps.EndInvoke(running);
+                    outcome.Ending = ps;
+                    outcome.EndingRun = running;
+                    ps = null;
+                    direct.Settle = delegate { EndPipeline(outcome); };
                 }
-                catch (Exception problem)
+                else
                 {
-                    if (direct != null)
+                    try
                     {
-                        // The resource failed: the call's outcome says so,
-                        // as the prelude's catch does, and the runspace
-                        // stays.
-                        direct.Failure = problem;
+                        ps.EndInvoke(running);
                     }
-                    else
+                    catch (Exception problem)
                     {
-                        errorMessage = FailureText(problem);
-                        exitCode = 1;
-                        outcome.Rebuild = true;
+                        if (direct != null)
+                        {
+                            // The resource failed: the call's outcome says so,
+                            // as the prelude's catch does, and the runspace
+                            // stays.
+                            direct.Failure = problem;
+                        }
+                        else
+                        {
+                            errorMessage = FailureText(problem);
+                            exitCode = 1;
+                            outcome.Rebuild = true;
+                        }
                     }
                 }
+
                 if (runspace.RunspaceStateInfo.State != RunspaceState.Opened)
                 {
                     outcome.Rebuild = true;
@@ -207,7 +224,7 @@ namespace PwshlibHost
                     // A native program's exit code, when the code ended after
                     // one.
                     int lastExitCode;
-                    if (TryInt(runspace.SessionStateProxy.GetVariable("LASTEXITCODE"), out lastExitCode))
+                    if (TryInt(early ? direct.LastExitCode : runspace.SessionStateProxy.GetVariable("LASTEXITCODE"), out lastExitCode))
                     {
                         exitCode = lastExitCode;
                     }
@@ -256,6 +273,23 @@ namespace PwshlibHost
                 if (ps != null) { ps.Dispose(); }
                 if (standby != null && !standby.Given) { ReleaseStandby(standby); }
             }
+        }
+
+        // Waits for the end of a pipeline whose call returned before it
+        // ended (Standby.Done), and disposes of it. Marks the session for a
+        // rebuild when it does not end within the stop wait.
+        private void EndPipeline(Outcome outcome)
+        {
+            PowerShell ending = outcome.Ending;
+            if (ending == null) { return; }
+            outcome.Ending = null;
+            if (!outcome.EndingRun.AsyncWaitHandle.WaitOne(stopWaitMs))
+            {
+                outcome.Rebuild = true;
+                return;
+            }
+            try { ending.EndInvoke(outcome.EndingRun); } catch (Exception) { }
+            ending.Dispose();
         }
 
         // A standby the request does not use ends before anything else runs

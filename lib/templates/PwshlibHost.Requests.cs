@@ -1,4 +1,4 @@
-// The host's C#, part 7 of 8 (PwshlibHost.cs lists the parts): Server's
+// The host's C#, part 8 of 9 (PwshlibHost.cs lists the parts): Server's
 // runspace slots, cleanup after each reply, the environment and the
 // prelude.
 namespace PwshlibHost
@@ -38,6 +38,10 @@ namespace PwshlibHost
             RestoreEnvironment();
             if (outcome.Slot == null) { return; }
             Trace("reply sent");
+            if (outcome.Ending != null && (outcome.Rebuild || outcome.Ran == null))
+            {
+                EndPipeline(outcome);
+            }
             if (outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
@@ -54,7 +58,7 @@ namespace PwshlibHost
             }
             else if (outcome.Ran != null)
             {
-                ResetInBackground(outcome.Slot, outcome.Direct);
+                ResetInBackground(outcome.Slot, outcome.Direct, outcome);
             }
             Slot[] slots = outcome.ForPrelude ? preludeSlots : plainSlots;
             foreach (Slot other in slots)
@@ -134,7 +138,7 @@ namespace PwshlibHost
         // slot's standby pipeline for its next request (Standby): off the
         // critical path, as the reset. A standby that does not start is no
         // failure: the next request starts its own pipeline.
-        private void ResetInBackground(Slot slot, bool standby)
+        private void ResetInBackground(Slot slot, bool standby, Outcome outcome)
         {
             slot.Ready.Reset();
             ThreadPool.QueueUserWorkItem(delegate(object unused)
@@ -143,6 +147,8 @@ namespace PwshlibHost
                 try
                 {
                     Runspace.DefaultRunspace = slot.Session.Runspace;
+                    EndPipeline(outcome);
+                    if (outcome.Rebuild) { throw new InvalidOperationException("the call's pipeline did not end"); }
                     Clean(slot.Session);
                     if (standby) { StartStandby(slot.Session); }
                 }

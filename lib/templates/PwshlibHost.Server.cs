@@ -1,4 +1,4 @@
-// The host's C#, part 6 of 8 (PwshlibHost.cs lists the parts): the peer
+// The host's C#, part 7 of 9 (PwshlibHost.cs lists the parts): the peer
 // check, sessions, and the host loop's connection and frames (Server).
 namespace PwshlibHost
 {
@@ -169,6 +169,10 @@ namespace PwshlibHost
         // The call was made directly (DirectDsc): the slot's next request
         // is likely one too, and gets a standby pipeline.
         public bool Direct;
+        // A standby's pipeline whose call returned before it ended: ended
+        // before the session runs anything again (Server.EndPipeline).
+        public PowerShell Ending;
+        public IAsyncResult EndingRun;
         // The session must go (the call failed, timed out, or left the
         // runspace in another state than Opened).
         public bool Rebuild;

@@ -17,6 +17,8 @@
 //   variables (SecretValues);
 // * PwshlibHost.Direct.cs: a DSC call made in compiled code once the
 //   prelude has resolved its resource (DirectDsc);
+// * PwshlibHost.Standby.cs: the pipeline started ahead of a runspace's
+//   next direct call (Standby);
 // * PwshlibHost.DirectResult.cs: a Get's result written as JSON in
 //   compiled code (DirectResult);
 // * PwshlibHost.Server.cs: the peer check, sessions, and the host loop's

@@ -416,17 +416,20 @@ function Invoke-PwshlibScriptMethod {
 }
 
 function Wait-PwshlibDirectCall {
-    # The host's standby pipeline (PwshlibHost.Direct.cs, Standby; issue
+    # The host's standby pipeline (PwshlibHost.Standby.cs, Standby; issue
     # 39), started between two calls: Take waits in compiled code for the
     # runspace's next request, runs its first steps (which set the
     # runspace's global variables), and returns the direct call to make,
     # if any: the one the host's own pipeline would make
     # (Invoke-PwshlibClassMethod or Invoke-PwshlibScriptMethod), called
     # from this function's scope as the host's pipeline calls it from the
-    # global one. Anywhere else Take returns $null at once and nothing runs.
+    # global one. Done tells the host the call has returned, so that it
+    # answers before this pipeline has ended. Anywhere else Take returns
+    # $null at once and nothing runs.
     $PwshlibCall = [PwshlibHost.Standby]::Take($ExecutionContext.SessionState)
     if ($null -ne $PwshlibCall) {
         $PwshlibArguments = $PwshlibCall.Arguments
         & $PwshlibCall.Command @PwshlibArguments
+        [PwshlibHost.Standby]::Done($ExecutionContext.SessionState)
     }
 }

@@ -92,7 +92,7 @@ $script:StopWaitMs = 500
 # call on pwsh 7.6.9 (docs/performance.md, "The first call's phases");
 # .NET's Path.Combine, [type]::new() (PowerShell 5 and later) and the
 # session state's current location do the same without it.
-$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
+$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
 $script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
             [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $name))
         }))

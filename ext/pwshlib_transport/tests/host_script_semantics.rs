@@ -475,14 +475,14 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let waited = position(&invoke, "if (!finished)");
-    // Both ways a call runs (a new pipeline, a standby) wait the timeout.
-    assert_eq!(
-        invoke
-            .iter()
-            .filter(|line| line.as_str() == "finished = running.AsyncWaitHandle.WaitOne(timeoutMs);")
-            .count(),
-        2
+    // Both ways a call runs (a new pipeline, a standby) wait the timeout:
+    // the standby for its pipeline's end or its call's return.
+    position(
+        &invoke,
+        "finished = running.AsyncWaitHandle.WaitOne(timeoutMs);",
     );
+    position(&invoke, "int signalled = WaitHandle.WaitAny(new WaitHandle[] { running.AsyncWaitHandle, standby.CallDone }, timeoutMs);");
+    position(&invoke, "finished = signalled != WaitHandle.WaitTimeout;");
     // Stop is asked for at once and waited for after the reply is sent
     // (CompleteStop), so the reply never waits for it.
     assert_eq!(
@@ -554,13 +554,18 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     );
     // A call that ran and did not fail: its slot reset on a worker thread,
     // which the next use of that slot waits for (Acquire, GetPreludeSlot).
-    let background = position(&after, "ResetInBackground(outcome.Slot, outcome.Direct);");
+    let background = position(
+        &after,
+        "ResetInBackground(outcome.Slot, outcome.Direct, outcome);",
+    );
     assert!(rebuild < background);
     let worker = lines(&member(
         &source,
-        "private void ResetInBackground(Slot slot, bool standby)",
+        "private void ResetInBackground(Slot slot, bool standby, Outcome outcome)",
     ));
     let cleaned = position(&worker, "Clean(slot.Session);");
+    // A standby's pipeline that was still ending after its call ends first.
+    assert!(position(&worker, "EndPipeline(outcome);") < cleaned);
     assert!(position(&worker, "slot.Ready.Reset();") < cleaned);
     assert!(cleaned < position(&worker, "slot.Ready.Set();"));
     let acquire = lines(&member(&source, "private Slot Acquire("));
