@@ -58,7 +58,7 @@ namespace PwshlibHost
             }
             else if (outcome.Ran != null)
             {
-                ResetInBackground(outcome.Slot, outcome.Direct, outcome);
+                ResetInBackground(outcome.Slot, outcome);
             }
             Slot[] slots = outcome.ForPrelude ? preludeSlots : plainSlots;
             foreach (Slot other in slots)
@@ -134,11 +134,11 @@ namespace PwshlibHost
         // so that anything written goes to that runspace's buffers (cleared
         // before its next call).
         //
-        // After a direct call (standby true), the reset then starts the
+        // After a direct call (outcome.Direct), the reset then starts the
         // slot's standby pipeline for its next request (Standby): off the
         // critical path, as the reset. A standby that does not start is no
         // failure: the next request starts its own pipeline.
-        private void ResetInBackground(Slot slot, bool standby, Outcome outcome)
+        private void ResetInBackground(Slot slot, Outcome outcome)
         {
             slot.Ready.Reset();
             ThreadPool.QueueUserWorkItem(delegate(object unused)
@@ -150,7 +150,7 @@ namespace PwshlibHost
                     EndPipeline(outcome);
                     if (outcome.Rebuild) { throw new InvalidOperationException("the call's pipeline did not end"); }
                     Clean(slot.Session);
-                    if (standby) { StartStandby(slot.Session); }
+                    if (outcome.Direct) { StartStandby(slot.Session); }
                 }
                 catch (Exception)
                 {

@@ -6,6 +6,7 @@
 # that silently ran nothing would prove nothing.
 require 'spec_helper'
 require 'pwsh'
+require 'tmpdir'
 
 REAL_PWSH = ENV.fetch('PWSHLIB_REAL_PWSH', nil)
 abort "spec/real_pwsh needs a real pwsh: run script/test-pwsh (PWSHLIB_REAL_PWSH=#{REAL_PWSH.inspect})" unless REAL_PWSH && File.executable?(REAL_PWSH)
@@ -16,4 +17,29 @@ RSpec.shared_context 'a manager on the real pwsh' do
   end
 
   let(:manager) { new_manager }
+end
+
+# The realdsc fixture module's providers in this process, driving the real
+# pwsh: its lib on the load path, the stand-in Invoke-DscResource's module
+# path, a fresh state directory per example, every host shut down after it.
+RSpec.shared_context 'the realdsc providers on the real pwsh' do
+  let(:lib) { File.join(__dir__, 'dsc', 'modules', 'realdsc', 'lib') }
+  let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
+
+  around do |example|
+    Dir.mktmpdir('pwshlib-realdsc') do |state|
+      keys = %w[PWSHLIB_POWERSHELL PSModulePath PWSHLIB_REAL_DSC_STATE]
+      saved = ENV.to_h.slice(*keys)
+      ENV.update('PWSHLIB_POWERSHELL' => REAL_PWSH, 'PSModulePath' => File.join(__dir__, 'dsc', 'standin'),
+                 'PWSHLIB_REAL_DSC_STATE' => state)
+      $LOAD_PATH.unshift(lib)
+      begin
+        example.run
+      ensure
+        $LOAD_PATH.delete(lib)
+        Pwsh::Manager.shutdown_all
+        keys.each { |k| ENV[k] = saved[k] }
+      end
+    end
+  end
 end

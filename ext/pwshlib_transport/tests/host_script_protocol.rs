@@ -70,7 +70,7 @@ fn the_host_script_offers_preludes_in_a_runspace_of_their_own() {
     // always the plain one.
     assert!(source.contains("outcome.Ran = session;"));
     assert!(source.contains("outcome.Slot = slot;"));
-    assert!(source.contains("ResetInBackground(outcome.Slot, outcome.Direct, outcome);"));
+    assert!(source.contains("ResetInBackground(outcome.Slot, outcome);"));
     assert!(source.contains("Clean(slot.Session);"));
     assert!(source.contains("session.Runspace.ResetRunspaceState();"));
     assert_eq!(source.matches("ResetRunspaceState();").count(), 1);

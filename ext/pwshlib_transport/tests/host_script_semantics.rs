@@ -554,14 +554,11 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     );
     // A call that ran and did not fail: its slot reset on a worker thread,
     // which the next use of that slot waits for (Acquire, GetPreludeSlot).
-    let background = position(
-        &after,
-        "ResetInBackground(outcome.Slot, outcome.Direct, outcome);",
-    );
+    let background = position(&after, "ResetInBackground(outcome.Slot, outcome);");
     assert!(rebuild < background);
     let worker = lines(&member(
         &source,
-        "private void ResetInBackground(Slot slot, bool standby, Outcome outcome)",
+        "private void ResetInBackground(Slot slot, Outcome outcome)",
     ));
     let cleaned = position(&worker, "Clean(slot.Session);");
     // A standby's pipeline that was still ending after its call ends first.

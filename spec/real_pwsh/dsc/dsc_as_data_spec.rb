@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require 'json'
-require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 require_relative '../../support/fake_manager'
 
@@ -13,25 +12,7 @@ require_relative '../../support/fake_manager'
 # value the script's literal would type arrives typed the same (a string
 # array, a uint32, a bool, a date-time, a credential bound from secrets).
 RSpec.describe 'DSC calls as data, on the real pwsh' do
-  let(:lib) { File.join(__dir__, 'modules', 'realdsc', 'lib') }
-  let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
-
-  around do |example|
-    Dir.mktmpdir('pwshlib-dsc-data') do |state|
-      keys = %w[PWSHLIB_POWERSHELL PSModulePath PWSHLIB_REAL_DSC_STATE]
-      saved = ENV.to_h.slice(*keys)
-      ENV.update('PWSHLIB_POWERSHELL' => REAL_PWSH, 'PSModulePath' => File.join(__dir__, 'standin'),
-                 'PWSHLIB_REAL_DSC_STATE' => state)
-      $LOAD_PATH.unshift(lib)
-      begin
-        example.run
-      ensure
-        $LOAD_PATH.delete(lib)
-        Pwsh::Manager.shutdown_all
-        keys.each { |k| ENV[k] = saved[k] }
-      end
-    end
-  end
+  include_context 'the realdsc providers on the real pwsh'
 
   let(:context) { recording_context(:dsc_realsetting) }
   let(:provider) { provider_class_for(:dsc_realsetting).new }

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 require_relative '../../support/fake_manager'
 
@@ -13,25 +12,7 @@ require_relative '../../support/fake_manager'
 # a Test), and a request the standby cannot make (another resource's first
 # call in that runspace) goes the usual way.
 RSpec.describe 'the standby pipeline of a DSC call, on the real pwsh' do
-  let(:lib) { File.join(__dir__, 'modules', 'realdsc', 'lib') }
-  let(:sensitive) { Puppet::Pops::Types::PSensitiveType::Sensitive }
-
-  around do |example|
-    Dir.mktmpdir('pwshlib-standby') do |state|
-      keys = %w[PWSHLIB_POWERSHELL PSModulePath PWSHLIB_REAL_DSC_STATE]
-      saved = ENV.to_h.slice(*keys)
-      ENV.update('PWSHLIB_POWERSHELL' => REAL_PWSH, 'PSModulePath' => File.join(__dir__, 'standin'),
-                 'PWSHLIB_REAL_DSC_STATE' => state)
-      $LOAD_PATH.unshift(lib)
-      begin
-        example.run
-      ensure
-        $LOAD_PATH.delete(lib)
-        Pwsh::Manager.shutdown_all
-        keys.each { |k| ENV[k] = saved[k] }
-      end
-    end
-  end
+  include_context 'the realdsc providers on the real pwsh'
 
   let(:setting) { provider_class_for(:dsc_realsetting).new }
   let(:keyed) { provider_class_for(:dsc_realkeyed).new }
