@@ -22,7 +22,15 @@ param(
     # A directory only this user (or the administrators) can write, where
     # the compiled host is kept between starts (the manager checks it and
     # passes it; empty: compile in memory at every start).
-    [string] $AssemblyCache = ''
+    [string] $AssemblyCache = '',
+
+    # The .NET runtime settings the manager added to this process's
+    # environment (comma-separated names, pwshlib_transport's
+    # runtime_settings): read by the runtime at its start, they are removed
+    # below (after the language mode check), before the snapshot every
+    # call's environment goes back to, so that no call and no program a
+    # resource starts inherits them. Only DOTNET_ names are taken.
+    [string] $RuntimeVariables = ''
 )
 
 $ErrorActionPreference = 'Stop'
@@ -36,6 +44,14 @@ $ErrorActionPreference = 'Stop'
 # $ExecutionContext and a comparison.
 if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
     exit 86
+}
+
+foreach ($name in $RuntimeVariables.Split(',')) {
+    if ($name.StartsWith('DOTNET_', [StringComparison]::Ordinal)) {
+        # [NullString]::Value: PowerShell passes $null to a string
+        # parameter as "", which .NET Core keeps as an empty variable.
+        [Environment]::SetEnvironmentVariable($name, [NullString]::Value)
+    }
 }
 
 $script:HostScriptPath = $PSCommandPath

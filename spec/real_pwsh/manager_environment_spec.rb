@@ -40,6 +40,29 @@ RSpec.describe Pwsh::Manager, 'environment on the real pwsh' do
     end
   end
 
+  # Issue 39: the manager starts the host with DOTNET_TieredPGO=0
+  # (pwshlib_transport's runtime_settings); host.ps1 takes it out of its
+  # environment before the snapshot, so no call sees it. The process's
+  # environment as it started (/proc/<pid>/environ) shows what the runtime
+  # read.
+  describe "the runtime's settings" do
+    it 'starts the host with dynamic PGO off, and no call or native program sees the setting' do
+      result = manager.execute("Test-Path env:DOTNET_TieredPGO; /bin/sh -c 'echo \"[${DOTNET_TieredPGO-unset}]\"'; " \
+                               "(Get-Content -Raw \"/proc/$PID/environ\").Split([char]0) -ceq 'DOTNET_TieredPGO=0'")
+      expect(result[:stdout]).to eq("False\n[unset]\nDOTNET_TieredPGO=0\n")
+    end
+
+    it "keeps the user's own setting, in the host and in every call" do
+      saved = ENV.fetch('DOTNET_TieredPGO', nil)
+      ENV['DOTNET_TieredPGO'] = '1'
+      own = Pwsh::Manager.new(REAL_PWSH, Pwsh::Manager.pwsh_args)
+      expect(own.execute('$env:DOTNET_TieredPGO')[:stdout]).to eq("1\n")
+    ensure
+      own&.exit
+      ENV['DOTNET_TieredPGO'] = saved
+    end
+  end
+
   describe 'working directory' do
     it "runs in the given directory (PowerShell's and the process's), brackets and all, for that call only" do
       Dir.mktmpdir('pwshlib-wd') do |parent|
