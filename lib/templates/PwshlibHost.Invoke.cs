@@ -20,7 +20,7 @@ namespace PwshlibHost
     public sealed partial class Server
     {
         // Runs the request's code in the session, which the previous call's
-        // AfterReply left clean (variables reset, location at home, the
+        // reset left clean (BeforeReply: variables reset, location at home, the
         // environment the snapshot). Plain requests (forPrelude false): the
         // pipeline output goes through Out-String -Stream to the host
         // (PipelineSink), so that stdout is everything the code showed, in order
@@ -94,7 +94,7 @@ namespace PwshlibHost
                     int signalled = WaitHandle.WaitAny(new WaitHandle[] { running.AsyncWaitHandle, standby.CallDone }, timeoutMs);
                     finished = signalled != WaitHandle.WaitTimeout;
                     // The call returned and the pipeline is still ending:
-                    // its end is the reset's to wait for (AfterReply).
+                    // its end is the reset's to wait for (BeforeReply).
                     early = signalled == 1 && standby.Called;
                     if (finished && !standby.Called)
                     {
@@ -133,18 +133,19 @@ namespace PwshlibHost
                     else { ps.AddScript(code); }
                     if (!forPrelude)
                     {
-                        // Module-qualified, so that a user's own function
-                        // Out-String (which ResetRunspaceState keeps) is not
-                        // called. The code's output is piped into Out-String,
-                        // never left last in the pipeline: a native program
-                        // there would inherit the host process's stdout (the
-                        // null device) instead of being read (what
-                        // NativeCommandProcessor does for the last command of a
-                        // pipeline that ends in Out-Default). Out-String renders
-                        // $PSStyle's ANSI escapes out of tables and lists (pwsh
-                        // 7.2+, OutputRendering 'Host': no escapes outside a
-                        // host). Its lines reach the host through PipelineSink.
-                        ps.AddCommand("Microsoft.PowerShell.Utility\\Out-String").AddParameter("Stream");
+                        // The code's output is piped into Out-String -Stream
+                        // (OutTextCommand, which passes the plainest lines
+                        // by itself), never left last in the pipeline: a
+                        // native program there would inherit the host
+                        // process's stdout (the null device) instead of
+                        // being read (what NativeCommandProcessor does for
+                        // the last command of a pipeline that ends in
+                        // Out-Default). Out-String renders $PSStyle's ANSI
+                        // escapes out of tables and lists (pwsh 7.2+,
+                        // OutputRendering 'Host': no escapes outside a
+                        // host). Its lines reach the host through
+                        // PipelineSink.
+                        ps.AddCommand(OutTextCommand.Info);
                     }
                     PSDataCollection<PSObject> noInput = new PSDataCollection<PSObject>();
                     noInput.Complete();
@@ -434,6 +435,92 @@ namespace PwshlibHost
                 return failure.Message + "\n" + position;
             }
             return failure.Message;
+        }
+    }
+
+    // The plain request's output as Out-String -Stream renders it. Out-String
+    // starts a formatting pipeline of its own for every call (some 0.3 ms of
+    // a round trip of `1`, pwsh 7.6.9, issue 39), yet renders a string, a
+    // non-negative integer or a boolean as its own text whatever views are
+    // loaded (the formatter takes those types out of band, before any view:
+    // an Update-FormatData view for System.Int32 or System.String does not
+    // apply; FormatViewManager, DefaultScalarTypes, in Windows PowerShell
+    // 5.1 and pwsh 7 alike), one line each (TextWriterLineOutput.WriteLine,
+    // no wrapping). So until the first other object, such objects are
+    // written here as that text, and Out-String -Stream (module-qualified:
+    // a user's own function Out-String, which ResetRunspaceState keeps, is
+    // not called) starts with that first other object and takes every
+    // object after it, so that tables and lists group as before. Passed
+    // by hand only: a string of one line, with no control character (no
+    // line end, no ANSI escape, nothing OutputRendering may strip); an
+    // object whose first type name is its own type's (no type name a view
+    // could select). A null before anything else renders as nothing, as
+    // in Out-String.
+    [Cmdlet("Out", "PwshlibText")]
+    public sealed class OutTextCommand : PSCmdlet, IDisposable
+    {
+        // One for every call: a CmdletInfo keeps its CommandMetadata (the
+        // parameters, read by reflection), but one built without an
+        // ExecutionContext never finds it in PowerShell's own cache
+        // (CommandMetadata.Get), and a new one per call cost some 0.2 ms
+        // (pwsh 7.6.9). Only the plain runspace's pipelines use it, one at
+        // a time.
+        internal static readonly CmdletInfo Info = new CmdletInfo("Out-PwshlibText", typeof(OutTextCommand));
+
+        private SteppablePipeline formatter;
+
+        [Parameter(ValueFromPipeline = true)]
+        public PSObject InputObject { get; set; }
+
+        protected override void ProcessRecord()
+        {
+            if (formatter == null)
+            {
+                if (InputObject == null) { return; }
+                string line = PlainText(InputObject);
+                if (line != null)
+                {
+                    WriteObject(line);
+                    return;
+                }
+                formatter = ScriptBlock.Create("Microsoft.PowerShell.Utility\\Out-String -Stream").GetSteppablePipeline();
+                formatter.Begin(this);
+            }
+            formatter.Process(InputObject);
+        }
+
+        protected override void EndProcessing()
+        {
+            if (formatter != null) { formatter.End(); }
+        }
+
+        public void Dispose()
+        {
+            // SteppablePipeline is IDisposable on pwsh 7, not on 5.1.
+            IDisposable disposable = (object)formatter as IDisposable;
+            if (disposable != null) { disposable.Dispose(); }
+            formatter = null;
+        }
+
+        // The object's text when Out-String -Stream renders it as that text,
+        // one line; else null.
+        internal static string PlainText(PSObject item)
+        {
+            object value = item.BaseObject;
+            if (value == null) { return null; }
+            string text = null;
+            if (value is string) { text = (string)value; }
+            else if (value is int && (int)value >= 0) { text = ((int)value).ToString(CultureInfo.InvariantCulture); }
+            else if (value is long && (long)value >= 0) { text = ((long)value).ToString(CultureInfo.InvariantCulture); }
+            else if (value is bool) { text = (bool)value ? "True" : "False"; }
+            else { return null; }
+            Collection<string> names = item.TypeNames;
+            if (names.Count == 0 || !string.Equals(names[0], value.GetType().FullName, StringComparison.Ordinal)) { return null; }
+            foreach (char c in text)
+            {
+                if (c < ' ' || (c >= '\u007f' && c <= '\u009f')) { return null; }
+            }
+            return text;
         }
     }
 }

@@ -1,5 +1,5 @@
 // The host's C#, part 8 of 9 (PwshlibHost.cs lists the parts): Server's
-// runspace slots, cleanup after each reply, the environment and the
+// runspace slots, cleanup after each call, the environment and the
 // prelude.
 namespace PwshlibHost
 {
@@ -20,29 +20,44 @@ namespace PwshlibHost
 
     public sealed partial class Server
     {
-        // Once the result is sent: what the next request needs. The process
+        // Once the result is built, before it is sent: the process
         // directory and the environment go back to what they were at start
-        // here, on the loop thread, before the next request is read: both
-        // are the process's, shared by every runspace. A failed or timed-out
-        // call's session goes (after a bounded wait for a stop); a
-        // successful call's session is reset on a worker thread
-        // (ResetRunspaceState: the global variables, preferences and
-        // $LASTEXITCODE; the location back to where every call starts) while
-        // the next request runs in the other slot, which waits for that reset
-        // before its own next use (Acquire). The other slot's session is
-        // built here when it has none yet (the first call of its kind).
-        private void AfterReply(Outcome outcome)
+        // (both are the process's, shared by every runspace), and a
+        // successful call's session starts its reset on a worker thread
+        // (ResetInBackground), so that the reset overlaps the reply's
+        // writing as well as the reading of the next request: a plain
+        // request's runspace is the one of the call before, and back to back
+        // the next one waited for the rest of that reset (issue 39). The
+        // result is text by now: nothing of the runspace is read for it.
+        private void BeforeReply(Outcome outcome)
         {
             // A new runspace takes its location from the process directory.
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
             RestoreEnvironment();
+            if (outcome.Slot != null && !outcome.Rebuild && outcome.Ran != null)
+            {
+                outcome.Resetting = true;
+                ResetInBackground(outcome.Slot, outcome);
+            }
+        }
+
+        // Once the result is sent: what the next request needs. A failed or
+        // timed-out call's session goes (after a bounded wait for a stop);
+        // a successful call's session is being reset (BeforeReply) while
+        // the next request runs in the other slot, which waits for that
+        // reset before its own next use (Acquire). The other slot's session
+        // is built here when it has none yet (the first call of its kind).
+        private void AfterReply(Outcome outcome)
+        {
             if (outcome.Slot == null) { return; }
             Trace("reply sent");
-            if (outcome.Ending != null && (outcome.Rebuild || outcome.Ran == null))
+            // A reset under way (BeforeReply) owns the outcome: its worker
+            // ends the call's pipeline (EndPipeline).
+            if (!outcome.Resetting && outcome.Ending != null)
             {
                 EndPipeline(outcome);
             }
-            if (outcome.Rebuild)
+            if (!outcome.Resetting && outcome.Rebuild)
             {
                 bool abandon = CompleteStop(outcome);
                 if (abandon) { abandonedPipeline = true; }
@@ -55,10 +70,6 @@ namespace PwshlibHost
                     preludeId = null;
                     preludeCode = null;
                 }
-            }
-            else if (outcome.Ran != null)
-            {
-                ResetInBackground(outcome.Slot, outcome);
             }
             Slot[] slots = outcome.ForPrelude ? preludeSlots : plainSlots;
             foreach (Slot other in slots)
@@ -73,7 +84,7 @@ namespace PwshlibHost
         }
 
         // A prelude slot whose session lacks the current prelude gets it on
-        // a thread-pool thread, as its reset would run: otherwise the first
+        // the slot's own thread (Resetter), as its reset: otherwise the first
         // call in the second slot of a fresh host (the second DSC call of
         // an agent run) defined it on its own critical path (issue 39). The
         // loop waits on Ready before it uses the slot, and GetPreludeSlot
@@ -87,7 +98,8 @@ namespace PwshlibHost
                 return;
             }
             slot.Ready.Reset();
-            ThreadPool.QueueUserWorkItem(delegate(object unused)
+            if (slot.Resetter == null) { slot.Resetter = new Resetter(); }
+            slot.Resetter.Run(delegate
             {
                 Runspace previous = Runspace.DefaultRunspace;
                 try
@@ -110,7 +122,7 @@ namespace PwshlibHost
             });
         }
 
-        // The slot's reset, on a thread-pool thread. Thread safety:
+        // The slot's reset, on the slot's own thread (Resetter). Thread safety:
         // LocalRunspace.ResetRunspaceState refuses a runspace that is not
         // Opened and Available (never the case here: the slot's call has
         // ended and the loop waits on Ready before it runs anything there
@@ -141,7 +153,8 @@ namespace PwshlibHost
         private void ResetInBackground(Slot slot, Outcome outcome)
         {
             slot.Ready.Reset();
-            ThreadPool.QueueUserWorkItem(delegate(object unused)
+            if (slot.Resetter == null) { slot.Resetter = new Resetter(); }
+            slot.Resetter.Run(delegate
             {
                 Runspace previous = Runspace.DefaultRunspace;
                 try
@@ -432,6 +445,42 @@ namespace PwshlibHost
             finally
             {
                 definer.Dispose();
+            }
+        }
+    }
+
+    // The thread a slot's resets run on: a thread waiting on its event
+    // wakes at once, where a thread-pool work item started 0.1 to 0.2 ms
+    // later in a fresh host (its threads parked), and back to back a plain
+    // request waits for the rest of its runspace's reset (issue 39). One
+    // reset at a time: the loop gives the next only once the slot is Ready
+    // again.
+    internal sealed class Resetter
+    {
+        private readonly AutoResetEvent wake = new AutoResetEvent(false);
+        private Action work;
+
+        public Resetter()
+        {
+            Thread thread = new Thread(Loop);
+            thread.IsBackground = true;
+            thread.Name = "pwshlib reset";
+            thread.Start();
+        }
+
+        public void Run(Action next)
+        {
+            Interlocked.Exchange(ref work, next);
+            wake.Set();
+        }
+
+        private void Loop()
+        {
+            while (true)
+            {
+                wake.WaitOne();
+                Action next = Interlocked.Exchange(ref work, null);
+                if (next != null) { next(); }
             }
         }
     }

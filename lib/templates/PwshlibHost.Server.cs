@@ -152,6 +152,8 @@ namespace PwshlibHost
         // -1: none.
         public int PreludeGeneration = -1;
         public readonly ManualResetEvent Ready = new ManualResetEvent(true);
+        // Its resets' thread, started with the first (Server.ResetInBackground).
+        public Resetter Resetter;
         // Set by the worker when the reset failed: the session is not used
         // again.
         public volatile bool Broken;
@@ -176,6 +178,9 @@ namespace PwshlibHost
         // The session must go (the call failed, timed out, or left the
         // runspace in another state than Opened).
         public bool Rebuild;
+        // Its session's reset was started before the reply (BeforeReply):
+        // from then on the reset's worker owns this outcome.
+        public bool Resetting;
         // A timed-out call: its stop request and pipeline.
         public IAsyncResult Stopping;
         public PowerShell Pipeline;
@@ -409,6 +414,7 @@ namespace PwshlibHost
                 // Echo the request's id, so the manager never takes this
                 // reply for another request's.
                 outcome.Result.Add(Field("id", Get(message, "id")));
+                BeforeReply(outcome);
                 WriteFrame(outcome.Result);
                 AfterReply(outcome);
             }

@@ -24,9 +24,9 @@
 // * PwshlibHost.Server.cs: the peer check, sessions, and the host loop's
 //   connection and frames (Server);
 // * PwshlibHost.Requests.cs: Server's runspace slots, cleanup after each
-//   reply, the environment and the prelude;
+//   call (on the slot's Resetter thread), the environment and the prelude;
 // * PwshlibHost.Invoke.cs: Server running one request in a runspace and
-//   the result it answers.
+//   the result it answers; OutTextCommand, a plain request's output.
 //
 // What is here:
 // * Server: the host loop of docs/protocol.md (frames, JSON, each call,

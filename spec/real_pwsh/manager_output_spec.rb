@@ -69,6 +69,34 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
     end
   end
 
+  # Issue 39: the host passes a string of one line, a non-negative integer
+  # or a boolean by itself until the first other object (OutTextCommand),
+  # instead of starting Out-String for each call. What it answers must be
+  # what Out-String -Stream makes of the same output.
+  describe 'pipeline output as Out-String -Stream renders it' do
+    codes = [
+      "'one line'", "''", "'  spaced  '", "'a' * 300", '"tab`there"', '"two`nlines"', '"crlf`r`nend`n"',
+      '"$([char]27)[31mred$([char]27)[0m"', '"$([char]0x85)nel"', '"a$([char]0x2028)b"', '1', '-5', '[long]7',
+      '[long]::MinValue', '[int]::MaxValue', '$true; $false', '1.5', '[char]65', '[byte]3', '[decimal]2.50', '$null',
+      "$null; 'x'; $null", "'x'; 1; 'y'", '1..3', '@(1, 2), 3', "'x'; Get-Item /", "'x'; [pscustomobject]@{ a = 1 }; 'y'; 5",
+      "[pscustomobject]@{ a = 1 }; 'y'", '1; @{ a = 1 }', "'x' | Add-Member -TypeName Pwshlib.Custom -PassThru",
+      '12 | Add-Member -NotePropertyName n -NotePropertyValue 2 -PassThru -Force', 'Get-Date -Year 2020 -Month 1 -Day 2 -Hour 3',
+      "'first'; Write-Host 'host'; 'second'", "'ok'; /bin/sh -c 'echo native'; 7"
+    ]
+    codes.each do |code|
+      it "renders #{code}" do
+        rendered = manager.execute(". { #{code} } | Microsoft.PowerShell.Utility\\Out-String -Stream")
+        expect(manager.execute(code)[:stdout]).to eq(rendered[:stdout])
+      end
+    end
+
+    it 'keeps the output when the code defines its own Out-String, in that call and the next' do
+      expect(manager.execute("function global:Out-String { 'taken' }; 'a'; [pscustomobject]@{ b = 2 }")[:stdout])
+        .to eq("a\n\nb\n-\n2\n\n")
+      expect(manager.execute('3; [pscustomobject]@{ c = 4 }')[:stdout]).to eq("3\n\nc\n-\n4\n\n")
+    end
+  end
+
   describe 'stderr and errors' do
     it 'collects what is written to the console error stream, apart from stdout' do
       expect(manager.execute('[System.Console]::Error.WriteLine("foo")')).to include(exitcode: 0, stderr: ["foo\n"], stdout: nil)

@@ -96,7 +96,7 @@ fn on_windows_the_host_script_serves_the_pipe_the_manager_opens() {
 fn the_host_script_echoes_each_request_id_in_its_result() {
     let source = host_source();
     let answer = regex::Regex::new(
-        r#"Outcome outcome = InvokeRequest\(message\);\s*\n(?:\s*//.*\n)*\s*outcome\.Result\.Add\(Field\("id", Get\(message, "id"\)\)\);\s*\n\s*WriteFrame\(outcome\.Result\);"#,
+        r#"Outcome outcome = InvokeRequest\(message\);\s*\n(?:\s*//.*\n)*\s*outcome\.Result\.Add\(Field\("id", Get\(message, "id"\)\)\);\s*\n\s*BeforeReply\(outcome\);\s*\n\s*WriteFrame\(outcome\.Result\);"#,
     )
     .unwrap();
     assert!(

@@ -234,6 +234,28 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     assert!(reset_call < begin && begin < asked && asked + 2 == taken);
 }
 
+/// Issue 39: a plain request's output is written by the host's own command
+/// until its first object that is not a plain line, and by Out-String
+/// -Stream (module-qualified) from that one on.
+#[test]
+fn plain_output_goes_through_out_string_from_the_first_object_not_a_plain_line() {
+    let source = host_source();
+    let text = lines(&member(&source, "public sealed class OutTextCommand"));
+    position(
+        &text,
+        "internal static readonly CmdletInfo Info = new CmdletInfo(\"Out-PwshlibText\", typeof(OutTextCommand));",
+    );
+    let formatter = position(
+        &text,
+        "formatter = ScriptBlock.Create(\"Microsoft.PowerShell.Utility\\\\Out-String -Stream\").GetSteppablePipeline();",
+    );
+    assert_eq!(text[formatter + 1], "formatter.Begin(this);");
+    assert_eq!(text[formatter + 3], "formatter.Process(InputObject);");
+    // Once started, Out-String takes every later object (tables group).
+    assert_eq!(text[formatter - 9], "if (formatter == null)");
+    position(&text, "if (formatter != null) { formatter.End(); }");
+}
+
 /// Item 3: Write-Host, Write-Information, Write-Warning and [Console]::Out
 /// land in stdout in order with the pipeline output (Out-Default through
 /// the host UI) for plain requests; a DSC request's stdout stays the
@@ -280,17 +302,16 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let plain = position(&invoke, "if (!forPrelude)");
-    // Module-qualified (a user's Out-String is not called), and the code's
-    // output piped into Out-String -Stream (a native program's output is
-    // read, not left to the host's null stdout): issue 31, items 5 and 6.
-    // Its lines reach the host UI as they are written (issue 32: no
-    // Out-Default formatting them a second time).
+    // The code's output piped into a command of the host's own (a native
+    // program's output is read, not left to the host's null stdout: issue
+    // 31, item 5), which renders it as Out-String -Stream does, through
+    // Out-String itself, module-qualified (a user's Out-String is not
+    // called: item 6), from the first object that is not a plain line
+    // (issue 39). Its lines reach the host UI as they are written (issue
+    // 32: no Out-Default formatting them a second time).
     assert_eq!(
         invoke[plain + 2..plain + 4],
-        [
-            "ps.AddCommand(\"Microsoft.PowerShell.Utility\\\\Out-String\").AddParameter(\"Stream\");",
-            "}",
-        ]
+        ["ps.AddCommand(OutTextCommand.Info);", "}",]
     );
     let output = position(&invoke, "output = new PSDataCollection<PSObject>();");
     assert_eq!(
@@ -416,12 +437,16 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
             "try { Environment.SetEnvironmentVariable(entry.Key, entry.Value); } catch (Exception) { }",
         ],
     );
-    // Restored after every reply, whatever the call did: before anything
-    // that may return early, and before the next request is read.
-    let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
-    let restored = position(&after, "RestoreEnvironment();");
+    // Restored after every call, whatever it did, before its reply is sent
+    // (so before the next request is read): first thing, and before the
+    // reset, which reads the process's HOME.
+    let before = lines(&member(
+        &source,
+        "private void BeforeReply(Outcome outcome)",
+    ));
+    let restored = position(&before, "RestoreEnvironment();");
     assert_eq!(restored, 3);
-    assert_eq!(after[restored + 1], "if (outcome.Slot == null) { return; }");
+    assert!(restored < position(&before, "ResetInBackground(outcome.Slot, outcome);"));
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let try_at = invoke.iter().position(|line| line == "try").unwrap();
@@ -540,10 +565,31 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
         .any(|line| line.contains("ResetRunspaceState")));
     let serve = lines(&member(&source, "public void Serve(Stream connection"));
     let sent = position(&serve, "WriteFrame(outcome.Result);");
+    assert_eq!(serve[sent - 1], "BeforeReply(outcome);");
     assert_eq!(serve[sent + 1], "AfterReply(outcome);");
     assert_eq!(serve[sent + 2], "}");
+    // A call that ran and did not fail: its slot reset on a worker thread,
+    // started once its result is built (BeforeReply, so that the reset
+    // overlaps the reply's writing), which the next use of that slot waits
+    // for (Acquire, GetPreludeSlot). Any other: its session dropped after
+    // the reply (a stop waited for there, off the result's way).
+    let before = lines(&member(
+        &source,
+        "private void BeforeReply(Outcome outcome)",
+    ));
+    let ran = position(
+        &before,
+        "if (outcome.Slot != null && !outcome.Rebuild && outcome.Ran != null)",
+    );
+    assert_eq!(
+        before[ran + 2..ran + 4],
+        [
+            "outcome.Resetting = true;",
+            "ResetInBackground(outcome.Slot, outcome);"
+        ]
+    );
     let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
-    let rebuild = position(&after, "if (outcome.Rebuild)");
+    let rebuild = position(&after, "if (!outcome.Resetting && outcome.Rebuild)");
     assert_eq!(
         after[rebuild + 2..rebuild + 5],
         [
@@ -552,10 +598,10 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
             "Drop(outcome.Slot, abandon);",
         ]
     );
-    // A call that ran and did not fail: its slot reset on a worker thread,
-    // which the next use of that slot waits for (Acquire, GetPreludeSlot).
-    let background = position(&after, "ResetInBackground(outcome.Slot, outcome);");
-    assert!(rebuild < background);
+    // Once the reset's worker owns the outcome, the loop never ends its
+    // pipeline itself.
+    position(&after, "if (!outcome.Resetting && outcome.Ending != null)");
+    assert!(!after.iter().any(|line| line.contains("ResetInBackground")));
     let worker = lines(&member(
         &source,
         "private void ResetInBackground(Slot slot, Outcome outcome)",
@@ -587,7 +633,7 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     // ResetRunspaceState takes the location from the process directory,
     // which goes home first, whatever the call did.
     assert_eq!(
-        after[2],
+        before[2],
         "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
     // A failed rebuild leaves no dead session: null, built on demand when
