@@ -20,7 +20,7 @@ namespace PwshlibHost
     public sealed partial class Server
     {
         // Runs the request's code in the session, which the previous call's
-        // reset left clean (BeforeReply: variables reset, location at home, the
+        // reset left clean (PutBack: variables reset, location at home, the
         // environment the snapshot). Plain requests (forPrelude false): the
         // pipeline output goes through Out-String -Stream to the host
         // (PipelineSink), so that stdout is everything the code showed, in order
@@ -94,7 +94,7 @@ namespace PwshlibHost
                     int signalled = WaitHandle.WaitAny(new WaitHandle[] { running.AsyncWaitHandle, standby.CallDone }, timeoutMs);
                     finished = signalled != WaitHandle.WaitTimeout;
                     // The call returned and the pipeline is still ending:
-                    // its end is the reset's to wait for (BeforeReply).
+                    // its end is the reset's to wait for (PutBack).
                     early = signalled == 1 && standby.Called;
                     if (finished && !standby.Called)
                     {

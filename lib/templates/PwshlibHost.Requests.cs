@@ -20,16 +20,23 @@ namespace PwshlibHost
 
     public sealed partial class Server
     {
-        // Once the result is built, before it is sent: the process
-        // directory and the environment go back to what they were at start
-        // (both are the process's, shared by every runspace), and a
-        // successful call's session starts its reset on a worker thread
-        // (ResetInBackground), so that the reset overlaps the reply's
-        // writing as well as the reading of the next request: a plain
-        // request's runspace is the one of the call before, and back to back
-        // the next one waited for the rest of that reset (issue 39). The
-        // result is text by now: nothing of the runspace is read for it.
+        // Once the result is built, before it is sent, for a plain request:
+        // the next plain request runs in the same runspace, and back to back
+        // it waited for the rest of that runspace's reset (issue 39), so the
+        // reset starts now and overlaps the reply's writing too (PutBack).
+        // A request with a prelude: its next one runs in the other slot,
+        // and the reply goes first (AfterReply puts back). The result is
+        // text by now: nothing of the runspace is read for it.
         private void BeforeReply(Outcome outcome)
+        {
+            if (!outcome.ForPrelude) { PutBack(outcome); }
+        }
+
+        // The process directory and the environment back to what they were
+        // at start (both are the process's, shared by every runspace, and
+        // the reset reads both), then a successful call's session starts
+        // its reset on the slot's own thread (ResetInBackground).
+        private void PutBack(Outcome outcome)
         {
             // A new runspace takes its location from the process directory.
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
@@ -43,15 +50,16 @@ namespace PwshlibHost
 
         // Once the result is sent: what the next request needs. A failed or
         // timed-out call's session goes (after a bounded wait for a stop);
-        // a successful call's session is being reset (BeforeReply) while
+        // a successful call's session is being reset (PutBack) while
         // the next request runs in the other slot, which waits for that
         // reset before its own next use (Acquire). The other slot's session
         // is built here when it has none yet (the first call of its kind).
         private void AfterReply(Outcome outcome)
         {
+            if (outcome.ForPrelude) { PutBack(outcome); }
             if (outcome.Slot == null) { return; }
             Trace("reply sent");
-            // A reset under way (BeforeReply) owns the outcome: its worker
+            // A reset under way (PutBack) owns the outcome: its worker
             // ends the call's pipeline (EndPipeline).
             if (!outcome.Resetting && outcome.Ending != null)
             {

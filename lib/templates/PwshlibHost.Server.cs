@@ -178,7 +178,7 @@ namespace PwshlibHost
         // The session must go (the call failed, timed out, or left the
         // runspace in another state than Opened).
         public bool Rebuild;
-        // Its session's reset was started before the reply (BeforeReply):
+        // Its session's reset was started (PutBack):
         // from then on the reset's worker owns this outcome.
         public bool Resetting;
         // A timed-out call: its stop request and pipeline.

@@ -437,16 +437,21 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
             "try { Environment.SetEnvironmentVariable(entry.Key, entry.Value); } catch (Exception) { }",
         ],
     );
-    // Restored after every call, whatever it did, before its reply is sent
-    // (so before the next request is read): first thing, and before the
-    // reset, which reads the process's HOME.
+    // Restored after every call, whatever it did, before the next request
+    // is read: a plain one's before its reply is sent, one with a prelude
+    // first thing after it; and before the reset, which reads the
+    // process's HOME.
+    let put_back = lines(&member(&source, "private void PutBack(Outcome outcome)"));
+    let restored = position(&put_back, "RestoreEnvironment();");
+    assert_eq!(restored, 3);
+    assert!(restored < position(&put_back, "ResetInBackground(outcome.Slot, outcome);"));
     let before = lines(&member(
         &source,
         "private void BeforeReply(Outcome outcome)",
     ));
-    let restored = position(&before, "RestoreEnvironment();");
-    assert_eq!(restored, 3);
-    assert!(restored < position(&before, "ResetInBackground(outcome.Slot, outcome);"));
+    assert_eq!(before[2], "if (!outcome.ForPrelude) { PutBack(outcome); }");
+    let after = lines(&member(&source, "private void AfterReply(Outcome outcome)"));
+    assert_eq!(after[2], "if (outcome.ForPrelude) { PutBack(outcome); }");
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let try_at = invoke.iter().position(|line| line == "try").unwrap();
@@ -568,21 +573,19 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     assert_eq!(serve[sent - 1], "BeforeReply(outcome);");
     assert_eq!(serve[sent + 1], "AfterReply(outcome);");
     assert_eq!(serve[sent + 2], "}");
-    // A call that ran and did not fail: its slot reset on a worker thread,
-    // started once its result is built (BeforeReply, so that the reset
-    // overlaps the reply's writing), which the next use of that slot waits
-    // for (Acquire, GetPreludeSlot). Any other: its session dropped after
-    // the reply (a stop waited for there, off the result's way).
-    let before = lines(&member(
-        &source,
-        "private void BeforeReply(Outcome outcome)",
-    ));
+    // A call that ran and did not fail: its slot reset on the slot's own
+    // thread (PutBack: a plain request's once its result is built, so that
+    // the reset overlaps the reply's writing), which the next use of that
+    // slot waits for (Acquire, GetPreludeSlot). Any other: its session
+    // dropped after the reply (a stop waited for there, off the result's
+    // way).
+    let put_back = lines(&member(&source, "private void PutBack(Outcome outcome)"));
     let ran = position(
-        &before,
+        &put_back,
         "if (outcome.Slot != null && !outcome.Rebuild && outcome.Ran != null)",
     );
     assert_eq!(
-        before[ran + 2..ran + 4],
+        put_back[ran + 2..ran + 4],
         [
             "outcome.Resetting = true;",
             "ResetInBackground(outcome.Slot, outcome);"
@@ -633,7 +636,7 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     // ResetRunspaceState takes the location from the process directory,
     // which goes home first, whatever the call did.
     assert_eq!(
-        before[2],
+        put_back[2],
         "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
     // A failed rebuild leaves no dead session: null, built on demand when

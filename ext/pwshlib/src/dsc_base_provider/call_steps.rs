@@ -150,5 +150,10 @@ pub(super) fn show_script(
 ) -> BindingResult<()> {
     let provider = Session::new(ruby, rb_self, context)?;
     let host_session = host_session.map(|s| s.to_string()).transpose()?;
-    lifecycle::show_script(&provider, call.script_ref(), host_session.as_deref())
+    lifecycle::show_script(
+        &provider,
+        &mut call.call_mut(),
+        call.script_ref(),
+        host_session.as_deref(),
+    )
 }

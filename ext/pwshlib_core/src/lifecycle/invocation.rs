@@ -114,7 +114,8 @@ pub struct DscCall {
     /// The call's name_hash and props: where they hold Sensitive values,
     /// what the system reports is secret too.
     desired: [Map; 2],
-    /// When the call was last sent (for the debug line of its time).
+    /// When the call was last sent, moved on by the time its script took
+    /// to show (for the debug line of its time).
     started: Instant,
     /// Debug messages are kept: the spine has the script shown
     /// ([`show_script`]) before it sends it.
@@ -253,6 +254,21 @@ pub fn collision_wait<P: ProviderCallbacks>(
 /// every call, its own lines, redacted. Without a session (a stand-in
 /// manager) the prelude shows with every call.
 pub fn show_script<P: ProviderCallbacks>(
+    provider: &P,
+    call: &mut DscCall,
+    script: &Script,
+    host_session: Option<&str>,
+) -> Result<(), P::Error> {
+    // The dump is --debug's own work, which a run without --debug never
+    // does: no part of the call's time (the "took" line). A host started
+    // for this call (the manager's first) still is.
+    let dumping = Instant::now();
+    let shown = show_script_text(provider, script, host_session);
+    call.started += dumping.elapsed();
+    shown
+}
+
+fn show_script_text<P: ProviderCallbacks>(
     provider: &P,
     script: &Script,
     host_session: Option<&str>,

@@ -139,7 +139,12 @@ pub fn invoke_dsc_resource<P: Spine>(
     let mut attempt = 0;
     loop {
         if call.shows_script() {
-            show_script(provider, &script, provider.host_session().as_deref())?;
+            show_script(
+                provider,
+                &mut call,
+                &script,
+                provider.host_session().as_deref(),
+            )?;
         }
         let output = provider
             .execute_script(&script, call.timeout_ms())
