@@ -10,6 +10,7 @@ namespace PwshlibHost
     using System.Globalization;
     using System.IO;
     using System.Management.Automation;
+    using System.Management.Automation.Language;
     using System.Management.Automation.Runspaces;
     using System.Runtime.CompilerServices;
     using System.Text;
@@ -437,6 +438,39 @@ namespace PwshlibHost
             PSObject wrapped = value as PSObject;
             if (wrapped != null && !(wrapped.BaseObject is PSCustomObject)) { return wrapped.BaseObject; }
             return value;
+        }
+    }
+
+    // The prelude's Get-PwshlibDscModuleIndex: the classes of a module's
+    // syntax tree that carry [DscResource()], as its script block predicate
+    // finds them (TypeDefinitionAst, an attribute whose TypeName.Name is
+    // DscResource, compared as PowerShell's -eq compares strings: invariant
+    // culture, case ignored), in the tree's order, nested ones too. That
+    // predicate ran once per node of the tree (3,068 in the test module)
+    // in a fresh runspace, some 80 ms of a fresh host's first call (pwsh
+    // 7.6.9, issue 39); compiled, it costs nothing to speak of.
+    public static class DscClasses
+    {
+        public static string[] Find(Ast root)
+        {
+            List<string> names = new List<string>();
+            if (root == null) { return names.ToArray(); }
+            foreach (Ast node in root.FindAll(IsDscClass, true))
+            {
+                names.Add(((TypeDefinitionAst)node).Name);
+            }
+            return names.ToArray();
+        }
+
+        private static bool IsDscClass(Ast node)
+        {
+            TypeDefinitionAst type = node as TypeDefinitionAst;
+            if (type == null) { return false; }
+            foreach (AttributeAst attribute in type.Attributes)
+            {
+                if (string.Compare(attribute.TypeName.Name, "DscResource", CultureInfo.InvariantCulture, CompareOptions.IgnoreCase) == 0) { return true; }
+            }
+            return false;
         }
     }
 }

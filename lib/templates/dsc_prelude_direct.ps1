@@ -103,12 +103,17 @@ function Get-PwshlibDscModuleIndex {
         $Root = [System.IO.Path]::Combine($Module.Base, [string] $Module.Data.RootModule)
         if ($Root.EndsWith('.psm1', [System.StringComparison]::OrdinalIgnoreCase) -and [System.IO.File]::Exists($Root)) {
             $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
-            $Found = $Ast.FindAll({
-                    param($Node)
-                    $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
-                    @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
-                }, $true)
-            foreach ($Class in $Found) { $Classes[$Class.Name] = $Root }
+            # The host's compiled predicate (PwshlibHost.DscClasses) finds
+            # the same classes; without the host, this one.
+            $Finder = 'PwshlibHost.DscClasses' -as [type]
+            $Found = if ($null -ne $Finder) { $Finder::Find($Ast) } else {
+                $Ast.FindAll({
+                        param($Node)
+                        $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
+                        @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
+                    }, $true) | ForEach-Object { $_.Name }
+            }
+            foreach ($DscClassName in $Found) { $Classes[$DscClassName] = $Root }
         }
     }
     $Scripts = @{}

@@ -1,0 +1,43 @@
+# frozen_string_literal: true
+
+require 'json'
+require 'open3'
+require 'tmpdir'
+require_relative '../spec_helper_real_pwsh'
+
+# Issue 39: the prelude's module index finds a module's [DscResource()]
+# classes with the host's compiled predicate (PwshlibHost.DscClasses), some
+# 80 ms less of a fresh host's first call than its script block predicate,
+# which stays as the fallback without the host. Both must find the same
+# classes, in the same order, on the real pwsh.
+RSpec.describe 'the module index finds DSC classes in compiled code as the prelude does (issue 39)' do
+  templates = File.expand_path('../../../lib/templates', __dir__)
+  crafted = <<~PS
+    [DscResource()] class Plain { [DscProperty(Key)] [string] $Name; [Plain] Get() { return $this } }
+    [dscresource()] class LowerCase { [DscProperty(Key)] [string] $Name }
+    [DSCRESOURCE(RunAsCredential = 'Optional')] class WithArgument { [DscProperty(Key)] [string] $Name }
+    class NoAttribute { [string] $Name }
+    [Other()] class OtherAttribute { [string] $Name }
+    [DscResourceAttribute()] class LongName { [string] $Name }
+    [Other()] [DscResource()] class Second { [DscProperty(Key)] [string] $Name }
+    function Make { [DscResource()] class InScriptBlock { [DscProperty(Key)] [string] $Name } }
+    enum NotAClass { One }
+  PS
+
+  it 'finds the same classes both ways in the test modules and in a crafted one' do
+    Dir.mktmpdir('pwshlib-index') do |dir|
+      file = File.join(dir, 'Crafted.psm1')
+      File.write(file, crafted)
+      files = [file] + Dir[File.join(__dir__, '{modules,psmodules,standin}', '**', '*.psm1')]
+      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
+                                        File.join(__dir__, 'module_index.ps1'), '-Templates', templates,
+                                        '-Files', files.join("\n"))
+      expect(status).to be_success, err + out
+      found = out.lines.map { |line| JSON.parse(line) }
+      expect(found.size).to eq(files.size)
+      found.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['file'] }
+      expect(found.first['compiled']).to eq(%w[Plain LowerCase WithArgument Second InScriptBlock])
+      expect(found.sum { |entry| entry['compiled'].size }).to be > 5
+    end
+  end
+end
