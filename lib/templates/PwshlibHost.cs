@@ -16,7 +16,8 @@
 // * PwshlibHost.Dsc.cs: DSC calls as data (DscCall) and secrets bound as
 //   variables (SecretValues);
 // * PwshlibHost.Direct.cs: a DSC call made in compiled code once the
-//   prelude has resolved its resource (DirectDsc);
+//   prelude has resolved its resource (DirectDsc); the module index's
+//   [DscResource()] classes (DscClasses);
 // * PwshlibHost.Standby.cs: the pipeline started ahead of a runspace's
 //   next direct call (Standby);
 // * PwshlibHost.DirectResult.cs: a Get's result written as JSON in
