@@ -105,28 +105,13 @@ namespace PwshlibHost
             {
                 return;
             }
-            slot.Ready.Reset();
-            if (slot.Resetter == null) { slot.Resetter = new Resetter(); }
-            slot.Resetter.Run(delegate
+            // A failure leaves the slot Broken: its session is built again,
+            // and the prelude defined again, when it is used.
+            OnSlotThread(slot, delegate
             {
-                Runspace previous = Runspace.DefaultRunspace;
-                try
-                {
-                    Runspace.DefaultRunspace = slot.Session.Runspace;
-                    DefinePrelude(slot.Session, code);
-                    slot.PreludeGeneration = generation;
-                    Trace("background: prelude defined");
-                }
-                catch (Exception)
-                {
-                    // Defined again, or the session built again, when used.
-                    slot.Broken = true;
-                }
-                finally
-                {
-                    Runspace.DefaultRunspace = previous;
-                    slot.Ready.Set();
-                }
+                DefinePrelude(slot.Session, code);
+                slot.PreludeGeneration = generation;
+                Trace("background: prelude defined");
             });
         }
 
@@ -160,6 +145,23 @@ namespace PwshlibHost
         // failure: the next request starts its own pipeline.
         private void ResetInBackground(Slot slot, Outcome outcome)
         {
+            // A runspace that cannot be reset is not used again (Broken).
+            OnSlotThread(slot, delegate
+            {
+                EndPipeline(outcome);
+                if (outcome.Rebuild) { throw new InvalidOperationException("the call's pipeline did not end"); }
+                Clean(slot.Session);
+                if (outcome.Direct) { StartStandby(slot.Session); }
+            });
+        }
+
+        // Runs work on the slot's own thread (its Resetter, started with the
+        // first work), with the slot's runspace the thread's default
+        // meanwhile, as on a pipeline thread. The slot is not Ready until the
+        // work is done (the loop waits on Ready before it uses the slot
+        // again); work that throws leaves the slot Broken.
+        private static void OnSlotThread(Slot slot, Action work)
+        {
             slot.Ready.Reset();
             if (slot.Resetter == null) { slot.Resetter = new Resetter(); }
             slot.Resetter.Run(delegate
@@ -168,14 +170,10 @@ namespace PwshlibHost
                 try
                 {
                     Runspace.DefaultRunspace = slot.Session.Runspace;
-                    EndPipeline(outcome);
-                    if (outcome.Rebuild) { throw new InvalidOperationException("the call's pipeline did not end"); }
-                    Clean(slot.Session);
-                    if (outcome.Direct) { StartStandby(slot.Session); }
+                    work();
                 }
                 catch (Exception)
                 {
-                    // A runspace that cannot be reset is not used again.
                     slot.Broken = true;
                 }
                 finally

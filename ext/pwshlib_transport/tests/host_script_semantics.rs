@@ -555,6 +555,24 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(compiled < rebuilt && handled[compiled + 2] == "else");
 }
 
+/// A slot's background work (its reset, a prelude defined ahead) runs on
+/// the slot's own thread, the slot not Ready from before the work is
+/// handed over until it is done, whatever it did; a throw leaves it Broken.
+#[test]
+fn a_slots_background_work_keeps_it_busy_until_done() {
+    let source = host_source();
+    let on_thread = lines(&member(
+        &source,
+        "private static void OnSlotThread(Slot slot, Action work)",
+    ));
+    let run = position(&on_thread, "slot.Resetter.Run(delegate");
+    let work = position(&on_thread, "work();");
+    assert!(position(&on_thread, "slot.Ready.Reset();") < run);
+    assert_eq!(on_thread[work + 4], "slot.Broken = true;");
+    let finally = position(&on_thread, "finally");
+    assert!(work < finally && on_thread[finally + 3] == "slot.Ready.Set();");
+}
+
 /// The session is rebuilt, or reset, after the result is sent (issue 31,
 /// N5; issue 32, item 2): the reply comes first, then AfterReply, then the
 /// next request is read; a prelude is named only when its session is kept.
@@ -612,8 +630,7 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     let cleaned = position(&worker, "Clean(slot.Session);");
     // A standby's pipeline that was still ending after its call ends first.
     assert!(position(&worker, "EndPipeline(outcome);") < cleaned);
-    assert!(position(&worker, "slot.Ready.Reset();") < cleaned);
-    assert!(cleaned < position(&worker, "slot.Ready.Set();"));
+    assert!(position(&worker, "OnSlotThread(slot, delegate") < cleaned);
     let acquire = lines(&member(&source, "private Slot Acquire("));
     assert!(position(&acquire, "slot.Ready.WaitOne();") < acquire.len() - 3);
     let clean = lines(&member(&source, "private void Clean(Session session)"));
