@@ -12,8 +12,7 @@ param(
     [Parameter(Mandatory = $true)] [string] $Cases
 )
 $ErrorActionPreference = 'Stop'
-$Names = [regex]::Matches([IO.File]::ReadAllText((Join-Path $Templates 'host.ps1')), "'(PwshlibHost[A-Za-z.]*\.cs)'") | ForEach-Object { $_.Groups[1].Value } | Select-Object -Unique
-Add-Type -TypeDefinition ([string]::Join("`n", @(foreach ($Name in $Names) { [IO.File]::ReadAllText((Join-Path $Templates $Name)) })))
+& (Join-Path $PSScriptRoot 'host_types.ps1') -Templates $Templates
 $Prelude = [string]::Join('', @(foreach ($Part in 'values', 'cmdlet', 'results', 'direct', 'call') { [IO.File]::ReadAllText((Join-Path $Templates "dsc_prelude_$Part.ps1")) }))
 
 $Runspace = [runspacefactory]::CreateRunspace([initialsessionstate]::CreateDefault2())

@@ -9,8 +9,7 @@ param(
     [Parameter(Mandatory = $true)] [string] $Files
 )
 $ErrorActionPreference = 'Stop'
-$Names = [regex]::Matches([IO.File]::ReadAllText((Join-Path $Templates 'host.ps1')), "'(PwshlibHost[A-Za-z.]*\.cs)'") | ForEach-Object { $_.Groups[1].Value } | Select-Object -Unique
-Add-Type -TypeDefinition ([string]::Join("`n", @(foreach ($Name in $Names) { [IO.File]::ReadAllText((Join-Path $Templates $Name)) })))
+& (Join-Path $PSScriptRoot 'host_types.ps1') -Templates $Templates
 foreach ($File in $Files.Split("`n")) {
     $Ast = [System.Management.Automation.Language.Parser]::ParseFile($File, [ref] $null, [ref] $null)
     $Fallback = @($Ast.FindAll({
