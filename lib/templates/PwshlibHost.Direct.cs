@@ -1,4 +1,4 @@
-// The host's C#, part 4 of 9 (PwshlibHost.cs lists the parts): a DSC call
+// The host's C#, part 4 of 10 (PwshlibHost.cs lists the parts): a DSC call
 // as data made in compiled code (DirectDsc) once the prelude has resolved
 // its resource in the runspace.
 namespace PwshlibHost

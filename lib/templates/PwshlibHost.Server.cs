@@ -1,5 +1,5 @@
-// The host's C#, part 7 of 9 (PwshlibHost.cs lists the parts): the peer
-// check, sessions, and the host loop's connection and frames (Server).
+// The host's C#, part 8 of 10 (PwshlibHost.cs lists the parts): sessions,
+// and the host loop's connection and frames (Server).
 namespace PwshlibHost
 {
     using System;
@@ -16,71 +16,6 @@ namespace PwshlibHost
     using System.Security;
     using System.Text;
     using System.Threading;
-
-    // Who connected to the host's endpoint: the manager alone may (issue
-    // 41, item 10). The pipe's ACL admits every process of the agent's
-    // user, so when Puppet runs elevated but not as SYSTEM a
-    // medium-integrity process of that user could connect first and run
-    // code elevated. host.ps1 knows the manager's pid (-ParentPid, the
-    // Ruby process that started it and connects to it) and refuses any
-    // other client: it hangs up and waits on, and the manager, which
-    // retries while the one pipe instance is busy, connects next.
-    // * A named pipe: GetNamedPipeClientProcessId (kernel32, Vista and
-    //   later) on the server's handle gives the pid of the process that
-    //   opened the client end. .NET's NamedPipeServerStream has no managed
-    //   form of it (its GetImpersonationUserName is the user, not the
-    //   process), so it is called on SafePipeHandle, which derives from
-    //   SafeHandle: the marshaller keeps the handle alive for the call. A
-    //   failure to identify the client refuses it.
-    // * A Unix socket (Linux): getsockopt SO_PEERCRED (SOL_SOCKET 1,
-    //   SO_PEERCRED 17) gives struct ucred { pid_t pid; uid_t uid; gid_t
-    //   gid; }, the pid being the process that called connect(), recorded
-    //   by the kernel then. .NET 5+'s Socket.GetRawSocketOption does the
-    //   same but does not exist for Windows PowerShell 5.1's compiler, so
-    //   libc's getsockopt is declared (never called on Windows). Elsewhere
-    //   the socket's 0700 directory admits this user alone, as before.
-    public static class PeerCheck
-    {
-        [System.Runtime.InteropServices.DllImport("kernel32.dll", SetLastError = true)]
-        [return: System.Runtime.InteropServices.MarshalAs(System.Runtime.InteropServices.UnmanagedType.Bool)]
-        private static extern bool GetNamedPipeClientProcessId(System.Runtime.InteropServices.SafeHandle pipe, out uint clientProcessId);
-
-        [System.Runtime.InteropServices.DllImport("libc", SetLastError = true)]
-        private static extern int getsockopt(IntPtr socket, int level, int optionName, byte[] optionValue, ref uint optionLength);
-
-        private const int SolSocket = 1;
-        private const int SoPeerCred = 17;
-
-        // null when the connected pipe's client is the manager; else why it
-        // is refused.
-        public static string PipeClientRefusal(System.Runtime.InteropServices.SafeHandle pipe, int managerPid)
-        {
-            uint client;
-            if (!GetNamedPipeClientProcessId(pipe, out client))
-            {
-                return "the client could not be identified (error " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
-            }
-            return Refusal((long)client, managerPid);
-        }
-
-        // null when the accepted socket's peer is the manager; else why not.
-        public static string SocketPeerRefusal(IntPtr socket, int managerPid)
-        {
-            byte[] credentials = new byte[12];
-            uint length = (uint)credentials.Length;
-            if (getsockopt(socket, SolSocket, SoPeerCred, credentials, ref length) != 0 || length < 4)
-            {
-                return "the client could not be identified (errno " + System.Runtime.InteropServices.Marshal.GetLastWin32Error().ToString(CultureInfo.InvariantCulture) + ")";
-            }
-            return Refusal((long)BitConverter.ToInt32(credentials, 0), managerPid);
-        }
-
-        private static string Refusal(long client, int managerPid)
-        {
-            if (client == managerPid) { return null; }
-            return "pid " + client.ToString(CultureInfo.InvariantCulture) + " is not the manager (pid " + managerPid.ToString(CultureInfo.InvariantCulture) + ")";
-        }
-    }
 
     public sealed class ProtocolException : Exception
     {
@@ -210,39 +145,13 @@ namespace PwshlibHost
         // How host.ps1 got this assembly, told in the hello: "compiled"
         // at this start, or "cached" (loaded from its assembly cache).
         public static string AssemblySource = "compiled";
-        // An opt-in timing trace of the host's start and its calls
-        // (docs/performance.md, "The first call's phases"): host.ps1 sets
-        // the file PWSHLIB_HOST_TRACE names; empty, as normally, traces
-        // nothing. Each line: milliseconds since the process started, the
-        // thread, the phase. Never part of a reply or of the output.
-        private static string tracePath;
-        private static double traceOffsetMs;
-        private static readonly Stopwatch TraceClock = new Stopwatch();
-        private static readonly object TraceGate = new object();
-
-        // Turns the trace on: path, the file to append to; sinceStartMs,
-        // how long the process had run when host.ps1 called this (the
-        // lines then count from the process's start, as host.ps1's own).
-        public static void StartTrace(string path, double sinceStartMs)
-        {
-            traceOffsetMs = sinceStartMs;
-            TraceClock.Start();
-            tracePath = path;
-        }
-
-        public static void Trace(string phase)
-        {
-            if (string.IsNullOrEmpty(tracePath)) { return; }
-            try
-            {
-                double ms = traceOffsetMs + TraceClock.Elapsed.TotalMilliseconds;
-                string line = ms.ToString("F1", CultureInfo.InvariantCulture) + " t" + Thread.CurrentThread.ManagedThreadId.ToString(CultureInfo.InvariantCulture) + " " + phase + "\n";
-                lock (TraceGate) { File.AppendAllText(tracePath, line); }
-            }
-            catch (Exception)
-            {
-            }
-        }
+        // How long a timed-out call's Stop() may take before the host gives
+        // up on that runspace (PowerShell.Stop waits for the pipeline to
+        // notice, which a native call or a .NET method never does). The wait
+        // comes after the timeout result is sent, but before the next
+        // request is read: kept well under the manager's 1 s grace, so that
+        // a next request sent at once still has its own time.
+        public const int StopWaitMs = 500;
 
         // Reading: strict UTF-8, invalid bytes throw instead of becoming
         // U+FFFD. Writing: replacing (Json.WriteString already replaced lone
@@ -289,7 +198,6 @@ namespace PwshlibHost
         private bool abandonedPipeline;
         // Shows error records under a $ErrorView the code chose.
         private readonly ErrorRenderer errorRenderer;
-
         // homeDirectory: where every call starts when its request names no
         // working directory (the ProviderPath of the directory the host
         // started in). stopWaitMs: how long a timed-out call's Stop may take
@@ -312,59 +220,6 @@ namespace PwshlibHost
             Trace("server: plain runspace open");
             errorRenderer = new ErrorRenderer(plainSlots[0].Session.Runspace);
             homeVariable = Convert.ToString(plainSlots[0].Session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
-        }
-
-        // Leaves the process when the Ruby process that started the host is
-        // gone, so that a killed Ruby leaves no host behind: a background
-        // thread polls the PID every 500 ms (Process.GetProcessById, as
-        // Get-Process -Id does, throws ArgumentException once it is not
-        // running). A thread, not a runspace: a runspace running
-        // Start-Sleep and Get-Process loaded two modules at start, beside
-        // the first call (issue 39). Elsewhere than Windows the socket file
-        // goes first, and the private directory the manager made for it
-        // (only when empty: Directory.Delete refuses one that is not).
-        public static void WatchParent(int parentPid, string pipePath, bool onWindows)
-        {
-            Thread watcher = new Thread(delegate()
-            {
-                while (true)
-                {
-                    Thread.Sleep(500);
-                    if (ParentRunning(parentPid)) { continue; }
-                    if (!onWindows)
-                    {
-                        try { File.Delete(pipePath); } catch (Exception) { }
-                        string directory = Path.GetDirectoryName(pipePath);
-                        if (directory != null && Path.GetFileName(directory).StartsWith("pwshlib-", StringComparison.OrdinalIgnoreCase))
-                        {
-                            try { Directory.Delete(directory); } catch (Exception) { }
-                        }
-                    }
-                    Environment.Exit(0);
-                }
-            });
-            watcher.IsBackground = true;
-            watcher.Name = "pwshlib parent watcher";
-            watcher.Start();
-        }
-
-        private static bool ParentRunning(int parentPid)
-        {
-            try
-            {
-                using (Process parent = Process.GetProcessById(parentPid))
-                {
-                    return true;
-                }
-            }
-            catch (ArgumentException)
-            {
-                return false;
-            }
-            catch (InvalidOperationException)
-            {
-                return false;
-            }
         }
 
         // Greets the manager on the connection's stream, then serves until
@@ -425,6 +280,11 @@ namespace PwshlibHost
         // to go with the process.
         public void Close()
         {
+            if (listener != null)
+            {
+                listener.Close();
+                try { File.Delete(listenerPath); } catch (Exception) { }
+            }
             foreach (Slot slot in new Slot[] { plainSlots[0], preludeSlots[0], preludeSlots[1] })
             {
                 bool done = slot.Ready.WaitOne(stopWaitMs);

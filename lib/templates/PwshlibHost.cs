@@ -6,7 +6,7 @@
 // spec/real_pwsh/dsc/host_csharp5_spec.rb compiles these files as C# 5
 // against the 5.1 reference assemblies with warnings as errors.
 //
-// It is eight files, one job each, which host.ps1 reads in this order and
+// It is ten files, one job each, which host.ps1 reads in this order and
 // joins into one source (each file's using directives are inside its
 // namespace block, so the joined text is valid C# as it is):
 // * PwshlibHost.cs (this file): the PowerShell host and the output it
@@ -22,8 +22,11 @@
 //   next direct call (Standby);
 // * PwshlibHost.DirectResult.cs: a Get's result written as JSON in
 //   compiled code (DirectResult);
-// * PwshlibHost.Server.cs: the peer check, sessions, and the host loop's
-//   connection and frames (Server);
+// * PwshlibHost.Start.cs: the host's start after host.ps1 has loaded this
+//   assembly (Server.Start), the Unix socket it listens on, the peer
+//   check, the parent watcher and the opt-in timing trace;
+// * PwshlibHost.Server.cs: sessions, and the host loop's connection and
+//   frames (Server);
 // * PwshlibHost.Requests.cs: Server's runspace slots, cleanup after each
 //   call (on the slot's Resetter thread), the environment and the prelude;
 // * PwshlibHost.Invoke.cs: Server running one request in a runspace and

@@ -24,47 +24,24 @@ param(
     # passes it; empty: compile in memory at every start).
     [string] $AssemblyCache = '',
 
+    # The key of the C# source beside this script, which the manager
+    # computed (pwshlib_transport's host_source_key; the same as
+    # Get-PwshlibHostSourceKey below): with -AssemblyCache, what names the
+    # cached assembly to load.
+    [string] $HostSourceKey = '',
+
     # The .NET runtime settings the manager added to this process's
     # environment (comma-separated names, pwshlib_transport's
-    # runtime_settings): read by the runtime at its start, they are removed
-    # below (after the language mode check), before the snapshot every
-    # call's environment goes back to, so that no call and no program a
-    # resource starts inherits them. Only DOTNET_ names are taken.
+    # runtime_settings): removed by PwshlibHost.Server.Start, after the
+    # language mode check, before the snapshot every call's environment
+    # goes back to.
     [string] $RuntimeVariables = ''
 )
 
+# When this script began, for the opt-in timing trace (PWSHLIB_HOST_TRACE,
+# written by PwshlibHost.Server once its assembly is loaded).
+$FirstLine = [DateTime]::Now
 $ErrorActionPreference = 'Stop'
-
-# Constrained language mode (AppLocker or WDAC enforcing, and this script
-# neither allowed nor signed): Add-Type below would throw and the host
-# would exit before listening, leaving the manager to say only that it
-# exited. Leave at once with an exit code of our own instead (86, which
-# nothing else here uses); the manager then says what to do (the review's
-# N10). The check needs nothing CLM forbids: a property of
-# $ExecutionContext and a comparison.
-if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
-    exit 86
-}
-
-foreach ($name in $RuntimeVariables.Split(',')) {
-    if ($name.StartsWith('DOTNET_', [StringComparison]::Ordinal)) {
-        # [NullString]::Value: PowerShell passes $null to a string
-        # parameter as "", which .NET Core keeps as an empty variable.
-        [Environment]::SetEnvironmentVariable($name, [NullString]::Value)
-    }
-}
-
-$script:HostScriptPath = $PSCommandPath
-# The opt-in timing trace (PwshlibHost.Server.Trace): a file to append to,
-# named by PWSHLIB_HOST_TRACE; unset, as normally, nothing is traced.
-$script:TracePath = [Environment]::GetEnvironmentVariable('PWSHLIB_HOST_TRACE')
-function Write-PwshlibTrace([string] $Phase) {
-    if ($script:TracePath) {
-        $ms = ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds
-        [System.IO.File]::AppendAllText($script:TracePath, ('{0:F1} host.ps1 {1}' -f $ms, $Phase) + "`n")
-    }
-}
-Write-PwshlibTrace 'first line'
 
 # .NET's multicore JIT (System.Runtime.ProfileOptimization): pwsh records
 # the methods a start compiles into a profile under its cache directory,
@@ -82,129 +59,127 @@ try {
 } catch {
 }
 
-$script:OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
-# How long a timed-out call's Stop() may take before the host gives up on
-# that runspace (PowerShell.Stop waits for the pipeline to notice, which a
-# native call or a .NET method never does). The wait comes after the
-# timeout result is sent, but before the next request is read: kept well
-# under the manager's 1 s grace, so that a next request sent at once still
-# has its own time.
-$script:StopWaitMs = 500
-
+# Every statement of this script runs cold in a fresh process (issue 39):
+# pwsh 7.6.9 takes some 10 to 30 ms for each new kind of statement, and
+# compiles the whole script before its first line. So this script does
+# only what needs PowerShell: loading the host's assembly (and, when that
+# fails, the language mode check), and on Windows the pipe (New-PwshlibPipeServer, a function:
+# compiled only when called). Everything else is PwshlibHost.Server's
+# (Start, AcceptUnix, Serve, Close). And no cmdlet of a module (Join-Path,
+# Get-Location, New-Object) runs on the way to listening: the first one
+# auto-loads its module and pays the process's first command discovery,
+# some 180 ms of a fresh host's first call on pwsh 7.6.9
+# (docs/performance.md, "The first call's phases").
+#
 # The host itself (the custom PSHost, the console routing and the host
-# loop) is C# in PwshlibHost*.cs beside this script, compiled once here: a
+# loop) is C# in PwshlibHost*.cs beside this script, compiled once: a
 # request then runs no interpreted PowerShell of the host's own. Read as
 # text and given to -TypeDefinition (not -Path): the same call on Windows
 # PowerShell 5.1 (the .NET Framework's csc through CodeDom) and pwsh 7
 # (Roslyn), which spec/real_pwsh/dsc/host_csharp5_spec.rb checks as C# 5.
 # The parts (one job each, PwshlibHost.cs says which) are joined in this
 # order into one source: each keeps its using directives inside its
-# namespace block, so the joined text compiles as it is, and the cache key
-# below covers every part.
-#
-# No cmdlet of a module (Join-Path, Get-Location, New-Object) runs on the
-# way to listening: the first one auto-loads its module and pays the
-# process's first command discovery, some 180 ms of a fresh host's first
-# call on pwsh 7.6.9 (docs/performance.md, "The first call's phases");
-# .NET's Path.Combine, [type]::new() (PowerShell 5 and later) and the
-# session state's current location do the same without it.
-$script:HostSourceNames = @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')
-$script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {
-            [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $name))
-        }))
+# namespace block, so the joined text compiles as it is.
+function Get-PwshlibHostSource {
+    [string]::Join("`n", @(foreach ($Name in @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Start.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')) {
+                [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $Name))
+            }))
+}
+
+# The key the manager passes as -HostSourceKey, computed again from the
+# files as they are now (pwshlib_transport's host_source_key says how):
+# what this host compiled is cached under the manager's key only when the
+# two agree, so a source changed since the manager read it is never
+# cached under the old one.
+function Get-PwshlibHostSourceKey {
+    $Names = [System.IO.Directory]::GetFiles($PSScriptRoot, 'PwshlibHost*.cs')
+    [Array]::Sort($Names, [StringComparer]::Ordinal)
+    $Buffer = [System.IO.MemoryStream]::new()
+    foreach ($Path in $Names) {
+        $Bytes = [System.IO.File]::ReadAllBytes($Path)
+        $Head = [System.Text.Encoding]::UTF8.GetBytes([System.IO.Path]::GetFileName($Path) + [char]0 + $Bytes.Length + [char]0)
+        $Buffer.Write($Head, 0, $Head.Length)
+        $Buffer.Write($Bytes, 0, $Bytes.Length)
+    }
+    [System.BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($Buffer.ToArray()), 0, 16).Replace('-', '').ToLowerInvariant()
+}
+
 # Compiling takes seconds (about 4 s on pwsh 7, before the first call can
 # be answered); loading the same assembly takes about 0.1 s. So the
-# compiled assembly is kept in $AssemblyCache, named after a key (the
-# SHA-256 of the PowerShell edition, its version, the runtime's version and
-# the C# source: a new pwshlib or a new PowerShell gets its own file) and
-# the SHA-256 of the file's own bytes. A file is loaded only when the bytes
-# read hash to the name: a half-written, truncated or corrupted file is
-# deleted and compiled again. It is written under a temporary name and
-# renamed into place (the rename fails when another host got there first),
-# so no host ever reads a file still being written. It is loaded from the
-# bytes read and hashed (Assembly.Load(byte[]), as pwsh 7's own in-memory
-# Add-Type does): what runs is what was checked, and the file is not held
-# open (the .NET Framework locks a file loaded by path until the process
-# ends). Whoever can write the directory can run code as this user: the
-# manager passes only a directory it checked (docs/performance.md, "The
-# compiled host").
-$script:HostAssembly = 'compiled'
-function ConvertTo-PwshlibHex([byte[]] $Bytes) {
-    return [System.BitConverter]::ToString($Bytes).Replace('-', '').ToLowerInvariant()
-}
-if ($AssemblyCache -and [System.IO.Directory]::Exists($AssemblyCache)) {
+# compiled assembly is kept in $AssemblyCache, named after the source's key
+# (-HostSourceKey), the PowerShell edition, its version and the runtime's
+# version (a new pwshlib or a new PowerShell gets its own file), and the
+# SHA-256 of the file's own bytes. The manager deletes, before starting
+# this host, each file of the key whose bytes do not hash to its name (a
+# truncated or corrupted file: it is compiled again), and does that
+# hashing itself: .NET's first SHA-256 in a fresh pwsh takes some 20 ms. A
+# file is written under a temporary name and renamed into place whole
+# (the rename fails when another host got there first), and nothing writes
+# it again, so no host reads a file still being written, and what the
+# manager checked is what is loaded. It is loaded from its bytes
+# (Assembly.Load(byte[]), as pwsh 7's own in-memory Add-Type does): the
+# file is not held open (the .NET Framework locks a file loaded by path
+# until the process ends). Whoever can write the directory can run code as
+# this user: the manager passes only a directory it checked
+# (docs/performance.md, "The compiled host"). The server's type is taken
+# from the assembly loaded, not looked up by name (a [type] lookup searches
+# every loaded assembly).
+$HostServer = $null
+$HostAssembly = 'compiled'
+if ($AssemblyCache -and $HostSourceKey) {
     try {
-        $sha256 = [System.Security.Cryptography.SHA256]::Create()
-        $keyText = "$($PSVersionTable.PSEdition) $($PSVersionTable.PSVersion) $([Environment]::Version)`n$script:HostSource"
-        $keyHex = ConvertTo-PwshlibHex $sha256.ComputeHash([System.Text.Encoding]::UTF8.GetBytes($keyText))
-        $prefix = 'PwshlibHost-' + $keyHex.Substring(0, 32) + '-'
-        foreach ($file in [System.IO.Directory]::GetFiles($AssemblyCache, $prefix + '*.dll')) {
-            $bytes = [System.IO.File]::ReadAllBytes($file)
-            $expected = $prefix + (ConvertTo-PwshlibHex $sha256.ComputeHash($bytes))
-            if ([System.IO.Path]::GetFileNameWithoutExtension($file) -ceq $expected) {
-                [void][System.Reflection.Assembly]::Load($bytes)
-                if ('PwshlibHost.Server' -as [type]) {
-                    $script:HostAssembly = 'cached'
-                    break
-                }
-            } else {
-                try {
-                    [System.IO.File]::Delete($file)
-                } catch {
-                }
-            }
-        }
-        if ($script:HostAssembly -ne 'cached') {
-            $temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
-            Add-Type -TypeDefinition $script:HostSource -Language CSharp -OutputAssembly $temporary -OutputType Library
-            $bytes = [System.IO.File]::ReadAllBytes($temporary)
+        $Prefix = "PwshlibHost-$HostSourceKey-$($PSVersionTable.PSEdition)-$($PSVersionTable.PSVersion)-$([Environment]::Version)-"
+        # Any file of the prefix: two hosts that compiled at once may both
+        # have cached theirs (the same source, other bytes).
+        $Files = [System.IO.Directory]::GetFiles($AssemblyCache, $Prefix + '*.dll')
+        if ($Files.Length -gt 0) {
+            $HostServer = [System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($Files[0])).GetType('PwshlibHost.Server')
+            if ($HostServer) { $HostAssembly = 'cached' }
+        } elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {
+            $Temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
+            Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library
+            $Bytes = [System.IO.File]::ReadAllBytes($Temporary)
             # pwsh 7 writes the file and loads nothing; load what was
             # written, unless this PowerShell loaded it already.
-            if (-not ('PwshlibHost.Server' -as [type])) {
-                [void][System.Reflection.Assembly]::Load($bytes)
+            $HostServer = 'PwshlibHost.Server' -as [type]
+            if (-not $HostServer) {
+                $HostServer = [System.Reflection.Assembly]::Load($Bytes).GetType('PwshlibHost.Server')
             }
+            $Hash = [System.BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($Bytes)).Replace('-', '').ToLowerInvariant()
             try {
-                [System.IO.File]::Move($temporary, (Join-Path -Path $AssemblyCache -ChildPath ($prefix + (ConvertTo-PwshlibHex $sha256.ComputeHash($bytes)) + '.dll')))
+                [System.IO.File]::Move($Temporary, (Join-Path -Path $AssemblyCache -ChildPath ($Prefix + $Hash + '.dll')))
             } catch {
-                [System.IO.File]::Delete($temporary)
+                [System.IO.File]::Delete($Temporary)
             }
         }
     } catch {
-        # No usable cache (full disk, no rights, a file that is no
-        # assembly): compiled in memory below, as without one.
+        # No usable cache (no such directory, a full disk, no rights, a
+        # file that is no assembly; or constrained language mode, below):
+        # compiled in memory below, as without one.
+        $HostServer = $null
+        $HostAssembly = 'compiled'
     }
 }
-if (-not ('PwshlibHost.Server' -as [type])) {
-    Add-Type -TypeDefinition $script:HostSource -Language CSharp
+if (-not $HostServer) {
+    # Constrained language mode (AppLocker or WDAC enforcing, and this script
+    # neither allowed nor signed): Add-Type below would throw and the host
+    # would exit before listening, leaving the manager to say only that it
+    # exited. Leave at once with an exit code of our own instead (86, which
+    # nothing else here uses); the manager then says what to do (the review's
+    # N10). The check needs nothing CLM forbids: a property of
+    # $ExecutionContext and a comparison. Made only here, when no cached
+    # assembly was loaded (in that mode every .NET call above fails, and
+    # its catch leads here): it is some 12 ms of a fresh host's start.
+    if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
+        exit 86
+    }
+    $HostServer = 'PwshlibHost.Server' -as [type]
 }
-[PwshlibHost.Server]::AssemblySource = $script:HostAssembly
-Write-PwshlibTrace "assembly $script:HostAssembly"
-if ($script:TracePath) {
-    [PwshlibHost.Server]::StartTrace($script:TracePath, ([DateTime]::Now - [System.Diagnostics.Process]::GetCurrentProcess().StartTime).TotalMilliseconds)
+if (-not $HostServer) {
+    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp
+    $HostServer = [PwshlibHost.Server]
 }
-
-# ProviderPath, not Path: when the host starts in a UNC directory, Path is
-# the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
-# which [Environment]::CurrentDirectory refuses (the review's N14). Every
-# call starts there unless its request names a working directory.
-$script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath
-# Takes the environment snapshot that every call's environment is put back
-# to, and builds the runspace for plain requests, before listening.
-$script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)
-
-# Native programs' output is decoded with [Console]::OutputEncoding, which
-# on Windows is the OEM code page unless set: UTF-8, as pwshlib 2.x set it
-# (the review's N9). Best effort: without a console Windows may refuse it.
-# Set before the writers below: .NET drops its own console writer when the
-# encoding changes, but leaves one set through SetOut alone.
-try {
-    [Console]::OutputEncoding = [System.Text.UTF8Encoding]::new($false)
-} catch {
-}
-# [Console]::Out and [Console]::Error go, for the whole life of the host,
-# to the buffer of the runspace writing (see ConsoleRouter).
-[Console]::SetOut([PwshlibHost.ConsoleRouter]::new($false, [Console]::Out))
-[Console]::SetError([PwshlibHost.ConsoleRouter]::new($true, [Console]::Error))
+$HostServer::AssemblySource = $HostAssembly
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
 # Everyone (and Anonymous) open it for reading, enough to take the host's
@@ -235,18 +210,9 @@ function New-PipeSecurity {
     return $security
 }
 
-# Leave when the Ruby process that started us is gone, so a killed Ruby
-# leaves no host behind (a background thread polls its PID:
-# PwshlibHost.Server.WatchParent).
-if ($ParentPid -gt 0) {
-    [PwshlibHost.Server]::WatchParent($ParentPid, $PipePath, $script:OnWindows)
-}
-
-Write-PwshlibTrace 'listening'
-# Protocol step: listen, and accept the manager's one connection.
-$server = $null
-$connection = $null
-if ($script:OnWindows) {
+# Windows: the named pipe the manager connects to, made with that ACL, and
+# the manager's one connection accepted on it.
+function New-PwshlibPipeServer {
     # The manager passes the full path (\\.\pipe\pwshlib-<pid>-<uuid>); .NET
     # wants the name alone. One instance only: .NET then creates the pipe with
     # FILE_FLAG_FIRST_PIPE_INSTANCE, so nobody can have made it before us.
@@ -286,39 +252,29 @@ if ($script:OnWindows) {
         [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
         $server.Disconnect()
     }
-    $stream = $server
-} else {
-    $server = [System.Net.Sockets.Socket]::new([System.Net.Sockets.AddressFamily]::Unix, [System.Net.Sockets.SocketType]::Stream, [System.Net.Sockets.ProtocolType]::Unspecified)
-    $server.Bind([System.Net.Sockets.UnixDomainSocketEndPoint]::new($PipePath))
-    $server.Listen(1)
-    # As for the pipe, on Linux (SO_PEERCRED): another client is closed.
-    while ($true) {
-        $connection = $server.Accept()
-        if ($ParentPid -le 0 -or -not $IsLinux) { break }
-        $refusal = [PwshlibHost.PeerCheck]::SocketPeerRefusal($connection.Handle, $ParentPid)
-        if ($null -eq $refusal) { break }
-        [Console]::Error.WriteLine("pwshlib host: refused a client of $PipePath ($refusal); waiting for the manager")
-        $connection.Dispose()
-    }
-    $stream = [System.Net.Sockets.NetworkStream]::new($connection, $true)
+    return $server
 }
 
-Write-PwshlibTrace 'connected'
+# Takes the environment snapshot that every call's environment is put back
+# to, and builds the runspace for plain requests, before listening
+# (PwshlibHost.Server.Start).
+$OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
+$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)
+# Protocol step: listen, and accept the manager's one connection.
+if ($OnWindows) {
+    $stream = New-PwshlibPipeServer
+} else {
+    $stream = $HostLoop.AcceptUnix($PipePath, $ParentPid, $IsLinux)
+}
 try {
     # The handshake, then requests strictly one at a time until exit, EOF
     # or a malformed frame (PwshlibHost.Server, docs/protocol.md).
-    $script:HostLoop.Serve($stream, "pwsh $($PSVersionTable.PSVersion)", $PID)
+    $HostLoop.Serve($stream, "pwsh $($PSVersionTable.PSVersion)", $PID)
 } catch {
     # The connection broke: nothing left to tell the manager.
 } finally {
     $stream.Dispose()
-    if ($connection) {
-        $connection.Dispose()
-    }
-    $server.Dispose()
-    if (-not $script:OnWindows) {
-        Remove-Item -LiteralPath $PipePath -Force -ErrorAction SilentlyContinue
-    }
-    $script:HostLoop.Close()
+    # Closes the Unix socket and removes its file, then ends the sessions.
+    $HostLoop.Close()
 }
 exit 0

@@ -167,21 +167,38 @@ RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
     end
 
     # The review's N10: under constrained language mode (AppLocker or WDAC)
-    # host.ps1 cannot compile its C# host. Linux has no such policy, so the
-    # "PowerShell" here is a wrapper that sets the session's language mode
-    # and runs host.ps1 in it, as a policy would.
-    it 'says what to do when PowerShell runs the host in constrained language mode' do
-      Dir.mktmpdir('pwshlib-clm') do |dir|
-        wrapper = File.join(dir, 'pwsh-clm')
-        File.write(wrapper, <<~SH)
-          #!/bin/sh
-          # Called as: <wrapper> -File <host.ps1> -PipePath <path> -ParentPid <pid>
-          export PWSHLIB_CLM_SCRIPT="$2" PWSHLIB_CLM_PIPE="$4" PWSHLIB_CLM_PARENT="$6"
-          exec '#{REAL_PWSH}' -NoProfile -NonInteractive -Command '$ExecutionContext.SessionState.LanguageMode = "ConstrainedLanguage"; & $env:PWSHLIB_CLM_SCRIPT -PipePath $env:PWSHLIB_CLM_PIPE -ParentPid $env:PWSHLIB_CLM_PARENT; exit $LASTEXITCODE'
-        SH
-        File.chmod(0o755, wrapper)
-        expect { Pwsh::Manager.instance(wrapper, []) }
-          .to raise_error(/constrained language mode.*Allow that script.*or sign it/m)
+    # host.ps1 cannot compile its C# host, nor load it from its cache.
+    # Linux has no such policy, so the "PowerShell" here is a wrapper that
+    # sets the session's language mode and runs host.ps1 in it, as a policy
+    # would: once without the assembly cache, once with it holding this
+    # source's assembly (host.ps1 checks the mode only when no cached
+    # assembly loaded, issue 39).
+    [false, true].each do |cached|
+      it "says what to do when PowerShell runs the host in constrained language mode (#{cached ? 'a cached' : 'no'} assembly)" do
+        Dir.mktmpdir('pwshlib-clm') do |dir|
+          cache = File.join(dir, 'cache')
+          Dir.mkdir(cache, 0o700)
+          saved = ENV.fetch('PWSHLIB_HOST_CACHE', nil)
+          ENV['PWSHLIB_HOST_CACHE'] = cache
+          if cached
+            manager = Pwsh::Manager.new(REAL_PWSH, Pwsh::Manager.pwsh_args)
+            expect(manager.execute('1')[:stdout]).to eq("1\n")
+            manager.exit
+            expect(Dir[File.join(cache, 'PwshlibHost-*.dll')].size).to eq(1)
+          end
+          wrapper = File.join(dir, 'pwsh-clm')
+          File.write(wrapper, <<~SH)
+            #!/bin/sh
+            # Called as: <wrapper> -File <host.ps1> -PipePath <path> -ParentPid <pid> -AssemblyCache <dir> -HostSourceKey <key> ...
+            export PWSHLIB_CLM_SCRIPT="$2" PWSHLIB_CLM_PIPE="$4" PWSHLIB_CLM_PARENT="$6" PWSHLIB_CLM_CACHE="$8" PWSHLIB_CLM_KEY="${10}"
+            exec '#{REAL_PWSH}' -NoProfile -NonInteractive -Command '$ExecutionContext.SessionState.LanguageMode = "ConstrainedLanguage"; & $env:PWSHLIB_CLM_SCRIPT -PipePath $env:PWSHLIB_CLM_PIPE -ParentPid $env:PWSHLIB_CLM_PARENT -AssemblyCache $env:PWSHLIB_CLM_CACHE -HostSourceKey $env:PWSHLIB_CLM_KEY; exit $LASTEXITCODE'
+          SH
+          File.chmod(0o755, wrapper)
+          expect { Pwsh::Manager.instance(wrapper, []) }
+            .to raise_error(/constrained language mode.*Allow that script.*or sign it/m)
+        ensure
+          ENV['PWSHLIB_HOST_CACHE'] = saved
+        end
       end
     end
 

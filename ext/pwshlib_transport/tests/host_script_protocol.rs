@@ -46,7 +46,7 @@ fn the_host_script_serves_protocol_version_one() {
         "(\" + timeoutMs.ToString(CultureInfo.InvariantCulture) + \" ms)"
     )));
     assert!(host.contains("$PipePath"));
-    assert!(host.contains("$script:HostLoop.Serve($stream, "));
+    assert!(host.contains("$HostLoop.Serve($stream, "));
 }
 
 /// The host offers the prelude mechanism this library speaks, keeps the

@@ -28,13 +28,16 @@ fn host_source() -> String {
 }
 
 /// The host's C# files, in the order host.ps1 reads them
-/// (`$script:HostSourceNames`).
+/// (Get-PwshlibHostSource).
 fn host_source_names(script: &str) -> Vec<String> {
     let line = script
         .lines()
-        .find_map(|line| line.strip_prefix("$script:HostSourceNames = @("))
+        .find_map(|line| {
+            line.split_once("foreach ($Name in @(")
+                .map(|(_, rest)| rest)
+        })
         .expect("host.ps1 names its C# files");
-    line.trim_end_matches(')')
+    line.trim_end_matches(")) {")
         .split(", ")
         .map(|name| name.trim_matches('\'').to_owned())
         .collect()
@@ -217,7 +220,7 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     // Compiled once, at start (C# 5 for the .NET Framework's csc).
     position(
         &lines(&script),
-        "Add-Type -TypeDefinition $script:HostSource -Language CSharp",
+        "Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp",
     );
     // (Its statements: the comments name what is left out.)
     let code = lines(&source).join("\n");
@@ -331,16 +334,18 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
         "public void WritePipelineLine(string line) { ui.WriteLine(line); }",
     );
     // [Console]::Out is routed once, for the life of the host, to the
-    // buffer of the runspace that writes (issue 31, N16).
+    // buffer of the runspace that writes (issue 31, N16): by the host's
+    // start, which host.ps1 calls once.
     position(
-        &lines(&script),
-        "[Console]::SetOut([PwshlibHost.ConsoleRouter]::new($false, [Console]::Out))",
+        &lines(&member(&source, "public static Server Start(")),
+        "Console.SetOut(new ConsoleRouter(false, Console.Out));",
     );
+    assert_eq!(source.matches("Console.SetOut(").count(), 1);
+    assert_eq!(script.matches("$HostServer::Start(").count(), 1);
     position(
         &lines(&member(&source, "public Session()")),
         "ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);",
     );
-    assert!(!source.contains("SetOut"));
 }
 
 /// Item 3, the DSC side: a request with a prelude answers the pipeline
@@ -406,7 +411,6 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
 /// failing the call only.
 #[test]
 fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
-    let script = host_script();
     let source = host_source();
     let server = lines(&member(&source, "public Server(string hostScriptPath"));
     let snapshot = position(
@@ -421,13 +425,6 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
             "environmentSnapshot[(string)entry.Key] = (string)entry.Value;",
         ]
     );
-    // Taken before the host listens, so before any request.
-    let top = lines(&script);
-    assert!(
-        position(&top, "$script:HostLoop = [PwshlibHost.Server]::new($script:HostScriptPath, $script:HomeDirectory, $script:StopWaitMs, $script:OnWindows)")
-            < position(&top, "$server.Listen(1)")
-    );
-
     let restore = lines(&member(&source, "private void RestoreEnvironment()"));
     holds_each(
         &restore,
@@ -485,6 +482,38 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
     assert!(!set.iter().any(|line| line.contains("more than once")));
 }
 
+/// The snapshot is taken before the host listens, so before any request:
+/// the server is built by Start, which host.ps1 calls before it listens,
+/// and after the runtime's settings are out of the environment.
+#[test]
+fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
+    let script = host_script();
+    let source = host_source();
+    let top = lines(&script);
+    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)");
+    assert!(
+        started
+            < position(
+                &top,
+                "$stream = $HostLoop.AcceptUnix($PipePath, $ParentPid, $IsLinux)"
+            )
+    );
+    assert!(started < position(&top, "$stream = New-PwshlibPipeServer"));
+    let start = lines(&member(&source, "public static Server Start("));
+    let built = position(
+        &start,
+        "Server server = new Server(hostScriptPath, home, StopWaitMs, onWindows);",
+    );
+    assert!(position(&start, "Environment.SetEnvironmentVariable(name, null);") < built);
+    assert!(
+        built
+            < position(
+                &lines(&member(&source, "public Stream AcceptUnix(")),
+                "listener.Listen(1);"
+            ) + start.len()
+    );
+}
+
 /// Item 5: a failed or timed-out call's session is replaced; Stop() is
 /// waited for a bounded time, and the timeout is reported either way.
 /// Issue 32: a successful call's reset (ResetRunspaceState, the location)
@@ -493,10 +522,12 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
 fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     let script = host_script();
     let source = host_source();
-    let top = lines(&script);
-    let stop_wait: u64 = top
+    let stop_wait: u64 = lines(&source)
         .iter()
-        .find_map(|line| line.strip_prefix("$script:StopWaitMs = "))
+        .find_map(|line| {
+            line.strip_prefix("public const int StopWaitMs = ")
+                .and_then(|rest| rest.strip_suffix(';'))
+        })
         .expect("a bounded Stop wait")
         .parse()
         .unwrap();
@@ -688,8 +719,8 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // \\server\share"), which [Environment]::CurrentDirectory refuses;
     // ProviderPath is the file system's own (issue 31, N14).
     position(
-        &lines(&script),
-        "$script:HomeDirectory = $ExecutionContext.SessionState.Path.CurrentFileSystemLocation.ProviderPath",
+        &lines(&member(&source, "public static Server Start(")),
+        "string home = context.SessionState.Path.CurrentFileSystemLocation.ProviderPath;",
     );
 
     // Writing replaces, reading stays strict.
@@ -722,7 +753,13 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // (as ConvertTo-PwshlibCanonicalValue does), and makes none.
     let result = member(&source, "internal static class DirectResult");
     assert!(!result.contains("typeof(DateTime)") && !result.contains("DateTime.Parse"));
-    let outside = source.replace(&dsc_call, "").replace(&result, "");
+    // And the host's start reads the clock for its trace.
+    let start = member(&source, "public static Server Start(");
+    assert!(!start.contains("Parse"));
+    let outside = source
+        .replace(&dsc_call, "")
+        .replace(&result, "")
+        .replace(&start, "");
     assert!(!lines(&outside).join("\n").contains("DateTime"));
     let cmdlet = regex::Regex::new(r"(?i)ConvertFrom-Json\b").unwrap();
     assert!(!cmdlet.is_match(&lines(&script).join("\n")));
@@ -824,7 +861,7 @@ fn a_client_that_is_not_the_manager_is_hung_up_on() {
         "if ($ParentPid -le 0) { break }",
         "$refusal = [PwshlibHost.PeerCheck]::PipeClientRefusal($server.SafePipeHandle, $ParentPid)",
         "$server.Disconnect()",
-        "$stream = $server",
+        "return $server",
     ];
     let at: Vec<usize> = order.iter().map(|line| position(&top, line)).collect();
     assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{at:?}");
@@ -871,44 +908,54 @@ fn secrets_are_bound_before_the_code_runs() {
 /// Issue 39, a fresh host's first call: on the way to listening (the
 /// assembly loaded from its cache) host.ps1 runs no cmdlet of a module,
 /// whose first use auto-loads it and pays the process's first command
-/// discovery (some 180 ms on pwsh 7.6.9); compiling afresh may (it takes
-/// seconds anyway). The parent watcher is a thread of the C#, not a
-/// runspace running Start-Sleep and Get-Process.
+/// discovery (some 180 ms on pwsh 7.6.9), and no SHA-256 (the manager
+/// checked the cached files and computed the source's key); compiling
+/// afresh may (it takes seconds anyway). Its functions run only on a
+/// cache miss or on Windows (the pipe). The parent watcher is a thread of
+/// the C#, not a runspace running Start-Sleep and Get-Process.
 #[test]
 fn the_cached_start_runs_no_module_cmdlet_before_listening() {
-    let script = lines(&host_script()).join("\n");
-    let start = &script[..script
-        .find("Write-PwshlibTrace 'listening'")
-        .expect("the start traced up to listening")];
-    // Defined here, run on Windows only (its pipe's ACL).
-    let pipe_security = start
-        .find("function New-PipeSecurity {")
-        .expect("New-PipeSecurity");
-    let pipe_security_end = pipe_security
-        + start[pipe_security..]
-            .find("return $security\n}")
-            .expect("its end");
-    let start = format!("{}{}", &start[..pipe_security], &start[pipe_security_end..]);
+    // The text as it is: a function's closing brace alone starts a line.
+    let script = host_script();
+    let mut start = script[..script
+        .find("$HostLoop.Serve(")
+        .expect("the start, up to serving")]
+        .to_owned();
+    // The functions: only their definitions run on the way.
+    while let Some(from) = start.find("\nfunction ") {
+        let to = from + start[from..].find("\n}").expect("a function's end") + 2;
+        start.replace_range(from..to, "");
+    }
     let compile_from = start
-        .find("if ($script:HostAssembly -ne 'cached') {")
+        .find("} elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {")
         .expect("the cache-miss branch");
     let compile_to = start
-        .find("[PwshlibHost.Server]::AssemblySource = $script:HostAssembly")
+        .find("$HostServer::AssemblySource = $HostAssembly")
         .expect("the assembly's source told");
-    let cached = format!("{}{}", &start[..compile_from], &start[compile_to..]);
+    let cached: String = format!("{}{}", &start[..compile_from], &start[compile_to..])
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
     for cmdlet in [
         "Join-Path",
         "Get-Location",
         "New-Object",
         "Split-Path",
         "Test-Path",
+        "SHA256",
+        "Get-PwshlibHostSource",
     ] {
         assert!(!cached.contains(cmdlet), "{cmdlet} before listening");
     }
+    assert!(cached
+        .contains("[System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($Files[0]))"));
     assert!(!script.contains("Get-Process") && !script.contains("Start-Sleep"));
-    assert!(script
-        .contains("[PwshlibHost.Server]::WatchParent($ParentPid, $PipePath, $script:OnWindows)"));
     let source = host_source();
+    position(
+        &lines(&member(&source, "public static Server Start(")),
+        "if (parentPid > 0) { WatchParent(parentPid, pipePath, onWindows); }",
+    );
     position(
         &lines(&member(&source, "private static bool ParentRunning(")),
         "using (Process parent = Process.GetProcessById(parentPid))",

@@ -22,8 +22,8 @@ module HostCSharp5
   ROOT = File.expand_path('../../..', __dir__)
   COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
   HOST_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host.ps1')
-  # The host's C# files, in the order host.ps1 joins them ($script:HostSourceNames).
-  HOST_SOURCE_NAMES = File.read(HOST_SCRIPT)[/^\$script:HostSourceNames = @\((.*)\)$/, 1].to_s.scan(/'([^']+)'/).flatten
+  # The host's C# files, in the order host.ps1 joins them (Get-PwshlibHostSource).
+  HOST_SOURCE_NAMES = File.read(HOST_SCRIPT)[/foreach \(\$Name in @\((.*)\)\) \{$/, 1].to_s.scan(/'([^']+)'/).flatten
   HOST_SOURCES = HOST_SOURCE_NAMES.map { |name| File.join(ROOT, 'lib', 'templates', name) }
   TOOLS = ENV['PWSHLIB_SHARED_TOOLS'] || File.expand_path('../shared/tools', ROOT)
   ARCHIVE = File.join(TOOLS, 'windows-powershell-5.1-refs.tar.xz')
@@ -107,12 +107,12 @@ module HostCSharp5
     it 'is the files host.ps1 joins and hands whole to each Add-Type' do
       script = File.read(HostCSharp5::HOST_SCRIPT)
       expect(script.scan(/^ *Add-Type -TypeDefinition .*$/).map(&:strip)).to eq(
-        ['Add-Type -TypeDefinition $script:HostSource -Language CSharp -OutputAssembly $temporary -OutputType Library',
-         'Add-Type -TypeDefinition $script:HostSource -Language CSharp']
+        ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library',
+         'Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp']
       )
-      expect(script).to include('$script:HostSource = [string]::Join("`n", @(foreach ($name in $script:HostSourceNames) {')
-      # Every PwshlibHost*.cs file shipped, each once (the cache key hashes
-      # the joined text, so it covers them all).
+      expect(script).to include('[string]::Join("`n", @(foreach ($Name in @(')
+      # Every PwshlibHost*.cs file shipped, each once (the cache key,
+      # host_source_key, hashes every PwshlibHost*.cs, so it covers them all).
       shipped = Dir[File.join(HostCSharp5::ROOT, 'lib', 'templates', 'PwshlibHost*.cs')].map { |path| File.basename(path) }
       expect(HostCSharp5::HOST_SOURCE_NAMES.first).to eq('PwshlibHost.cs')
       expect(HostCSharp5::HOST_SOURCE_NAMES.sort).to eq(shipped.sort)

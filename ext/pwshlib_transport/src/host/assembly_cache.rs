@@ -12,7 +12,18 @@
 //! its parent must be this user's or root's and not writable by others
 //! (unless sticky, as /tmp is). Anything else: no cache, the host compiles
 //! in memory as it always did.
+//!
+//! The manager also does the cache's hashing, so that the host's first
+//! line runs as little PowerShell as it can (issue 39: each statement runs
+//! cold in a fresh pwsh, and .NET's first SHA-256 there takes some 20 ms):
+//! [`host_source_key`] names the C# source host.ps1 compiles
+//! (`-HostSourceKey`), and [`remove_damaged`] deletes, before the host
+//! starts, each cached assembly of that key whose bytes do not hash to its
+//! name. host.ps1 writes a file under a temporary name and renames it into
+//! place whole, and nothing writes it again, so what the manager checked
+//! is what the host loads.
 
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The environment variable that names the cache directory ("" for none).
@@ -31,6 +42,66 @@ pub fn assembly_cache_dir() -> Option<String> {
     }
     make_private(&dir).ok()?;
     trusted(&dir).then(|| dir.to_string_lossy().into_owned())
+}
+
+/// The key of the host's C# source: the SHA-256 of every `PwshlibHost*.cs`
+/// in `script_dir` (host.ps1's own directory), in the byte order of their
+/// names, each as its name, NUL, its length in decimal, NUL, its bytes;
+/// the first 16 bytes in lowercase hex. host.ps1 computes the same
+/// (Get-PwshlibHostSourceKey) before it caches what it compiled, and
+/// names its cached assemblies `PwshlibHost-<key>-<edition>-<version>-<runtime>-<SHA-256 of the file>.dll`.
+/// `None` when a file cannot be read (the host then compiles in memory).
+pub fn host_source_key(script_dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(script_dir)
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("PwshlibHost") && name.ends_with(".cs"))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    let mut hasher = Sha256::new();
+    for name in &names {
+        let bytes = std::fs::read(script_dir.join(name)).ok()?;
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(bytes.len().to_string().as_bytes());
+        hasher.update([0]);
+        hasher.update(&bytes);
+    }
+    Some(hex(&hasher.finalize()[..16]))
+}
+
+/// Deletes each cached assembly of `key` in `dir` whose bytes do not hash
+/// to the last part of its name (a truncated or corrupted file): host.ps1
+/// then compiles and caches it again.
+pub fn remove_damaged(dir: &Path, key: &str) {
+    let prefix = format!("PwshlibHost-{key}-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let Some(stem) = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".dll"))
+        else {
+            continue;
+        };
+        let named = stem.rsplit_once('-').map_or(stem, |(_, hash)| hash);
+        let sound =
+            std::fs::read(entry.path()).is_ok_and(|bytes| hex(&Sha256::digest(&bytes)) == named);
+        if !sound {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(unix)]
@@ -143,5 +214,73 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(!trusted(&link));
         std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[test]
+    fn the_source_key_covers_each_part_its_name_and_nothing_else() {
+        let dir = scratch("key");
+        std::fs::write(dir.join("PwshlibHost.cs"), "class A {}").unwrap();
+        std::fs::write(dir.join("PwshlibHost.Json.cs"), "class B {}").unwrap();
+        std::fs::write(dir.join("host.ps1"), "1").unwrap();
+        let key = host_source_key(&dir).unwrap();
+        assert_eq!(key.len(), 32);
+        assert!(key
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        // The same bytes under the same names in any order of creation: the same key.
+        std::fs::write(dir.join("host.ps1"), "2").unwrap();
+        assert_eq!(host_source_key(&dir).unwrap(), key);
+        std::fs::write(dir.join("PwshlibHost.Json.cs"), "class C {}").unwrap();
+        let changed = host_source_key(&dir).unwrap();
+        assert_ne!(changed, key, "a part's bytes change the key");
+        std::fs::rename(
+            dir.join("PwshlibHost.Json.cs"),
+            dir.join("PwshlibHost.Dsc.cs"),
+        )
+        .unwrap();
+        assert_ne!(
+            host_source_key(&dir).unwrap(),
+            changed,
+            "so does a part's name"
+        );
+        // The framing: "ab" + "c" is not "a" + "bc".
+        let other = scratch("key-framing");
+        std::fs::write(other.join("PwshlibHost.A.cs"), "ab").unwrap();
+        std::fs::write(other.join("PwshlibHost.B.cs"), "c").unwrap();
+        let first = host_source_key(&other).unwrap();
+        std::fs::write(other.join("PwshlibHost.A.cs"), "a").unwrap();
+        std::fs::write(other.join("PwshlibHost.B.cs"), "bc").unwrap();
+        assert_ne!(host_source_key(&other).unwrap(), first);
+        std::fs::remove_dir_all(other).unwrap();
+        let empty = scratch("key-empty");
+        assert_eq!(host_source_key(&empty), None, "no source, no key");
+        std::fs::remove_dir_all(empty).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn only_a_damaged_file_of_the_key_is_removed() {
+        let dir = scratch("damaged");
+        let bytes = b"MZ an assembly";
+        let sound_hash = hex(&Sha256::digest(bytes));
+        let sound = format!("PwshlibHost-k1-Core-7.6.0-preview.1-10.0.0-{sound_hash}.dll");
+        let damaged = format!("PwshlibHost-k1-Core-7.6.9-10.0.0-{sound_hash}.dll");
+        let other_key = format!("PwshlibHost-k2-Core-7.6.9-10.0.0-{sound_hash}.dll");
+        std::fs::write(dir.join(&sound), bytes).unwrap();
+        std::fs::write(dir.join(&damaged), &bytes[..4]).unwrap();
+        std::fs::write(dir.join(&other_key), b"not checked").unwrap();
+        std::fs::write(dir.join("tmp-123.dll"), b"being written").unwrap();
+        remove_damaged(&dir, "k1");
+        assert!(
+            dir.join(&sound).exists(),
+            "a version with '-' in it still names its hash last"
+        );
+        assert!(!dir.join(&damaged).exists());
+        assert!(
+            dir.join(&other_key).exists(),
+            "another key's files are not this host's"
+        );
+        assert!(dir.join("tmp-123.dll").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

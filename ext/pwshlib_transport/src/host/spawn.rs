@@ -4,6 +4,7 @@
 //! endpoint; a wake hands the start back to be resumed.
 
 use std::io;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,29 @@ pub fn runtime_settings(is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'s
         .collect()
 }
 
+/// `-AssemblyCache <dir> -HostSourceKey <key>`, after the damaged files of
+/// that key are removed (assembly_cache.rs says why the manager does
+/// this); nothing when there is no cache or no key (the host compiles in
+/// memory).
+fn assembly_cache_args(options: &SpawnOptions) -> Vec<String> {
+    let Some(dir) = &options.assembly_cache else {
+        return Vec::new();
+    };
+    let Some(key) = Path::new(&options.host_script)
+        .parent()
+        .and_then(super::host_source_key)
+    else {
+        return Vec::new();
+    };
+    super::remove_damaged(Path::new(dir), &key);
+    vec![
+        "-AssemblyCache".to_owned(),
+        dir.clone(),
+        "-HostSourceKey".to_owned(),
+        key,
+    ]
+}
+
 impl Host {
     /// Starts the host (no shell: an argument vector) and connects, retrying
     /// until `pipe_timeout`; on any failure the process is killed and reaped.
@@ -72,12 +96,7 @@ impl Host {
             .arg(&endpoint)
             .arg("-ParentPid")
             .arg(std::process::id().to_string())
-            .args(
-                options
-                    .assembly_cache
-                    .iter()
-                    .flat_map(|dir| ["-AssemblyCache", dir.as_str()]),
-            )
+            .args(assembly_cache_args(options))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(if options.show_host_errors {
