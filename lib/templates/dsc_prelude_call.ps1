@@ -127,6 +127,8 @@ function Invoke-PwshlibDscResource {
         errormessage   = ''
     }
     $Streams = @()
+    # The Get's line of JSON, when the host wrote it.
+    $PwshlibLine = $null
     # The output of the call and the records of its streams, collected as they
     # come, so that what the resource wrote before it failed is shown too.
     $Merged = [System.Collections.Generic.List[object]]::new()
@@ -175,10 +177,23 @@ function Invoke-PwshlibDscResource {
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
         switch ($InvokeParams.Method) {
             'Get' {
-                $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
-                if ($Seen.GetReturnedThis) {
-                    # Read by the provider (GET_RETURNED_THIS), never a property.
-                    $PwshlibOutput['pwshlib_get_returned_this'] = $true
+                # pwshlib's host writes the line in compiled code when it
+                # knows every value of the result (DirectResult, as for its
+                # own calls after this one); otherwise, and without the
+                # host, the functions that define it do.
+                # $PwshlibDscResultFunctions, when a script sets it, keeps
+                # to the functions (a test's switch:
+                # spec/real_pwsh/dsc/direct_compiled.ps1 compares the two).
+                $PwshlibResultType = 'PwshlibHost.DirectResult' -as [type]
+                if ($null -ne $PwshlibResultType -and -not $PwshlibDscResultFunctions) {
+                    $PwshlibLine = $PwshlibResultType::Line($PwshlibResult, [bool] $Seen.GetReturnedThis)
+                }
+                if ($null -eq $PwshlibLine) {
+                    $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+                    if ($Seen.GetReturnedThis) {
+                        # Read by the provider (GET_RETURNED_THIS), never a property.
+                        $PwshlibOutput['pwshlib_get_returned_this'] = $true
+                    }
                 }
             }
             'Set' {
@@ -195,6 +210,7 @@ function Invoke-PwshlibDscResource {
         }
     }
     catch {
+        $PwshlibLine = $null
         $Streams = @((Split-PwshlibStreams -Items $Merged.ToArray()).Streams)
         # A failure must never come back with an empty message: the provider
         # tells success from failure by it. The exception of a class method
@@ -226,7 +242,12 @@ function Invoke-PwshlibDscResource {
     if ($Streams.Count -gt 0) {
         $Lines.Add((ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4))
     }
-    $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
+    if ($null -ne $PwshlibLine) {
+        $Lines.Add($PwshlibLine)
+    }
+    else {
+        $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
+    }
     if ($null -ne ('PwshlibHost.SecretValues' -as [type])) {
         # pwshlib's host reads the lines from this variable after the call
         # (PwshlibHost.cs, DscOutputVariable): transcription records a

@@ -46,6 +46,9 @@ function Reset-Case($Case) {
 
 function Invoke-ThroughPrelude($Case) {
     Reset-Case $Case
+    # The prelude's own functions write a Get's line (not DirectResult,
+    # which the compiled side uses): the two are compared.
+    $Runspace.SessionStateProxy.SetVariable('PwshlibDscResultFunctions', $true)
     $Runspace.SessionStateProxy.SetVariable('InvokeParams', (New-InvokeParams $Case))
     $Call = [powershell]::Create()
     $Call.Runspace = $Runspace
