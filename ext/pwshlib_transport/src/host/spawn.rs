@@ -16,8 +16,9 @@ use crate::protocol::{self, FrameError, Message};
 /// The pause between attempts to connect to an endpoint not open yet:
 /// short, since every host start waits for it (on average half of it) on
 /// a fresh host's first call (issue 39), and an attempt costs one failed
-/// connect.
-const CONNECT_RETRY: Duration = Duration::from_millis(10);
+/// connect and one look at the process's status, some tens of
+/// microseconds: a start of half a second makes a few hundred.
+const CONNECT_RETRY: Duration = Duration::from_millis(2);
 
 /// .NET runtime settings the host process starts with, as environment
 /// variables, unless the user's environment sets them already (either
