@@ -751,7 +751,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     assert!(dsc_call.contains("case \"datetime\":"));
     // DirectResult writes a DateTime of a Get's result as its ISO text
     // (as ConvertTo-PwshlibCanonicalValue does), and makes none.
-    let result = member(&source, "internal static class DirectResult");
+    let result = member(&source, "public static class DirectResult");
     assert!(!result.contains("typeof(DateTime)") && !result.contains("DateTime.Parse"));
     // And the host's start reads the clock for its trace.
     let start = member(&source, "public static Server Start(");
