@@ -120,14 +120,9 @@ function Invoke-PwshlibDscResource {
     # PowerShell 7 the answer is $null.
     $PwshlibUser = if ($PSVersionTable.PSVersion.Major -le 5) { Get-PwshlibNonSystemUser } else { $null }
     $PwshlibDirect = -not $ThroughInvokeDscResource -and -not $InvokeParams.Property.ContainsKey('PsDscRunAsCredential') -and -not ($LcmUnlessSystem -and $null -ne $PwshlibUser)
-    # The outcome of a Set, and of any failed Get or Set.
-    $Response = [ordered]@{
-        indesiredstate = $false
-        rebootrequired = $false
-        errormessage   = ''
-    }
     $Streams = @()
-    # The Get's line of JSON, when the host wrote it.
+    # The outcome, or the Get's line of JSON when the host wrote it.
+    $PwshlibOutput = $null
     $PwshlibLine = $null
     # The output of the call and the records of its streams, collected as they
     # come, so that what the resource wrote before it failed is shown too.
@@ -144,15 +139,13 @@ function Invoke-PwshlibDscResource {
     if ($null -ne $PwshlibDscStrict) {
         $Strict = [bool] $PwshlibDscStrict
     }
+    # What a call rarely needs is in functions of its own (the run-as
+    # check, the strict errors, a Set's or a Test's outcome, a failure):
+    # PowerShell compiles a function's whole body at its first call, every
+    # branch of it, which a fresh host's first call pays (issue 39).
     try {
-        if ($PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
-            # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it
-            # runs the resource in this process and cannot start it as the
-            # PsDscRunAsCredential account, as the 5.1 LCM did. It rejects
-            # the property with a message that does not say why; this one
-            # names the resource and the reason. Checked before the call,
-            # so nothing runs as the wrong account.
-            throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+        if ($InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
+            Assert-PwshlibRunAsCredential -InvokeParams $InvokeParams
         }
         if (-not [string]::IsNullOrEmpty($VendoredPath)) {
             Add-PwshlibVendoredModulePath -Path $VendoredPath
@@ -161,79 +154,37 @@ function Invoke-PwshlibDscResource {
         $Split = Split-PwshlibStreams -Items $Merged.ToArray()
         $Streams = @($Split.Streams)
         if ($Strict) {
-            # The 5.1 LCM fails a resource that wrote to its error stream,
-            # even when it went on to return: "The PowerShell DSC resource
-            # '...' threw one or more non-terminating errors while running
-            # the Set-TargetResource functionality. These errors are logged
-            # to the ETW channel called Microsoft-Windows-DSC/Operational"
-            # (its message, as UKCloud's Azure Stack guide quotes it,
-            # azs-how-deploy-sql-template-powershell.md). There is no ETW
-            # channel here: the errors follow, and show at --debug too.
-            $Errors = @(foreach ($Record in $Split.Streams) { if ($Record.kind -eq 'error') { $Record.text } })
-            if ($Errors.Count -gt 0) {
-                throw "The PowerShell DSC resource '$($InvokeParams.Name)' threw one or more non-terminating errors while running the $($InvokeParams.Method)-TargetResource functionality: $($Errors -join ' ')"
-            }
+            Assert-PwshlibNoResourceError -InvokeParams $InvokeParams -Streams $Split.Streams
         }
         $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
-        switch ($InvokeParams.Method) {
-            'Get' {
-                # pwshlib's host writes the line in compiled code when it
-                # knows every value of the result (DirectResult, as for its
-                # own calls after this one); otherwise, and without the
-                # host, the functions that define it do.
-                # $PwshlibDscResultFunctions, when a script sets it, keeps
-                # to the functions (a test's switch:
-                # spec/real_pwsh/dsc/direct_compiled.ps1 compares the two).
-                $PwshlibResultType = 'PwshlibHost.DirectResult' -as [type]
-                if ($null -ne $PwshlibResultType -and -not $PwshlibDscResultFunctions) {
-                    $PwshlibLine = $PwshlibResultType::Line($PwshlibResult, [bool] $Seen.GetReturnedThis)
-                }
-                if ($null -eq $PwshlibLine) {
-                    $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
-                    if ($Seen.GetReturnedThis) {
-                        # Read by the provider (GET_RETURNED_THIS), never a property.
-                        $PwshlibOutput['pwshlib_get_returned_this'] = $true
-                    }
+        if ($InvokeParams.Method -eq 'Get') {
+            # pwshlib's host writes the line in compiled code when it
+            # knows every value of the result (DirectResult, as for its
+            # own calls after this one); otherwise, and without the
+            # host, the functions that define it do.
+            # $PwshlibDscResultFunctions, when a script sets it, keeps
+            # to the functions (a test's switch:
+            # spec/real_pwsh/dsc/direct_compiled.ps1 compares the two).
+            $PwshlibResultType = 'PwshlibHost.DirectResult' -as [type]
+            if ($null -ne $PwshlibResultType -and -not $PwshlibDscResultFunctions) {
+                $PwshlibLine = $PwshlibResultType::Line($PwshlibResult, [bool] $Seen.GetReturnedThis)
+            }
+            if ($null -eq $PwshlibLine) {
+                $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
+                if ($Seen.GetReturnedThis) {
+                    # Read by the provider (GET_RETURNED_THIS), never a property.
+                    $PwshlibOutput['pwshlib_get_returned_this'] = $true
                 }
             }
-            'Set' {
-                $Response.indesiredstate = $true
-                $Response.rebootrequired = [bool] $PwshlibResult.RebootRequired
-                $PwshlibOutput = $Response
-            }
-            'Test' {
-                $PwshlibOutput = [ordered]@{
-                    indesiredstate = [bool] $PwshlibResult.InDesiredState
-                    errormessage   = ''
-                }
-            }
+        }
+        else {
+            $PwshlibOutput = Get-PwshlibMethodOutcome -Method $InvokeParams.Method -Result $PwshlibResult
         }
     }
     catch {
         $PwshlibLine = $null
         $Streams = @((Split-PwshlibStreams -Items $Merged.ToArray()).Streams)
-        # A failure must never come back with an empty message: the provider
-        # tells success from failure by it. The exception of a class method
-        # arrives wrapped in a MethodInvocationException ("Exception calling
-        # Get ..."): the message the resource threw is the one inside.
-        $PwshlibException = $_.Exception
-        if ($PwshlibException -is [System.Management.Automation.MethodInvocationException] -and $null -ne $PwshlibException.InnerException) {
-            $PwshlibException = $PwshlibException.InnerException
-        }
-        $PwshlibMessage = $PwshlibException.Message
-        if ([string]::IsNullOrEmpty($PwshlibMessage)) {
-            $PwshlibMessage = "Invoke-DscResource failed: $_"
-        }
-        $Response.errormessage = $PwshlibMessage
-        if ($InvokeParams.Method -eq 'Test') {
-            $PwshlibOutput = [ordered]@{
-                indesiredstate = $false
-                errormessage   = $PwshlibMessage
-            }
-        }
-        else {
-            $PwshlibOutput = $Response
-        }
+        $PwshlibOutput = Get-PwshlibFailureOutcome -Method $InvokeParams.Method -Record $_
     }
     if ($PwshlibDirect -and $null -ne $PwshlibUser) {
         $Streams = @([ordered]@{ kind = 'identity'; text = $PwshlibUser }) + @($Streams)
@@ -257,4 +208,81 @@ function Invoke-PwshlibDscResource {
         return
     }
     $Lines.ToArray()
+}
+
+function Assert-PwshlibRunAsCredential {
+    # PowerShell 7's PSDesiredStateConfiguration 2.x has no LCM: it runs
+    # the resource in this process and cannot start it as the
+    # PsDscRunAsCredential account, as the 5.1 LCM did. It rejects the
+    # property with a message that does not say why; this one names the
+    # resource and the reason. Checked before the call, so nothing runs as
+    # the wrong account.
+    param([hashtable] $InvokeParams)
+    if ($PSVersionTable.PSVersion.Major -gt 5) {
+        throw "The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1."
+    }
+}
+
+function Assert-PwshlibNoResourceError {
+    # The 5.1 LCM fails a resource that wrote to its error stream, even
+    # when it went on to return: "The PowerShell DSC resource '...' threw
+    # one or more non-terminating errors while running the
+    # Set-TargetResource functionality. These errors are logged to the ETW
+    # channel called Microsoft-Windows-DSC/Operational" (its message, as
+    # UKCloud's Azure Stack guide quotes it,
+    # azs-how-deploy-sql-template-powershell.md). There is no ETW channel
+    # here: the errors follow, and show at --debug too.
+    param([hashtable] $InvokeParams, $Streams)
+    $Errors = @(foreach ($Record in $Streams) { if ($Record.kind -eq 'error') { $Record.text } })
+    if ($Errors.Count -gt 0) {
+        throw "The PowerShell DSC resource '$($InvokeParams.Name)' threw one or more non-terminating errors while running the $($InvokeParams.Method)-TargetResource functionality: $($Errors -join ' ')"
+    }
+}
+
+function Get-PwshlibMethodOutcome {
+    # The outcome of a Set or a Test that returned.
+    param([string] $Method, $Result)
+    switch ($Method) {
+        'Set' {
+            [ordered]@{
+                indesiredstate = $true
+                rebootrequired = [bool] $Result.RebootRequired
+                errormessage   = ''
+            }
+        }
+        'Test' {
+            [ordered]@{
+                indesiredstate = [bool] $Result.InDesiredState
+                errormessage   = ''
+            }
+        }
+    }
+}
+
+function Get-PwshlibFailureOutcome {
+    # The outcome of a call that failed ($Record, what it threw). A failure
+    # must never come back with an empty message: the provider tells
+    # success from failure by it. The exception of a class method arrives
+    # wrapped in a MethodInvocationException ("Exception calling Get ..."):
+    # the message the resource threw is the one inside.
+    param([string] $Method, $Record)
+    $PwshlibException = $Record.Exception
+    if ($PwshlibException -is [System.Management.Automation.MethodInvocationException] -and $null -ne $PwshlibException.InnerException) {
+        $PwshlibException = $PwshlibException.InnerException
+    }
+    $PwshlibMessage = $PwshlibException.Message
+    if ([string]::IsNullOrEmpty($PwshlibMessage)) {
+        $PwshlibMessage = "Invoke-DscResource failed: $Record"
+    }
+    if ($Method -eq 'Test') {
+        return [ordered]@{
+            indesiredstate = $false
+            errormessage   = $PwshlibMessage
+        }
+    }
+    [ordered]@{
+        indesiredstate = $false
+        rebootrequired = $false
+        errormessage   = $PwshlibMessage
+    }
 }

@@ -249,7 +249,8 @@ fn embedded_instances_are_cim_instances_unless_on_powershell_core() {
 /// PsDscRunAsCredential throws, naming the resource and the reason, as
 /// the first statement of the try block: before the call is made,
 /// and inside the try so that the catch turns it into the result's
-/// errormessage.
+/// errormessage. The throw is Assert-PwshlibRunAsCredential's (issue 39:
+/// out of the body every call compiles).
 #[test]
 fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
     let code = templates::PRELUDE;
@@ -269,9 +270,20 @@ fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
         assert_eq!(first.kind(), "if_statement");
         assert_eq!(
             flat(text(code, first.child_by_field_name("condition").unwrap())),
-            "$PSVersionTable.PSVersion.Major -gt 5 -and $InvokeParams.Property.ContainsKey('PsDscRunAsCredential')"
+            "$InvokeParams.Property.ContainsKey('PsDscRunAsCredential')"
         );
-        let thrown = block_statements(code, first);
+        assert_eq!(
+            block_statements(code, first),
+            ["Assert-PwshlibRunAsCredential -InvokeParams $InvokeParams"]
+        );
+        let assert_fn = function(code, tree.root_node(), "Assert-PwshlibRunAsCredential");
+        let ifs = all(assert_fn, "if_statement");
+        assert_eq!(ifs.len(), 1);
+        assert_eq!(
+            flat(text(code, ifs[0].child_by_field_name("condition").unwrap())),
+            "$PSVersionTable.PSVersion.Major -gt 5"
+        );
+        let thrown = block_statements(code, ifs[0]);
         assert_eq!(thrown.len(), 1);
         assert!(thrown[0].starts_with("throw \"The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): "), "{}", thrown[0]);
         assert!(thrown[0].contains("does not support PsDscRunAsCredential"));
