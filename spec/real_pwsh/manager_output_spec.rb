@@ -80,7 +80,9 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
       '[long]::MinValue', '[int]::MaxValue', '$true; $false', '1.5', '[char]65', '[byte]3', '[decimal]2.50', '$null',
       "$null; 'x'; $null", "'x'; 1; 'y'", '1..3', '@(1, 2), 3', "'x'; Get-Item /", "'x'; [pscustomobject]@{ a = 1 }; 'y'; 5",
       "[pscustomobject]@{ a = 1 }; 'y'", '1; @{ a = 1 }', "'x' | Add-Member -TypeName Pwshlib.Custom -PassThru",
-      '12 | Add-Member -NotePropertyName n -NotePropertyValue 2 -PassThru -Force', 'Get-Date -Year 2020 -Month 1 -Day 2 -Hour 3',
+      '12 | Add-Member -NotePropertyName n -NotePropertyValue 2 -PassThru -Force',
+      # Every part of the date given: two renderings a second apart must agree.
+      'Get-Date -Year 2020 -Month 1 -Day 2 -Hour 3 -Minute 4 -Second 5 -Millisecond 0',
       "'first'; Write-Host 'host'; 'second'", "'ok'; /bin/sh -c 'echo native'; 7"
     ]
     codes.each do |code|

@@ -126,7 +126,11 @@ mod tests {
                 "Wait-PwshlibDirectCall",
                 "Invoke-PwshlibDscCall",
                 "Split-PwshlibStreams",
-                "Invoke-PwshlibDscResource"
+                "Invoke-PwshlibDscResource",
+                "Assert-PwshlibRunAsCredential",
+                "Assert-PwshlibNoResourceError",
+                "Get-PwshlibMethodOutcome",
+                "Get-PwshlibFailureOutcome"
             ]
         );
     }
