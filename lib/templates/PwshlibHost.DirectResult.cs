@@ -28,18 +28,13 @@ namespace PwshlibHost
 
         private const string InPowerShell = "param($PwshlibResult, $PwshlibThis)\n$ErrorActionPreference = 'Stop'\n$PwshlibTable = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult\nif ($PwshlibThis) { $PwshlibTable['pwshlib_get_returned_this'] = $true }\n$global:PwshlibDscResultLine = ConvertTo-Json -InputObject $PwshlibTable -Compress -Depth 10\n";
 
-        // The same for the prelude's own Get (Invoke-PwshlibDscResource:
+        // Also called by the prelude's own Get (Invoke-PwshlibDscResource:
         // a resource's first call in a runspace, before the host makes its
         // calls), so that the first call of a fresh host runs neither
         // ConvertTo-PwshlibCanonicalResult nor ConvertTo-Json for it, each
         // compiled cold there (issue 39). Null: the prelude's functions
         // write it.
-        public static string Line(object result, bool returnedThis)
-        {
-            return Write(result, returnedThis);
-        }
-
-        internal static string Write(object result, bool returnedThis)
+        public static string Write(object result, bool returnedThis)
         {
             try
             {

@@ -284,7 +284,7 @@ namespace PwshlibHost
             PowerShell ending = outcome.Ending;
             if (ending == null) { return; }
             outcome.Ending = null;
-            if (!outcome.EndingRun.AsyncWaitHandle.WaitOne(stopWaitMs))
+            if (!outcome.EndingRun.AsyncWaitHandle.WaitOne(StopWaitMs))
             {
                 outcome.Rebuild = true;
                 return;

@@ -255,7 +255,7 @@ namespace PwshlibHost
         private bool CompleteStop(Outcome outcome)
         {
             if (outcome.Stopping == null) { return false; }
-            if (!outcome.Stopping.AsyncWaitHandle.WaitOne(stopWaitMs)) { return true; }
+            if (!outcome.Stopping.AsyncWaitHandle.WaitOne(StopWaitMs)) { return true; }
             try { outcome.Pipeline.Dispose(); } catch (Exception) { }
             return false;
         }

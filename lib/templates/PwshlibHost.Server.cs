@@ -143,7 +143,8 @@ namespace PwshlibHost
         private const int DscVersion = 1;
         private const int MaxFrameLength = 268435456;
         // How host.ps1 got this assembly, told in the hello: "compiled"
-        // at this start, or "cached" (loaded from its assembly cache).
+        // at this start, or "cached" (loaded from its assembly cache);
+        // Start sets it.
         public static string AssemblySource = "compiled";
         // How long a timed-out call's Stop() may take before the host gives
         // up on that runspace (PowerShell.Stop waits for the pipeline to
@@ -163,7 +164,6 @@ namespace PwshlibHost
         private readonly string hostScriptPath;
         private readonly string homeDirectory;
         private readonly bool homeHasWildcards;
-        private readonly int stopWaitMs;
         private readonly StringComparer nameComparer;
         private readonly Dictionary<string, string> environmentSnapshot;
 
@@ -200,14 +200,12 @@ namespace PwshlibHost
         private readonly ErrorRenderer errorRenderer;
         // homeDirectory: where every call starts when its request names no
         // working directory (the ProviderPath of the directory the host
-        // started in). stopWaitMs: how long a timed-out call's Stop may take
-        // before its runspace is abandoned.
-        public Server(string hostScriptPath, string homeDirectory, int stopWaitMs, bool onWindows)
+        // started in).
+        public Server(string hostScriptPath, string homeDirectory, bool onWindows)
         {
             this.hostScriptPath = hostScriptPath;
             this.homeDirectory = homeDirectory;
             homeHasWildcards = WildcardPattern.ContainsWildcardCharacters(homeDirectory);
-            this.stopWaitMs = stopWaitMs;
             // Environment names compare as the platform compares them.
             nameComparer = onWindows ? StringComparer.OrdinalIgnoreCase : StringComparer.Ordinal;
             environmentSnapshot = new Dictionary<string, string>(nameComparer);
@@ -287,7 +285,7 @@ namespace PwshlibHost
             }
             foreach (Slot slot in new Slot[] { plainSlots[0], preludeSlots[0], preludeSlots[1] })
             {
-                bool done = slot.Ready.WaitOne(stopWaitMs);
+                bool done = slot.Ready.WaitOne(StopWaitMs);
                 Drop(slot, !done);
             }
         }

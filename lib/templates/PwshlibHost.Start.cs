@@ -5,19 +5,12 @@
 namespace PwshlibHost
 {
     using System;
-    using System.Collections;
-    using System.Collections.Generic;
-    using System.Collections.ObjectModel;
     using System.Diagnostics;
     using System.Globalization;
     using System.IO;
     using System.Management.Automation;
-    using System.Management.Automation.Host;
-    using System.Management.Automation.Runspaces;
     using System.Net;
     using System.Net.Sockets;
-    using System.Reflection;
-    using System.Security;
     using System.Text;
     using System.Threading;
 
@@ -98,16 +91,6 @@ namespace PwshlibHost
         private static readonly Stopwatch TraceClock = new Stopwatch();
         private static readonly object TraceGate = new object();
 
-        // Turns the trace on: path, the file to append to; sinceStartMs,
-        // how long the process had run when host.ps1 called this (the
-        // lines then count from the process's start, as host.ps1's own).
-        public static void StartTrace(string path, double sinceStartMs)
-        {
-            traceOffsetMs = sinceStartMs;
-            TraceClock.Start();
-            tracePath = path;
-        }
-
         public static void Trace(string phase)
         {
             if (string.IsNullOrEmpty(tracePath)) { return; }
@@ -142,7 +125,10 @@ namespace PwshlibHost
         //   start, they are removed here, before the snapshot every call's
         //   environment goes back to, so that no call and no program a
         //   resource starts inherits them. Only DOTNET_ names are taken.
-        // * firstLine: when host.ps1's first line ran, for the trace.
+        // * assemblySource: how host.ps1 got this assembly, told in the
+        //   hello ("compiled" or "cached").
+        // * firstLine: when host.ps1's first line ran, for the trace, whose
+        //   lines count from the process's start.
         // * The home directory is the ProviderPath of the current location,
         //   not its Path: when the host starts in a UNC directory, Path is
         //   the provider-qualified 'Microsoft.PowerShell.Core\FileSystem::\\server\share',
@@ -157,8 +143,9 @@ namespace PwshlibHost
         //   leaves one set through SetOut alone. Console.Out and
         //   Console.Error then go, for the whole life of the host, to the
         //   buffer of the runspace writing (see ConsoleRouter).
-        public static Server Start(EngineIntrinsics context, string hostScriptPath, DateTime firstLine, string runtimeVariables, bool onWindows, int parentPid, string pipePath)
+        public static Server Start(EngineIntrinsics context, string hostScriptPath, string assemblySource, DateTime firstLine, string runtimeVariables, bool onWindows, int parentPid, string pipePath)
         {
+            AssemblySource = assemblySource;
             foreach (string name in (runtimeVariables ?? string.Empty).Split(','))
             {
                 if (name.StartsWith("DOTNET_", StringComparison.Ordinal))
@@ -171,12 +158,14 @@ namespace PwshlibHost
             {
                 DateTime started;
                 using (Process self = Process.GetCurrentProcess()) { started = self.StartTime; }
-                StartTrace(trace, (DateTime.Now - started).TotalMilliseconds);
+                traceOffsetMs = (DateTime.Now - started).TotalMilliseconds;
+                TraceClock.Start();
+                tracePath = trace;
                 TraceAt((firstLine - started).TotalMilliseconds, "first line");
                 Trace("assembly " + AssemblySource);
             }
             string home = context.SessionState.Path.CurrentFileSystemLocation.ProviderPath;
-            Server server = new Server(hostScriptPath, home, StopWaitMs, onWindows);
+            Server server = new Server(hostScriptPath, home, onWindows);
             try { Console.OutputEncoding = new UTF8Encoding(false); } catch (Exception) { }
             Console.SetOut(new ConsoleRouter(false, Console.Out));
             Console.SetError(new ConsoleRouter(true, Console.Error));

@@ -135,6 +135,9 @@ function Invoke-PwshlibDscResource {
     # Test must return one boolean. $PwshlibDscStrict,
     # when a script sets it, picks the branch (a test's switch: the
     # real pwsh on Linux is 7).
+    # In pwshlib's host (its types loaded): looked up once per call, and
+    # read for the Get's line and for where the lines go.
+    $PwshlibInHost = $null -ne ('PwshlibHost.SecretValues' -as [type])
     $Strict = $PSVersionTable.PSVersion.Major -le 5
     if ($null -ne $PwshlibDscStrict) {
         $Strict = [bool] $PwshlibDscStrict
@@ -165,9 +168,8 @@ function Invoke-PwshlibDscResource {
             # $PwshlibDscResultFunctions, when a script sets it, keeps
             # to the functions (a test's switch:
             # spec/real_pwsh/dsc/direct_compiled.ps1 compares the two).
-            $PwshlibResultType = 'PwshlibHost.DirectResult' -as [type]
-            if ($null -ne $PwshlibResultType -and -not $PwshlibDscResultFunctions) {
-                $PwshlibLine = $PwshlibResultType::Line($PwshlibResult, [bool] $Seen.GetReturnedThis)
+            if ($PwshlibInHost -and -not $PwshlibDscResultFunctions) {
+                $PwshlibLine = [PwshlibHost.DirectResult]::Write($PwshlibResult, [bool] $Seen.GetReturnedThis)
             }
             if ($null -eq $PwshlibLine) {
                 $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
@@ -199,7 +201,7 @@ function Invoke-PwshlibDscResource {
     else {
         $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
     }
-    if ($null -ne ('PwshlibHost.SecretValues' -as [type])) {
+    if ($PwshlibInHost) {
         # pwshlib's host reads the lines from this variable after the call
         # (PwshlibHost.cs, DscOutputVariable): transcription records a
         # pipeline's output, and a Get's result may hold what the system

@@ -32,9 +32,8 @@ param(
 
     # The .NET runtime settings the manager added to this process's
     # environment (comma-separated names, pwshlib_transport's
-    # runtime_settings): removed by PwshlibHost.Server.Start, after the
-    # language mode check, before the snapshot every call's environment
-    # goes back to.
+    # runtime_settings): removed by PwshlibHost.Server.Start, before the
+    # snapshot every call's environment goes back to.
     [string] $RuntimeVariables = ''
 )
 
@@ -63,9 +62,10 @@ try {
 # pwsh 7.6.9 takes some 10 to 30 ms for each new kind of statement, and
 # compiles the whole script before its first line. So this script does
 # only what needs PowerShell: loading the host's assembly (and, when that
-# fails, the language mode check), and on Windows the pipe (New-PwshlibPipeServer, a function:
-# compiled only when called). Everything else is PwshlibHost.Server's
-# (Start, AcceptUnix, Serve, Close). And no cmdlet of a module (Join-Path,
+# fails, the language mode check), and on Windows the pipe
+# (New-PwshlibPipeServer, a function: compiled only when called).
+# Everything else is PwshlibHost.Server's (Start, AcceptUnix, Serve,
+# Close). And no cmdlet of a module (Join-Path,
 # Get-Location, New-Object) runs on the way to listening: the first one
 # auto-loads its module and pays the process's first command discovery,
 # some 180 ms of a fresh host's first call on pwsh 7.6.9
@@ -179,7 +179,6 @@ if (-not $HostServer) {
     Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp
     $HostServer = [PwshlibHost.Server]
 }
-$HostServer::AssemblySource = $HostAssembly
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
 # Everyone (and Anonymous) open it for reading, enough to take the host's
@@ -259,7 +258,7 @@ function New-PwshlibPipeServer {
 # to, and builds the runspace for plain requests, before listening
 # (PwshlibHost.Server.Start).
 $OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
-$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)
+$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)
 # Protocol step: listen, and accept the manager's one connection.
 if ($OnWindows) {
     $stream = New-PwshlibPipeServer

@@ -490,7 +490,7 @@ fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
     let script = host_script();
     let source = host_source();
     let top = lines(&script);
-    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)");
+    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)");
     assert!(
         started
             < position(
@@ -502,7 +502,7 @@ fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
     let start = lines(&member(&source, "public static Server Start("));
     let built = position(
         &start,
-        "Server server = new Server(hostScriptPath, home, StopWaitMs, onWindows);",
+        "Server server = new Server(hostScriptPath, home, onWindows);",
     );
     assert!(position(&start, "Environment.SetEnvironmentVariable(name, null);") < built);
     assert!(
@@ -562,7 +562,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     holds_each(
         &complete,
         &[
-            "if (!outcome.Stopping.AsyncWaitHandle.WaitOne(stopWaitMs)) { return true; }",
+            "if (!outcome.Stopping.AsyncWaitHandle.WaitOne(StopWaitMs)) { return true; }",
             "try { outcome.Pipeline.Dispose(); } catch (Exception) { }",
         ],
     );
@@ -929,9 +929,11 @@ fn the_cached_start_runs_no_module_cmdlet_before_listening() {
     let compile_from = start
         .find("} elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {")
         .expect("the cache-miss branch");
+    // To the end of the fallbacks after a miss (the language mode check,
+    // the compile in memory): the next statement is the server's start.
     let compile_to = start
-        .find("$HostServer::AssemblySource = $HostAssembly")
-        .expect("the assembly's source told");
+        .find("$OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\\'")
+        .expect("the start after the assembly");
     let cached: String = format!("{}{}", &start[..compile_from], &start[compile_to..])
         .lines()
         .filter(|line| !line.trim_start().starts_with('#'))
