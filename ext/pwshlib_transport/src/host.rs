@@ -36,7 +36,7 @@ mod transport;
 #[path = "host/windows.rs"]
 mod transport;
 
-pub use assembly_cache::{assembly_cache_dir, host_source_key, remove_damaged, ASSEMBLY_CACHE_ENV};
+pub use assembly_cache::{assembly_cache_dir, ASSEMBLY_CACHE_ENV};
 pub use call::{Call, Waited};
 use channel::Deadlined;
 pub use spawn::{Spawned, Spawning, CONSTRAINED_LANGUAGE_EXIT, SET_OVERRIDE_HINT};

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::assembly_cache::{host_source_key, remove_damaged};
 use super::channel::{Deadlined, Replay};
 use super::transport::{self, Connection, ProcessGuard};
 use super::{Cancel, Host, HostFailure, SpawnOptions, WireStats};
@@ -53,11 +54,11 @@ fn assembly_cache_args(options: &SpawnOptions) -> Vec<String> {
     };
     let Some(key) = Path::new(&options.host_script)
         .parent()
-        .and_then(super::host_source_key)
+        .and_then(host_source_key)
     else {
         return Vec::new();
     };
-    super::remove_damaged(Path::new(dir), &key);
+    remove_damaged(Path::new(dir), &key);
     vec![
         "-AssemblyCache".to_owned(),
         dir.clone(),
