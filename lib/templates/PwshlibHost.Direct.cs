@@ -28,6 +28,10 @@ namespace PwshlibHost
         internal string Identity;
         // The prelude's function that makes the call, and its parameters.
         internal string Function;
+        // A resource's first call in the runspace (FirstCall): the prelude's
+        // Invoke-PwshlibDscCall resolves it and makes the call, streams
+        // and preferences included; the rest is compiled.
+        internal bool First;
         internal CommandInfo Command;
         internal List<KeyValuePair<string, object>> Parameters = new List<KeyValuePair<string, object>>();
         internal Hashtable Seen = new Hashtable(StringComparer.OrdinalIgnoreCase);
@@ -93,17 +97,20 @@ namespace PwshlibHost
         }
 
         // The call, or null when it goes the prelude's way. Never throws:
-        // whatever it cannot tell is the prelude's to tell.
-        public static DirectCall Prepare(Runspace runspace, DscRequest request)
+        // whatever it cannot tell is the prelude's to tell. firstCalls: a
+        // resource not resolved in the runspace yet may be called in its
+        // first-call form (not through a standby, whose pipeline sets the
+        // preferences itself).
+        public static DirectCall Prepare(Runspace runspace, DscRequest request, bool firstCalls)
         {
-            return Prepare(new RunspaceGlobals(runspace), request);
+            return Prepare(new RunspaceGlobals(runspace), request, firstCalls);
         }
 
-        internal static DirectCall Prepare(RunspaceGlobals runspace, DscRequest request)
+        internal static DirectCall Prepare(RunspaceGlobals runspace, DscRequest request, bool firstCalls)
         {
             try
             {
-                return TryPrepare(runspace, request);
+                return TryPrepare(runspace, request, firstCalls);
             }
             catch (Exception)
             {
@@ -111,7 +118,7 @@ namespace PwshlibHost
             }
         }
 
-        private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request)
+        private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request, bool firstCalls)
         {
             if (request.ThroughInvokeDscResource || request.InvokeParams == null) { return null; }
             string name = request.InvokeParams["Name"] as string;
@@ -131,7 +138,7 @@ namespace PwshlibHost
             }
             string modulePath = WithVendoredPath(Environment.GetEnvironmentVariable("PSModulePath"), request.VendoredPath);
             Hashtable entry = CachedEntry(runspace, request.InvokeParams, name, modulePath);
-            if (entry == null) { return null; }
+            if (entry == null && !firstCalls) { return null; }
             DirectCall call = new DirectCall();
             call.Name = name;
             call.Method = method;
@@ -139,8 +146,12 @@ namespace PwshlibHost
             call.Strict = major <= 5;
             object strict = runspace.Get("PwshlibDscStrict");
             if (strict != null) { call.Strict = LanguagePrimitives.IsTrue(strict); }
-            string kind = Unwrap(entry["Kind"]) as string;
-            if (kind == "Class")
+            string kind = entry == null ? null : Unwrap(entry["Kind"]) as string;
+            if (entry == null)
+            {
+                FirstCall(call, request);
+            }
+            else if (kind == "Class")
             {
                 Type type = Unwrap(entry["Type"]) as Type;
                 if (type == null) { return null; }
@@ -185,6 +196,31 @@ namespace PwshlibHost
                 Environment.SetEnvironmentVariable("PSModulePath", modulePath);
             }
             return call;
+        }
+
+        // A resource's first call in the runspace (issue 39): what the
+        // prelude's Invoke-PwshlibDscResource does around
+        // Invoke-PwshlibDscCall is done here, as for the calls after it
+        // (Finish), and Invoke-PwshlibDscCall itself is called, so that
+        // the resolution, the module's import, the preferences, the call
+        // and its merged streams are the prelude's, and a resource it does
+        // not resolve goes through Invoke-DscResource there. A fresh host's
+        // first call so compiles two prelude functions fewer
+        // (Invoke-PwshlibDscResource, Split-PwshlibStreams), nor
+        // Add-PwshlibVendoredModulePath (TryPrepare sets PSModulePath), nor
+        // the call's script. Its $PwshlibDirect is true: the request is not
+        // through Invoke-DscResource and has no run-as credential
+        // (TryPrepare), and -LcmUnlessSystem is never part of a call as
+        // data.
+        private static void FirstCall(DirectCall call, DscRequest request)
+        {
+            call.First = true;
+            call.Function = "Invoke-PwshlibDscCall";
+            call.Parameters.Add(new KeyValuePair<string, object>("InvokeParams", request.InvokeParams));
+            call.Parameters.Add(new KeyValuePair<string, object>("Direct", true));
+            call.Parameters.Add(new KeyValuePair<string, object>("Seen", call.Seen));
+            if (request.VendoredPath != null) { call.Parameters.Add(new KeyValuePair<string, object>("VendoredPath", request.VendoredPath)); }
+            call.Parameters.Add(new KeyValuePair<string, object>("Strict", call.Strict));
         }
 
         // The major version of the PowerShell running the host.
@@ -267,6 +303,20 @@ namespace PwshlibHost
         // reads set in the global scope for the call (Invoke-PwshlibDscCall).
         public static void AddTo(DirectCall call, PowerShell ps, Runspace runspace)
         {
+            if (call.First)
+            {
+                // What the call's script sets before Invoke-PwshlibDscResource
+                // (DscCall.Script), in the global scope where it runs; the
+                // function sets the preferences for the call itself and
+                // merges the call's streams (*>&1), not the resolution's.
+                RunspaceGlobals globals = new RunspaceGlobals(runspace);
+                globals.Set("ErrorActionPreference", ActionPreference.Stop);
+                globals.Set("WarningPreference", ActionPreference.SilentlyContinue);
+                ps.AddCommand(call.Function);
+                foreach (KeyValuePair<string, object> parameter in call.Parameters) { ps.AddParameter(parameter.Key, parameter.Value); }
+                Interlocked.Increment(ref calls);
+                return;
+            }
             SetPreferences(call, new RunspaceGlobals(runspace));
             // A function defined once in the runspace, not a script: a
             // script's text given to AddScript is compiled afresh for each
@@ -314,7 +364,7 @@ namespace PwshlibHost
         // line when the resource wrote to a stream, then the outcome.
         public static string[] Finish(DirectCall call, Runspace runspace, PSDataCollection<PSObject> output)
         {
-            if (!call.Restored) { RestorePreferences(call, new RunspaceGlobals(runspace)); }
+            if (!call.Restored && call.Saved != null) { RestorePreferences(call, new RunspaceGlobals(runspace)); }
             List<object> values = new List<object>();
             List<object> streams = new List<object>();
             if (call.Identity != null) { streams.Add(StreamRecord("identity", call.Identity)); }

@@ -65,7 +65,7 @@ namespace PwshlibHost
                     if (dsc == null) { return null; }
                     if (!forPrelude) { throw new FormatException("protocol error: a DSC call as data needs a prelude"); }
                     DscRequest call = DscCall.Read(state, dsc);
-                    direct = DirectDsc.Prepare(state, call);
+                    direct = DirectDsc.Prepare(state, call, standby == null);
                     if (standby != null) { standby.Call = direct; }
                     if (direct == null)
                     {

@@ -1,8 +1,11 @@
 # Runs each DSC call of -Cases twice in one runspace of pwshlib's host code,
 # as the host does: through the prelude's Invoke-PwshlibDscResource (which
 # also resolves and loads the resource), then through the compiled
-# DirectDsc (PwshlibHost.Direct.cs), and prints one line of JSON with both
-# answers per call, for direct_compiled_spec.rb to compare. The runspace is
+# DirectDsc (PwshlibHost.Direct.cs); and once more in a second runspace as
+# a resource's first call there (DirectDsc's first-call form, the
+# runspace's cache of resolved resources emptied before each), and prints
+# one line of JSON with the three answers per call, for
+# direct_compiled_spec.rb to compare. The runspace is
 # reset after every call (ResetRunspaceState), as the host resets it after
 # each reply. -Cases: a JSON file, a list of {resource, method, module,
 # property, strict}; a property value {"credential": [user, password]} is
@@ -19,6 +22,11 @@ $Runspace = [runspacefactory]::CreateRunspace([initialsessionstate]::CreateDefau
 $Runspace.Open()
 $Define = [powershell]::Create()
 $Define.Runspace = $Runspace
+$null = $Define.AddScript($Prelude).Invoke()
+$FirstRunspace = [runspacefactory]::CreateRunspace([initialsessionstate]::CreateDefault2())
+$FirstRunspace.Open()
+$Define = [powershell]::Create()
+$Define.Runspace = $FirstRunspace
 $null = $Define.AddScript($Prelude).Invoke()
 
 function ConvertTo-CaseValue($Value) {
@@ -39,9 +47,9 @@ function New-InvokeParams($Case) {
     @{ Name = $Case.resource; Method = $Case.method; Property = $Property; ModuleName = $Module }
 }
 
-function Reset-Case($Case) {
-    $Runspace.ResetRunspaceState()
-    if ($null -ne $Case.strict) { $Runspace.SessionStateProxy.SetVariable('PwshlibDscStrict', [bool] $Case.strict) }
+function Reset-Case($Case, $In = $Runspace) {
+    $In.ResetRunspaceState()
+    if ($null -ne $Case.strict) { $In.SessionStateProxy.SetVariable('PwshlibDscStrict', [bool] $Case.strict) }
 }
 
 function Invoke-ThroughPrelude($Case) {
@@ -57,27 +65,33 @@ function Invoke-ThroughPrelude($Case) {
     @($Runspace.SessionStateProxy.GetVariable('PwshlibDscOutput'))
 }
 
-function Invoke-Compiled($Case) {
-    Reset-Case $Case
+function Invoke-Compiled($Case, [switch] $First) {
+    $In = if ($First) { $FirstRunspace } else { $Runspace }
+    Reset-Case $Case $In
+    if ($First) {
+        # Nothing resolved in the runspace: the call is a first call.
+        [System.AppDomain]::CurrentDomain.SetData("pwshlib.direct.$($In.InstanceId)", $null)
+    }
     $Request = [PwshlibHost.DscRequest]::new()
     $Request.InvokeParams = New-InvokeParams $Case
-    $Direct = [PwshlibHost.DirectDsc]::Prepare($Runspace, $Request)
+    $Direct = [PwshlibHost.DirectDsc]::Prepare($In, $Request, [bool] $First)
     if ($null -eq $Direct) { return $null }
     $Call = [powershell]::Create()
-    $Call.Runspace = $Runspace
-    [PwshlibHost.DirectDsc]::AddTo($Direct, $Call, $Runspace)
+    $Call.Runspace = $In
+    [PwshlibHost.DirectDsc]::AddTo($Direct, $Call, $In)
     $Output = [System.Management.Automation.PSDataCollection[psobject]]::new()
     $Inputs = [System.Management.Automation.PSDataCollection[psobject]]::new()
     $Inputs.Complete()
     try { $Call.Invoke($Inputs, $Output) }
     catch { $Direct.Failure = $_.Exception.InnerException }
     $Call.Dispose()
-    @([PwshlibHost.DirectDsc]::Finish($Direct, $Runspace, $Output))
+    @([PwshlibHost.DirectDsc]::Finish($Direct, $In, $Output))
 }
 
 $Answers = foreach ($Case in (Get-Content -Raw -LiteralPath $Cases | ConvertFrom-Json)) {
     $ByPrelude = Invoke-ThroughPrelude $Case
     $Compiled = Invoke-Compiled $Case
-    [ordered]@{ case = $Case; prelude = $ByPrelude; compiled = $Compiled }
+    $FirstCall = Invoke-Compiled $Case -First
+    [ordered]@{ case = $Case; prelude = $ByPrelude; compiled = $Compiled; first = $FirstCall }
 }
 "PWSHLIB-ANSWERS $(ConvertTo-Json -InputObject @($Answers) -Depth 8 -Compress)"

@@ -16,11 +16,17 @@ require_relative '../spec_helper_real_pwsh'
 # a reboot asked for, a resource that throws, a non-terminating error, a
 # Test that returns no boolean, strict (Windows PowerShell 5.1's LCM) and
 # lenient (PSDesiredStateConfiguration 2.x), values the schema reshapes.
+# A resource's first call in a runspace is compiled around the prelude's
+# Invoke-PwshlibDscCall (DirectDsc's first-call form): made once more in a
+# runspace that has resolved nothing, it answers the same too, and so does
+# a call whose module is nowhere (the prelude resolves nothing and calls
+# Invoke-DscResource, which fails).
 RSpec.describe 'a DSC call made in compiled code answers as the prelude does (issue 39)' do
   real = File.join(__dir__, 'modules', 'realdsc', 'lib', 'puppet_x', 'pwshlibrealdsc', 'dsc_resources',
                    'PwshlibRealDsc', 'PwshlibRealDsc.psd1')
   lcm = File.join(__dir__, 'psmodules', 'PwshlibLcmDsc', 'PwshlibLcmDsc.psd1')
   real_module = { 'ModuleName' => real, 'RequiredVersion' => '1.0.0' }
+  missing_module = { 'ModuleName' => File.join(__dir__, 'nowhere', 'PwshlibMissing.psd1'), 'RequiredVersion' => '1.0.0' }
   lcm_module = { 'ModuleName' => lcm, 'RequiredVersion' => '1.0.0' }
   secret = { 'credential' => ['svc', "p'ss \"w0rd\" \u00fc"] }
 
@@ -39,9 +45,11 @@ RSpec.describe 'a DSC call made in compiled code answers as the prelude does (is
     *calls('RealNoisy', real_module, %w[Set], { 'Name' => 'noisy', 'Mode' => 'reboot', 'Secret' => secret }),
     *calls('RealNoisy', real_module, %w[Set], { 'Name' => 'noisy', 'Mode' => 'fail', 'Secret' => secret }),
     *calls('RealKeyed', real_module, %w[Set Get Test], { 'Name' => 'keyed', 'Ensure' => 'Present', 'Value' => 'v' }),
+    *calls('RealEcho', real_module, %w[Set Get Test], { 'Name' => 'echo', 'Ensure' => 'Present', 'Value' => 'e' }),
     *calls('RealShape', real_module, %w[Set Get Test],
            { 'Name' => 'shape', 'Tags' => ['only'], 'Enabled' => true, 'Interval' => '00:05:00', 'Release' => '1.2.3' }),
     *calls('LcmClass', lcm_module, %w[Get Test], { 'Name' => 'plain' }),
+    *calls('RealSetting', missing_module, %w[Get Test], { 'Name' => 'nowhere' }),
     *calls('LcmScript', lcm_module, %w[Get], { 'Name' => 'plain' }),
     *calls('LcmScript', lcm_module, %w[Get], { 'Name' => 'error-7' }),
     *%w[true stray text-false twice nothing].flat_map { |name| calls('LcmScript', lcm_module, %w[Test], { 'Name' => name }) },
@@ -78,6 +86,10 @@ RSpec.describe 'a DSC call made in compiled code answers as the prelude does (is
     strictness = { nil => '', true => ', strict', false => ', lenient' }.fetch(c['strict'])
     it "#{c['resource']} #{c['method']} #{c['property']['Name']}#{strictness}" do
       answer = answers.fetch(index)
+      expect(answer['first']).not_to be_nil, 'the first-call form declined a call'
+      expect(parsed(answer['first'])).to eq(parsed(answer['prelude']))
+      next if c['module'] == missing_module
+
       expect(answer['compiled']).not_to be_nil, 'the compiled path declined a call the prelude had resolved'
       expect(parsed(answer['compiled'])).to eq(parsed(answer['prelude']))
     end
@@ -88,6 +100,8 @@ RSpec.describe 'a DSC call made in compiled code answers as the prelude does (is
     kinds = all.flat_map { |l| Array(l['pwshlib_streams']).map { |r| r['kind'] } }.uniq
     expect(kinds).to include('warning', 'verbose', 'debug', 'information', 'host', 'error')
     expect(all).to include(include('rebootrequired' => true))
-    expect(all.map { |l| l['errormessage'] }).to include(/RealNoisy refused/, /non-terminating errors/, /not one boolean/)
+    expect(all).to include(include('pwshlib_get_returned_this' => true))
+    expect(all.map { |l| l['errormessage'] }).to include(/RealNoisy refused/, /non-terminating errors/, /not one boolean/,
+                                                         /PwshlibMissing/)
   end
 end
