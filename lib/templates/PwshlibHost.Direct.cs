@@ -58,8 +58,10 @@ namespace PwshlibHost
     // Only what the prelude has already resolved and loaded runs here: the
     // resource's entry in the prelude's own cache (Get-PwshlibDirectCache,
     // an AppDomain data slot keyed by the runspace), its files unchanged.
-    // Everything else (the first call of a resource in a runspace, a module
-    // changed on disk, a call through Invoke-DscResource, a run-as
+    // A resource's first call in a runspace (not resolved there yet, or its
+    // module changed on disk) is compiled around the prelude's own
+    // Invoke-PwshlibDscCall instead (FirstCall), which resolves and loads
+    // it. Everything else (a call through Invoke-DscResource, a run-as
     // credential, Windows PowerShell 5.1 before the prelude has learnt the
     // host's account, a result whose JSON only PowerShell writes alike) goes
     // the prelude's way, which stays the definition of what a call does;
