@@ -40,20 +40,29 @@ function Invoke-PwshlibDscCall {
             & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen -Strict $Strict } *>&1
         }
         else {
-            if ($InvokeParams.Method -eq 'Get') {
-                $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
-            }
-            # -ErrorAction Stop (on Invoke-DscResource, in
-            # Invoke-PwshlibDscResourceCmdlet): an error of Invoke-DscResource
-            # itself (on 5.1, the LCM's report that the resource failed) ends
-            # the call as the global Stop used to; it is set in the scope of
-            # Invoke-DscResource, not of the resource.
-            & { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1
+            # A function of its own: compiled only when a call needs it
+            # (issue 39).
+            Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath
         }
     }
     finally {
         $global:VerbosePreference, $global:DebugPreference, $global:InformationPreference, $global:WarningPreference, $global:ErrorActionPreference = $Saved
     }
+}
+
+function Invoke-PwshlibDscCallThroughCmdlet {
+    # Invoke-PwshlibDscCall's call through Invoke-DscResource, its streams
+    # merged into its output in order.
+    param([hashtable] $InvokeParams, [string] $VendoredPath)
+    if ($InvokeParams.Method -eq 'Get') {
+        $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
+    }
+    # -ErrorAction Stop (on Invoke-DscResource, in
+    # Invoke-PwshlibDscResourceCmdlet): an error of Invoke-DscResource
+    # itself (on 5.1, the LCM's report that the resource failed) ends
+    # the call as the global Stop used to; it is set in the scope of
+    # Invoke-DscResource, not of the resource.
+    & { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1
 }
 
 function Split-PwshlibStreams {

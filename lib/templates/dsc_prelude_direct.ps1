@@ -209,25 +209,36 @@ function Resolve-PwshlibDscResource {
         $Loaded = Import-PwshlibDscModule -Path $Psm1 -Files $Files
         $Entry = @{ Kind = 'Script'; Module = $Loaded.Module; Files = $Files; Stamp = $Loaded.Stamp }
     }
-    elseif ($Index.Composite.ContainsKey($Name)) {
-        # Neither the LCM's Invoke-DscResource nor PSDesiredStateConfiguration
-        # 2.x's runs a composite resource (a configuration made of other
-        # resources, with no Get, Set or Test of its own): both run one
-        # method of one resource.
-        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a composite resource (a configuration of other resources): Invoke-DscResource runs no composite resource, on Windows PowerShell 5.1 or PowerShell 7, so nothing can run it here. Declare the resources it is made of instead."
-    }
-    elseif ($Index.Binary.ContainsKey($Name) -and $PSVersionTable.PSVersion.Major -gt 5) {
-        # PSDesiredStateConfiguration 2.x runs only resources implemented in
-        # PowerShell: its Invoke-DscResource "no longer supports invoking
-        # WMI DSC resources" (the notes of its documentation), and pwsh has
-        # no LCM to hand one to.
-        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Module.Manifest))' is a binary resource (not implemented in PowerShell): PowerShell $($PSVersionTable.PSVersion) cannot run it (PSDesiredStateConfiguration 2.x runs only resources written in PowerShell). Run it with Windows PowerShell 5.1, whose LCM runs it through Invoke-DscResource (with the LCM's RefreshMode set to Disabled)."
-    }
     else {
+        # Not one this module implements in PowerShell files: the caller
+        # calls Invoke-DscResource, unless nothing can run it. In a function
+        # of its own: PowerShell compiles a function's whole body at its
+        # first call, which a fresh host's first call pays (issue 39).
+        Assert-PwshlibRunnableResource -Index $Index -Name $Name -Manifest $Module.Manifest
         return $null
     }
     $Cache.Resources[$Key] = $Entry
     $Entry
+}
+
+function Assert-PwshlibRunnableResource {
+    # Throws, naming the resource and why, when the module's index holds
+    # $Name as a resource nothing can run here.
+    param($Index, [string] $Name, [string] $Manifest)
+    if ($Index.Composite.ContainsKey($Name)) {
+        # Neither the LCM's Invoke-DscResource nor PSDesiredStateConfiguration
+        # 2.x's runs a composite resource (a configuration made of other
+        # resources, with no Get, Set or Test of its own): both run one
+        # method of one resource.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Manifest))' is a composite resource (a configuration of other resources): Invoke-DscResource runs no composite resource, on Windows PowerShell 5.1 or PowerShell 7, so nothing can run it here. Declare the resources it is made of instead."
+    }
+    if ($Index.Binary.ContainsKey($Name) -and $PSVersionTable.PSVersion.Major -gt 5) {
+        # PSDesiredStateConfiguration 2.x runs only resources implemented in
+        # PowerShell: its Invoke-DscResource "no longer supports invoking
+        # WMI DSC resources" (the notes of its documentation), and pwsh has
+        # no LCM to hand one to.
+        throw "The DSC resource '$Name' of module '$([System.IO.Path]::GetFileNameWithoutExtension($Manifest))' is a binary resource (not implemented in PowerShell): PowerShell $($PSVersionTable.PSVersion) cannot run it (PSDesiredStateConfiguration 2.x runs only resources written in PowerShell). Run it with Windows PowerShell 5.1, whose LCM runs it through Invoke-DscResource (with the LCM's RefreshMode set to Disabled)."
+    }
 }
 
 function ConvertFrom-PwshlibCimValue {

@@ -427,9 +427,14 @@ fn the_call_adds_the_vendored_path_and_its_finally_restores_it() {
         assert!(block.contains("Invoke-DscResource @InvokeParams"), "{block}");
         let call = flat(text(code, function(code, tree.root_node(), "Invoke-PwshlibDscCall")));
         assert!(call.contains(
-            "& { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1"
+            "Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath"
         ));
         assert!(!call.contains("Invoke-DscResource @InvokeParams"), "{call}");
+        let through = flat(text(code, function(code, tree.root_node(), "Invoke-PwshlibDscCallThroughCmdlet")));
+        assert!(through.contains(
+            "& { Invoke-PwshlibDscResourceCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath } *>&1"
+        ));
+        assert!(!through.contains("Invoke-DscResource @InvokeParams"), "{through}");
         for name in ["Invoke-PwshlibDscResource", "Invoke-PwshlibDirect", "Resolve-PwshlibDscResource"] {
             let body = text(code, function(code, tree.root_node(), name));
             assert!(!body.contains("Add-PwshlibMachineModulePath"), "{name}");
