@@ -305,21 +305,20 @@ namespace PwshlibHost
         // reads set in the global scope for the call (Invoke-PwshlibDscCall).
         public static void AddTo(DirectCall call, PowerShell ps, Runspace runspace)
         {
+            RunspaceGlobals globals = new RunspaceGlobals(runspace);
             if (call.First)
             {
                 // What the call's script sets before Invoke-PwshlibDscResource
                 // (DscCall.Script), in the global scope where it runs; the
                 // function sets the preferences for the call itself and
                 // merges the call's streams (*>&1), not the resolution's.
-                RunspaceGlobals globals = new RunspaceGlobals(runspace);
                 globals.Set("ErrorActionPreference", ActionPreference.Stop);
                 globals.Set("WarningPreference", ActionPreference.SilentlyContinue);
-                ps.AddCommand(call.Function);
-                foreach (KeyValuePair<string, object> parameter in call.Parameters) { ps.AddParameter(parameter.Key, parameter.Value); }
-                Interlocked.Increment(ref calls);
-                return;
             }
-            SetPreferences(call, new RunspaceGlobals(runspace));
+            else
+            {
+                SetPreferences(call, globals);
+            }
             // A function defined once in the runspace, not a script: a
             // script's text given to AddScript is compiled afresh for each
             // pipeline, while a function keeps its compiled form (and
@@ -327,7 +326,7 @@ namespace PwshlibHost
             // about 1 ms less per call on pwsh 7.6.9, in-process.
             ps.AddCommand(call.Function);
             foreach (KeyValuePair<string, object> parameter in call.Parameters) { ps.AddParameter(parameter.Key, parameter.Value); }
-            ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output);
+            if (!call.First) { ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.All, PipelineResultTypes.Output); }
             Interlocked.Increment(ref calls);
         }
 
