@@ -143,9 +143,12 @@ namespace PwshlibHost
         //   leaves one set through SetOut alone. Console.Out and
         //   Console.Error then go, for the whole life of the host, to the
         //   buffer of the runspace writing (see ConsoleRouter).
-        public static Server Start(EngineIntrinsics context, string hostScriptPath, string assemblySource, DateTime firstLine, string runtimeVariables, bool onWindows, int parentPid, string pipePath)
+        public static Server Start(EngineIntrinsics context, string hostScriptPath, string assemblySource, DateTime firstLine, string runtimeVariables, bool onWindows, int parentPid, string pipePath, string cacheDirectory)
         {
             AssemblySource = assemblySource;
+            // The manager's checked cache directory (host.ps1's
+            // -AssemblyCache): the module index keeps what it parsed there.
+            DscClasses.CacheDirectory = cacheDirectory;
             foreach (string name in (runtimeVariables ?? string.Empty).Split(','))
             {
                 if (name.StartsWith("DOTNET_", StringComparison.Ordinal))

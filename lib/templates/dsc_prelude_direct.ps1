@@ -102,11 +102,13 @@ function Get-PwshlibDscModuleIndex {
     if (-not [string]::IsNullOrEmpty($Module.Data.RootModule)) {
         $Root = [System.IO.Path]::Combine($Module.Base, [string] $Module.Data.RootModule)
         if ($Root.EndsWith('.psm1', [System.StringComparison]::OrdinalIgnoreCase) -and [System.IO.File]::Exists($Root)) {
-            $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
-            # The host's compiled predicate (PwshlibHost.DscClasses) finds
-            # the same classes; without the host, this one.
+            # The host (PwshlibHost.DscClasses) parses the file and finds
+            # the same classes in compiled code, or reads what an earlier
+            # host found in the file unchanged; without the host, this
+            # predicate.
             $Finder = 'PwshlibHost.DscClasses' -as [type]
-            $Found = if ($null -ne $Finder) { $Finder::Find($Ast) } else {
+            $Found = if ($null -ne $Finder) { $Finder::InFile($Root) } else {
+                $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
                 $Ast.FindAll({
                         param($Node)
                         $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and

@@ -256,9 +256,10 @@ function New-PwshlibPipeServer {
 
 # Takes the environment snapshot that every call's environment is put back
 # to, and builds the runspace for plain requests, before listening
-# (PwshlibHost.Server.Start).
+# (PwshlibHost.Server.Start); the module index keeps the DSC classes it
+# finds in -AssemblyCache (PwshlibHost.DscClasses).
 $OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
-$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)
+$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)
 # Protocol step: listen, and accept the manager's one connection.
 if ($OnWindows) {
     $stream = New-PwshlibPipeServer

@@ -490,7 +490,7 @@ fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
     let script = host_script();
     let source = host_source();
     let top = lines(&script);
-    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath)");
+    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)");
     assert!(
         started
             < position(

@@ -40,4 +40,34 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
       expect(found.sum { |entry| entry['compiled'].size }).to be > 5
     end
   end
+
+  # Issue 39: what InFile found is kept in the host's cache directory, so
+  # that the next host's first call does not parse the module's root file
+  # before its Import-Module parses it again; believed only while the
+  # file keeps its length and last write time, and for that file alone.
+  it 'keeps the classes it found for the next host, believed while the file is unchanged' do
+    Dir.mktmpdir('pwshlib-index-cache') do |dir|
+      file = File.join(dir, 'Crafted.psm1')
+      File.write(file, crafted)
+      cache = File.join(dir, 'cache')
+      Dir.mkdir(cache)
+      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
+                                        File.join(__dir__, 'module_index_cache.ps1'), '-Templates', templates,
+                                        '-File', file, '-Cache', cache)
+      expect(status).to be_success, err + out
+      steps = JSON.parse(out.lines.last)
+      classes = %w[Plain LowerCase WithArgument Second InScriptBlock]
+      expect(steps['first']).to eq(classes)
+      expect(steps.values_at('kept_files', 'temporary_files', 'kept_files_at_end')).to eq([1, 0, 1])
+      expect(steps['kept_lines'].first(3)).to eq(['pwshlib dsc classes 1', file, crafted.bytesize.to_s])
+      expect(steps['kept_lines'].drop(4)).to eq(classes)
+      expect(steps['forged']).to eq(['Forged'])
+      expect(steps['touched']).to eq(classes)
+      expect(steps['touched_again']).to eq(classes)
+      expect(steps['grown']).to eq(classes + ['Added'])
+      expect(steps['other_path']).to eq(classes + ['Added'])
+      expect(steps['missing_directory']).to eq(classes + ['Added'])
+      expect(steps['no_directory']).to eq(classes + ['Added'])
+    end
+  end
 end
