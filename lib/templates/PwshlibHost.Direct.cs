@@ -14,6 +14,7 @@ namespace PwshlibHost
     using System.Management.Automation.Runspaces;
     using System.Runtime.CompilerServices;
     using System.Text;
+    using System.Text.RegularExpressions;
     using System.Threading;
 
     // A direct DSC call, prepared by DirectDsc.Prepare and ended by
@@ -489,6 +490,79 @@ namespace PwshlibHost
             PSObject wrapped = value as PSObject;
             if (wrapped != null && !(wrapped.BaseObject is PSCustomObject)) { return wrapped.BaseObject; }
             return value;
+        }
+    }
+
+    // The prelude's Get-PwshlibDscModuleIndex in compiled code (issue 39):
+    // which resources a module implements in PowerShell files, as
+    // Get-PwshlibDscModuleIndexInPowerShell (its fallback without the host)
+    // reads them: the [DscResource()] classes of its root module
+    // (DscClasses.InFile), its script-based resources by the FriendlyName
+    // of DSCResources/<Class>/<Class>.schema.mof (or the class name), its
+    // binary ones (a schema.mof with no .psm1 beside it) and its composite
+    // ones (<Name>.schema.psm1). The same .NET calls in the same order, the
+    // tables compared as PowerShell's @{} compares keys (the current
+    // culture, case ignored), the FriendlyName read as -match reads it
+    // (case ignored). In PowerShell this took some
+    // 60 ms of a fresh host's first call for the test module (pwsh 7.6.9),
+    // run once and cold.
+    public static class DscModuleIndex
+    {
+        private static readonly Regex FriendlyName = new Regex("FriendlyName\\s*\\(\\s*\"([^\"]+)\"\\s*\\)", RegexOptions.IgnoreCase);
+
+        // moduleBase: the module's folder; rootModule: its manifest's
+        // RootModule (null or empty: none).
+        public static Hashtable Read(string moduleBase, string rootModule)
+        {
+            Hashtable classes = NewTable();
+            if (!string.IsNullOrEmpty(rootModule))
+            {
+                string root = Path.Combine(moduleBase, rootModule);
+                if (root.EndsWith(".psm1", StringComparison.OrdinalIgnoreCase) && File.Exists(root))
+                {
+                    foreach (string name in DscClasses.InFile(root)) { classes[name] = root; }
+                }
+            }
+            Hashtable scripts = NewTable();
+            Hashtable binary = NewTable();
+            Hashtable composite = NewTable();
+            string folder = Path.Combine(moduleBase, "DSCResources");
+            if (Directory.Exists(folder))
+            {
+                foreach (string schema in Directory.GetFiles(folder, "*.schema.mof", SearchOption.AllDirectories))
+                {
+                    string className = WithoutSuffix(Path.GetFileName(schema), ".schema.mof");
+                    string psm1 = Path.Combine(Path.GetDirectoryName(schema), className + ".psm1");
+                    string friendly = className;
+                    Match match = FriendlyName.Match(File.ReadAllText(schema));
+                    if (match.Success) { friendly = match.Groups[1].Value; }
+                    Hashtable found = File.Exists(psm1) ? scripts : binary;
+                    found[friendly] = psm1;
+                    if (!found.ContainsKey(className)) { found[className] = psm1; }
+                }
+                foreach (string configuration in Directory.GetFiles(folder, "*.schema.psm1", SearchOption.AllDirectories))
+                {
+                    composite[WithoutSuffix(Path.GetFileName(configuration), ".schema.psm1")] = configuration;
+                }
+            }
+            Hashtable index = NewTable();
+            index["Classes"] = classes;
+            index["Scripts"] = scripts;
+            index["Binary"] = binary;
+            index["Composite"] = composite;
+            return index;
+        }
+
+        private static Hashtable NewTable()
+        {
+            return new Hashtable(StringComparer.CurrentCultureIgnoreCase);
+        }
+
+        // What -replace '\.schema\.mof$', '' makes of a name GetFiles found
+        // by that ending (a name ending in a line end is no such name).
+        private static string WithoutSuffix(string name, string suffix)
+        {
+            return name.EndsWith(suffix, StringComparison.OrdinalIgnoreCase) ? name.Substring(0, name.Length - suffix.Length) : name;
         }
     }
 

@@ -90,6 +90,9 @@ function Get-PwshlibDscModuleIndex {
     # does not: Binary, a schema.mof with no .psm1 beside it (a resource
     # compiled into an assembly), and Composite, DSCResources/<Name>/
     # <Name>.schema.psm1 (a configuration, which no Invoke-DscResource runs).
+    # Read by the host in compiled code (PwshlibHost.DscModuleIndex, which
+    # also keeps the root module's classes between hosts: issue 39);
+    # without the host, by Get-PwshlibDscModuleIndexInPowerShell.
     param($Module)
     $Cache = Get-PwshlibDirectCache
     $Stamp = Get-PwshlibFileStamp -Path $Module.Manifest
@@ -97,24 +100,29 @@ function Get-PwshlibDscModuleIndex {
     if ($null -ne $Index -and $Index.Stamp -eq $Stamp) {
         return $Index
     }
+    $Reader = 'PwshlibHost.DscModuleIndex' -as [type]
+    $Index = if ($null -ne $Reader) { $Reader::Read($Module.Base, [string] $Module.Data.RootModule) } else { Get-PwshlibDscModuleIndexInPowerShell -Module $Module }
+    $Index.Stamp = $Stamp
+    $Cache.Modules[$Module.Manifest] = $Index
+    $Index
+}
+
+function Get-PwshlibDscModuleIndexInPowerShell {
+    # Get-PwshlibDscModuleIndex's reading without the host: a function of
+    # its own, compiled only when called (PowerShell compiles a function's
+    # whole body at its first call, which a fresh host's first call pays).
+    param($Module)
     $Classes = @{}
-    $Root = $null
-    if (-not [string]::IsNullOrEmpty($Module.Data.RootModule)) {
-        $Root = [System.IO.Path]::Combine($Module.Base, [string] $Module.Data.RootModule)
+    $RootModule = [string] $Module.Data.RootModule
+    if (-not [string]::IsNullOrEmpty($RootModule)) {
+        $Root = [System.IO.Path]::Combine($Module.Base, $RootModule)
         if ($Root.EndsWith('.psm1', [System.StringComparison]::OrdinalIgnoreCase) -and [System.IO.File]::Exists($Root)) {
-            # The host (PwshlibHost.DscClasses) parses the file and finds
-            # the same classes in compiled code, or reads what an earlier
-            # host found in the file unchanged; without the host, this
-            # predicate.
-            $Finder = 'PwshlibHost.DscClasses' -as [type]
-            $Found = if ($null -ne $Finder) { $Finder::InFile($Root) } else {
-                $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
-                $Ast.FindAll({
-                        param($Node)
-                        $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
-                        @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
-                    }, $true) | ForEach-Object { $_.Name }
-            }
+            $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Root, [ref] $null, [ref] $null)
+            $Found = $Ast.FindAll({
+                    param($Node)
+                    $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and
+                    @($Node.Attributes | Where-Object { $_.TypeName.Name -eq 'DscResource' }).Count -gt 0
+                }, $true) | ForEach-Object { $_.Name }
             foreach ($DscClassName in $Found) { $Classes[$DscClassName] = $Root }
         }
     }
@@ -138,9 +146,7 @@ function Get-PwshlibDscModuleIndex {
             $Composite[[System.IO.Path]::GetFileName($Configuration) -replace '\.schema\.psm1$', ''] = $Configuration
         }
     }
-    $Index = @{ Stamp = $Stamp; Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite }
-    $Cache.Modules[$Module.Manifest] = $Index
-    $Index
+    @{ Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite }
 }
 
 function Import-PwshlibDscModule {

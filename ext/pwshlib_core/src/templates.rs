@@ -115,6 +115,7 @@ mod tests {
                 "Get-PwshlibFileStamp",
                 "Find-PwshlibDscModule",
                 "Get-PwshlibDscModuleIndex",
+                "Get-PwshlibDscModuleIndexInPowerShell",
                 "Import-PwshlibDscModule",
                 "Resolve-PwshlibDscResource",
                 "Assert-PwshlibRunnableResource",

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require 'fileutils'
 require 'json'
 require 'open3'
 require 'tmpdir'
@@ -38,6 +39,48 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
       found.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['file'] }
       expect(found.first['compiled']).to eq(%w[Plain LowerCase WithArgument Second InScriptBlock])
       expect(found.sum { |entry| entry['compiled'].size }).to be > 5
+    end
+  end
+
+  # Issue 39, stop 51: the whole index in compiled code
+  # (PwshlibHost.DscModuleIndex), against the prelude's reading without the
+  # host: the same classes, script-based, binary and composite resources,
+  # in tables that ignore case as PowerShell's @{} does, for every test
+  # module and a crafted one with each kind.
+  it 'reads the same index both ways in the test modules and in a crafted one' do
+    Dir.mktmpdir('pwshlib-index-tables') do |dir|
+      base = File.join(dir, 'Crafted')
+      FileUtils.mkdir_p(base)
+      File.write(File.join(base, 'Crafted.psm1'), crafted)
+      File.write(File.join(base, 'Crafted.psd1'), "@{ RootModule = 'Crafted.psm1'; ModuleVersion = '1.0' }\n")
+      resources = File.join(base, 'DSCResources')
+      {
+        'MSFT_Named' => ['[ClassVersion("1.0"), FriendlyName("Named")] class MSFT_Named : OMI_BaseResource {};', true],
+        'MSFT_Unnamed' => ['[ClassVersion("1.0")] class MSFT_Unnamed : OMI_BaseResource {};', true],
+        'MSFT_Spaced' => ['[ClassVersion("1.0"), friendlyname ( "Spaced Name" )] class MSFT_Spaced {};', true],
+        'MSFT_Compiled' => ['[ClassVersion("1.0"), FriendlyName("Compiled")] class MSFT_Compiled {};', false],
+      }.each do |name, (mof, script)|
+        FileUtils.mkdir_p(File.join(resources, name))
+        File.write(File.join(resources, name, "#{name}.schema.mof"), mof)
+        File.write(File.join(resources, name, "#{name}.psm1"), "function Get-TargetResource { @{} }\n") if script
+      end
+      FileUtils.mkdir_p(File.join(resources, 'Together'))
+      File.write(File.join(resources, 'Together', 'Together.schema.psm1'), "Configuration Together { }\n")
+      manifests = [File.join(base, 'Crafted.psd1')] + Dir[File.join(__dir__, '{modules,psmodules,standin}', '**', '*.psd1')]
+      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
+                                        File.join(__dir__, 'module_index_tables.ps1'), '-Templates', templates,
+                                        '-Manifests', manifests.join("\n"))
+      expect(status).to be_success, err + out
+      read = out.lines.map { |line| JSON.parse(line) }
+      expect(read.size).to eq(manifests.size)
+      read.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['manifest'] }
+      crafted_index = read.first['compiled']
+      expect(crafted_index['Classes'].map(&:first)).to eq(%w[InScriptBlock LowerCase Plain Second WithArgument])
+      expect(crafted_index['Scripts'].map(&:first)).to eq(%w[MSFT_Named MSFT_Spaced MSFT_Unnamed Named] + ['Spaced Name'])
+      expect(crafted_index['Binary'].map(&:first)).to eq(%w[Compiled MSFT_Compiled])
+      expect(crafted_index['Composite'].map(&:first)).to eq(%w[Together])
+      expect(crafted_index.select { |key, _| key.end_with?('-upper-found') }.values.flatten).to all(be(true))
+      expect(read.sum { |entry| entry['compiled']['Scripts'].size + entry['compiled']['Classes'].size }).to be > 10
     end
   end
 
