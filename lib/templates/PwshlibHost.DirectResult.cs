@@ -1,4 +1,4 @@
-// The host's C#, part 6 of 10 (PwshlibHost.cs lists the parts): a Get's
+// The host's C#, part 7 of 11 (PwshlibHost.cs lists the parts): a Get's
 // result written as JSON in compiled code (DirectResult), for DirectDsc.
 namespace PwshlibHost
 {

@@ -1,4 +1,4 @@
-// The host's C#, part 3 of 10 (PwshlibHost.cs lists the parts): DSC calls
+// The host's C#, part 3 of 11 (PwshlibHost.cs lists the parts): DSC calls
 // as data (DscCall) and secrets bound as variables (SecretValues).
 namespace PwshlibHost
 {

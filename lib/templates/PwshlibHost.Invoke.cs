@@ -1,4 +1,4 @@
-// The host's C#, part 10 of 10 (PwshlibHost.cs lists the parts): Server
+// The host's C#, part 11 of 11 (PwshlibHost.cs lists the parts): Server
 // running one request in a runspace, and the result it answers.
 namespace PwshlibHost
 {

@@ -1,4 +1,4 @@
-// The host's C#, part 2 of 10 (PwshlibHost.cs lists the parts): the JSON
+// The host's C#, part 2 of 11 (PwshlibHost.cs lists the parts): the JSON
 // the frames carry.
 namespace PwshlibHost
 {

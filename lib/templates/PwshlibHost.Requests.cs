@@ -1,4 +1,4 @@
-// The host's C#, part 9 of 10 (PwshlibHost.cs lists the parts): Server's
+// The host's C#, part 10 of 11 (PwshlibHost.cs lists the parts): Server's
 // runspace slots, cleanup after each call, the environment and the
 // prelude.
 namespace PwshlibHost

@@ -1,4 +1,4 @@
-// The host's C#, part 8 of 10 (PwshlibHost.cs lists the parts): sessions,
+// The host's C#, part 9 of 11 (PwshlibHost.cs lists the parts): sessions,
 // and the host loop's connection and frames (Server).
 namespace PwshlibHost
 {

@@ -1,4 +1,4 @@
-// The host's C#, part 5 of 10 (PwshlibHost.cs lists the parts): the
+// The host's C#, part 6 of 11 (PwshlibHost.cs lists the parts): the
 // pipeline started ahead of a runspace's next direct DSC call (Standby).
 namespace PwshlibHost
 {

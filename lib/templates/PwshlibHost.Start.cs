@@ -1,4 +1,4 @@
-// The host's C#, part 7 of 10 (PwshlibHost.cs lists the parts): the host's
+// The host's C#, part 8 of 11 (PwshlibHost.cs lists the parts): the host's
 // start (Server.Start, after host.ps1 has loaded this assembly), the Unix
 // socket it listens on, the peer check, the parent watcher and the opt-in
 // timing trace.

@@ -6,7 +6,7 @@
 // spec/real_pwsh/dsc/host_csharp5_spec.rb compiles these files as C# 5
 // against the 5.1 reference assemblies with warnings as errors.
 //
-// It is ten files, one job each, which host.ps1 reads in this order and
+// It is eleven files, one job each, which host.ps1 reads in this order and
 // joins into one source (each file's using directives are inside its
 // namespace block, so the joined text is valid C# as it is):
 // * PwshlibHost.cs (this file): the PowerShell host and the output it
@@ -16,8 +16,10 @@
 // * PwshlibHost.Dsc.cs: DSC calls as data (DscCall) and secrets bound as
 //   variables (SecretValues);
 // * PwshlibHost.Direct.cs: a DSC call made in compiled code once the
-//   prelude has resolved its resource (DirectDsc); the module index's
-//   [DscResource()] classes (DscClasses);
+//   prelude has resolved its resource (DirectDsc);
+// * PwshlibHost.ModuleIndex.cs: the prelude's module index in compiled
+//   code (DscModuleIndex) and a root module's [DscResource()] classes,
+//   kept between hosts (DscClasses);
 // * PwshlibHost.Standby.cs: the pipeline started ahead of a runspace's
 //   next direct call (Standby);
 // * PwshlibHost.DirectResult.cs: a Get's result written as JSON in
