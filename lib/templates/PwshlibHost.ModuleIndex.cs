@@ -24,9 +24,8 @@ namespace PwshlibHost
     // ones (<Name>.schema.psm1). The same .NET calls in the same order, the
     // tables compared as PowerShell's @{} compares keys (the current
     // culture, case ignored), the FriendlyName read as -match reads it
-    // (case ignored). In PowerShell this took some
-    // 60 ms of a fresh host's first call for the test module (pwsh 7.6.9),
-    // run once and cold.
+    // (case ignored). In PowerShell, run once and cold, this took some 60
+    // ms of a fresh host's first call for the test module (pwsh 7.6.9).
     public static class DscModuleIndex
     {
         private static readonly Regex FriendlyName = new Regex("FriendlyName\\s*\\(\\s*\"([^\"]+)\"\\s*\\)", RegexOptions.IgnoreCase);
