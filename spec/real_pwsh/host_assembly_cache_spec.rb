@@ -8,18 +8,7 @@ require_relative 'spec_helper_real_pwsh'
 # (PWSHLIB_HOST_CACHE here), and a later host loads it instead of
 # compiling; the hello says which it did (wire_stats[:host_assembly]).
 RSpec.describe 'the host assembly cache, on the real pwsh' do
-  around do |example|
-    Dir.mktmpdir('pwshlib-cache-spec') do |base|
-      @cache = File.join(base, 'cache')
-      saved = ENV.fetch('PWSHLIB_HOST_CACHE', nil)
-      ENV['PWSHLIB_HOST_CACHE'] = @cache
-      begin
-        example.run
-      ensure
-        ENV['PWSHLIB_HOST_CACHE'] = saved
-      end
-    end
-  end
+  include_context 'a host cache of its own'
 
   # A new host (not the cached instance): how it got its assembly, how
   # long it took to answer its first call, and that the call worked.

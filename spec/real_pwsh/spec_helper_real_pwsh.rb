@@ -19,6 +19,24 @@ RSpec.shared_context 'a manager on the real pwsh' do
   let(:manager) { new_manager }
 end
 
+# A host cache directory of the example's own (@cache, not made yet: the
+# manager makes it), named by PWSHLIB_HOST_CACHE for the hosts the example
+# starts, and the variable put back after it.
+RSpec.shared_context 'a host cache of its own' do
+  around do |example|
+    Dir.mktmpdir('pwshlib-host-cache') do |base|
+      @cache = File.join(base, 'cache')
+      saved = ENV.fetch('PWSHLIB_HOST_CACHE', nil)
+      ENV['PWSHLIB_HOST_CACHE'] = @cache
+      begin
+        example.run
+      ensure
+        ENV['PWSHLIB_HOST_CACHE'] = saved
+      end
+    end
+  end
+end
+
 # The realdsc fixture module's providers in this process, driving the real
 # pwsh: its lib on the load path, the stand-in Invoke-DscResource's module
 # path, a fresh state directory per example, every host shut down after it.

@@ -10,19 +10,7 @@ require_relative '../../support/fake_manager'
 # first call reads it there instead of parsing the file again.
 RSpec.describe 'the module index kept between hosts, on the real pwsh' do
   include_context 'the realdsc providers on the real pwsh'
-
-  around do |example|
-    Dir.mktmpdir('pwshlib-kept-index') do |base|
-      @cache = File.join(base, 'cache')
-      saved = ENV.fetch('PWSHLIB_HOST_CACHE', nil)
-      ENV['PWSHLIB_HOST_CACHE'] = @cache
-      begin
-        example.run
-      ensure
-        ENV['PWSHLIB_HOST_CACHE'] = saved
-      end
-    end
-  end
+  include_context 'a host cache of its own'
 
   let(:root_module) do
     File.join(lib, 'puppet_x', 'pwshlibrealdsc', 'dsc_resources', 'PwshlibRealDsc', 'PwshlibRealDsc.psm1')

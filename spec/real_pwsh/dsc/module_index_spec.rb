@@ -25,16 +25,21 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
     enum NotAClass { One }
   PS
 
+  # Runs one of this directory's scripts on the real pwsh with the
+  # templates and `arguments`; each line it printed, parsed as JSON.
+  define_method(:run_script) do |script, *arguments|
+    out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File', File.join(__dir__, script),
+                                      '-Templates', templates, *arguments)
+    expect(status).to be_success, err + out
+    out.lines.map { |line| JSON.parse(line) }
+  end
+
   it 'finds the same classes both ways in the test modules and in a crafted one' do
     Dir.mktmpdir('pwshlib-index') do |dir|
       file = File.join(dir, 'Crafted.psm1')
       File.write(file, crafted)
       files = [file] + Dir[File.join(__dir__, '{modules,psmodules,standin}', '**', '*.psm1')]
-      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
-                                        File.join(__dir__, 'module_index.ps1'), '-Templates', templates,
-                                        '-Files', files.join("\n"))
-      expect(status).to be_success, err + out
-      found = out.lines.map { |line| JSON.parse(line) }
+      found = run_script('module_index.ps1', '-Files', files.join("\n"))
       expect(found.size).to eq(files.size)
       found.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['file'] }
       expect(found.first['compiled']).to eq(%w[Plain LowerCase WithArgument Second InScriptBlock])
@@ -67,11 +72,7 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
       FileUtils.mkdir_p(File.join(resources, 'Together'))
       File.write(File.join(resources, 'Together', 'Together.schema.psm1'), "Configuration Together { }\n")
       manifests = [File.join(base, 'Crafted.psd1')] + Dir[File.join(__dir__, '{modules,psmodules,standin}', '**', '*.psd1')]
-      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
-                                        File.join(__dir__, 'module_index_tables.ps1'), '-Templates', templates,
-                                        '-Manifests', manifests.join("\n"))
-      expect(status).to be_success, err + out
-      read = out.lines.map { |line| JSON.parse(line) }
+      read = run_script('module_index_tables.ps1', '-Manifests', manifests.join("\n"))
       expect(read.size).to eq(manifests.size)
       read.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['manifest'] }
       crafted_index = read.first['compiled']
@@ -94,11 +95,7 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
       File.write(file, crafted)
       cache = File.join(dir, 'cache')
       Dir.mkdir(cache)
-      out, err, status = Open3.capture3(REAL_PWSH, '-NoProfile', '-NonInteractive', '-File',
-                                        File.join(__dir__, 'module_index_cache.ps1'), '-Templates', templates,
-                                        '-File', file, '-Cache', cache)
-      expect(status).to be_success, err + out
-      steps = JSON.parse(out.lines.last)
+      steps = run_script('module_index_cache.ps1', '-File', file, '-Cache', cache).last
       classes = %w[Plain LowerCase WithArgument Second InScriptBlock]
       expect(steps['first']).to eq(classes)
       expect(steps.values_at('kept_files', 'temporary_files', 'kept_files_at_end')).to eq([1, 0, 1])
