@@ -224,12 +224,7 @@ namespace PwshlibHost
         {
             session.Host.Reset();
             session.Runspace.ResetRunspaceState();
-            // SetLocation costs about as much as the reset itself (0.5 ms on
-            // pwsh 7.6): only when the location is not home already.
-            if (homeHasWildcards || !string.Equals(session.Runspace.SessionStateProxy.Path.CurrentFileSystemLocation.ProviderPath, homeDirectory, StringComparison.Ordinal))
-            {
-                session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));
-            }
+            SetLocationHome(session);
             string home = Convert.ToString(session.Runspace.SessionStateProxy.GetVariable("HOME"), CultureInfo.InvariantCulture);
             if (!string.Equals(home, homeVariable, StringComparison.Ordinal))
             {
@@ -246,6 +241,45 @@ namespace PwshlibHost
                     setter.Dispose();
                 }
             }
+        }
+
+        // The session's file system location back home, after its reset.
+        // SetLocation costs about as much as the reset itself (0.5 ms on
+        // pwsh 7.6): only when the location is not home already. Asking is
+        // not free either: PathInfo.ProviderPath resolves the path through
+        // the location globber (the drive looked up and checked, the path
+        // normalized), some 0.045 ms a reset on pwsh 7.6.9, on the plain
+        // runspace's critical path when requests come back to back (issue
+        // 39). PathInfo.Drive and PathInfo.Path are the fields the location
+        // is kept as (SessionStateInternal.GetNamespaceCurrentLocation,
+        // pwsh 7 and Windows PowerShell 5.1 alike), read without a lookup:
+        // the same drive object and the same drive-qualified path as a
+        // location already proven home (its ProviderPath compared) is that
+        // location. A drive removed and made again is another object, and
+        // is asked the long way.
+        private void SetLocationHome(Session session)
+        {
+            PathIntrinsics path = session.Runspace.SessionStateProxy.Path;
+            if (homeHasWildcards)
+            {
+                path.SetLocation(WildcardPattern.Escape(homeDirectory));
+                return;
+            }
+            PathInfo location = path.CurrentFileSystemLocation;
+            if (session.HomeDrive != null && object.ReferenceEquals(location.Drive, session.HomeDrive) && string.Equals(location.Path, session.HomePath, StringComparison.Ordinal))
+            {
+                return;
+            }
+            session.HomeDrive = null;
+            session.HomePath = null;
+            if (!string.Equals(location.ProviderPath, homeDirectory, StringComparison.Ordinal))
+            {
+                path.SetLocation(WildcardPattern.Escape(homeDirectory));
+                location = path.CurrentFileSystemLocation;
+                if (!string.Equals(location.ProviderPath, homeDirectory, StringComparison.Ordinal)) { return; }
+            }
+            session.HomeDrive = location.Drive;
+            session.HomePath = location.Path;
         }
 
         // After a timed-out call: waits a bounded time for its pipeline to
