@@ -45,11 +45,6 @@ end
 $LOAD_PATH.unshift(File.join(ROOT_DIR, 'lib'))
 require 'pwsh'
 
-def p90(values)
-  sorted = values.sort
-  sorted[[((sorted.size * 0.9).ceil - 1), 0].max]
-end
-
 def clock
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
 end

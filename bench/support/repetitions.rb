@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# What the benches share: the median (all of them), and about the
+# What the benches share: the median (all of them), the 90th percentile, and about the
 # repetitions of support/catalog_run.rb (catalog_bench.rb, ab_bench.rb).
 
 # The median of a list of figures.
@@ -8,6 +8,12 @@ def median(values)
   sorted = values.sort
   mid = sorted.size / 2
   sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+end
+
+# The 90th percentile: the smallest figure at or above nine tenths of them.
+def p90(values)
+  sorted = values.sort
+  sorted[[((sorted.size * 0.9).ceil - 1), 0].max]
 end
 
 # Each repetition's garbage collection phase (catalog_run.rb's

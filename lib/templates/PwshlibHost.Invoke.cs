@@ -90,8 +90,10 @@ namespace PwshlibHost
                     running = standby.Running;
                     output = standby.Output;
                     errorSink = new ErrorSink(ps.Streams.Error, new SharedText(), null, null);
+                    Trace("standby given");
                     standby.Give(firstSteps);
                     int signalled = WaitHandle.WaitAny(new WaitHandle[] { running.AsyncWaitHandle, standby.CallDone }, timeoutMs);
+                    Trace("call returned");
                     finished = signalled != WaitHandle.WaitTimeout;
                     // The call returned and the pipeline is still ending:
                     // its end is the reset's to wait for (PutBack).
@@ -154,8 +156,10 @@ namespace PwshlibHost
                     errorSink = forPrelude
                         ? new ErrorSink(ps.Streams.Error, new SharedText(), null, null)
                         : new ErrorSink(ps.Streams.Error, psHost.Output, runspace, errorRenderer);
+                    Trace("pipeline starting");
                     running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);
                     finished = running.AsyncWaitHandle.WaitOne(timeoutMs);
+                    Trace("pipeline ended");
                 }
 
                 if (!finished)

@@ -148,10 +148,16 @@ namespace PwshlibHost
             // A runspace that cannot be reset is not used again (Broken).
             OnSlotThread(slot, delegate
             {
+                Trace("reset started");
                 EndPipeline(outcome);
                 if (outcome.Rebuild) { throw new InvalidOperationException("the call's pipeline did not end"); }
                 Clean(slot.Session);
-                if (outcome.Direct) { StartStandby(slot.Session); }
+                Trace("reset done");
+                if (outcome.Direct)
+                {
+                    StartStandby(slot.Session);
+                    Trace("standby started");
+                }
             });
         }
 
@@ -205,6 +211,7 @@ namespace PwshlibHost
             Slot slot = slots[next];
             next = (next + 1) % slots.Length;
             slot.Ready.WaitOne();
+            Trace("slot ready");
             if (slot.Broken) { Drop(slot, false); }
             if (slot.Session == null) { slot.Session = new Session(); }
             return slot;
@@ -421,6 +428,7 @@ namespace PwshlibHost
             Slot slot = preludeSlots[preludeNext];
             preludeNext = 1 - preludeNext;
             slot.Ready.WaitOne();
+            Trace("slot ready");
             if (slot.Broken || (slot.Session != null && slot.PreludeGeneration != preludeGeneration))
             {
                 Drop(slot, false);

@@ -243,6 +243,21 @@ namespace PwshlibHost
             hello.Add(Field("dsc", DscVersion));
             WriteFrame(hello);
             Trace("hello sent");
+            FlushTrace();
+            try
+            {
+                ServeRequests();
+            }
+            finally
+            {
+                FlushTrace();
+            }
+        }
+
+        // The loop: one request at a time, until exit, end of stream or a
+        // malformed frame.
+        private void ServeRequests()
+        {
             while (true)
             {
                 Dictionary<string, object> message;
@@ -275,6 +290,7 @@ namespace PwshlibHost
                 outcome.Result.Add(Field("id", Get(message, "id")));
                 BeforeReply(outcome);
                 WriteFrame(outcome.Result);
+                Trace("reply written");
                 AfterReply(outcome);
             }
         }
@@ -379,6 +395,7 @@ namespace PwshlibHost
         {
             byte[] prefix = ReadExactly(4, true);
             if (prefix == null) { return null; }
+            Trace("request arrived");
             long length = ((long)prefix[0] << 24) | ((long)prefix[1] << 16) | ((long)prefix[2] << 8) | prefix[3];
             if (length > MaxFrameLength)
             {

@@ -122,10 +122,12 @@ namespace PwshlibHost
                 next = standby.work;
             }
             if (next == null) { return null; }
+            Server.Trace("standby took");
             current = standby;
             try
             {
                 Hashtable call = next(new RunspaceGlobals(state, standby.runspaceId));
+                Server.Trace("call prepared");
                 if (call != null)
                 {
                     standby.Called = true;
@@ -149,6 +151,7 @@ namespace PwshlibHost
         // busy until the pipeline ends.
         public static void Done(SessionState state)
         {
+            Server.Trace("call done");
             Standby standby = current;
             current = null;
             if (standby == null || standby.Call == null) { return; }

@@ -58,7 +58,11 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
       end
       expect(File.size(File.join(xdg, 'powershell', 'StartupProfileData-PwshlibHost'))).to be > 0
       phases = File.read(trace).lines.map { |line| line.split(' ', 3).last.strip }
-      expect(phases).to include('first line', 'hello sent', 'request read', 'request invoked')
+      # The start's phases, then the request's steps (kept in memory and
+      # written when the loop ends).
+      expect(phases).to include('first line', 'hello sent', 'request arrived', 'request read', 'slot ready',
+                                'pipeline starting', 'pipeline ended', 'request invoked', 'reply written')
+      expect(phases.index('request arrived')).to be < phases.index('reply written')
     end
   end
 
