@@ -617,11 +617,14 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     assert!(!invoke
         .iter()
         .any(|line| line.contains("ResetRunspaceState")));
-    let serve = lines(&member(&source, "public void Serve(Stream connection"));
+    let serve = lines(&member(&source, "private void ServeRequests()"));
     let sent = position(&serve, "WriteFrame(outcome.Result);");
     assert_eq!(serve[sent - 1], "BeforeReply(outcome);");
-    assert_eq!(serve[sent + 1], "AfterReply(outcome);");
-    assert_eq!(serve[sent + 2], "}");
+    // Only the opt-in trace's point (a no-op without PWSHLIB_HOST_TRACE)
+    // comes between.
+    assert_eq!(serve[sent + 1], "Trace(\"reply written\");");
+    assert_eq!(serve[sent + 2], "AfterReply(outcome);");
+    assert_eq!(serve[sent + 3], "}");
     // A call that ran and did not fail: its slot reset on the slot's own
     // thread (PutBack: a plain request's once its result is built, so that
     // the reset overlaps the reply's writing), which the next use of that
@@ -666,15 +669,46 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
     assert!(position(&acquire, "slot.Ready.WaitOne();") < acquire.len() - 3);
     let clean = lines(&member(&source, "private void Clean(Session session)"));
     assert_eq!(
-        clean[2..7],
+        clean[2..5],
         [
             "session.Host.Reset();",
             "session.Runspace.ResetRunspaceState();",
-            "if (homeHasWildcards || !string.Equals(session.Runspace.SessionStateProxy.Path.CurrentFileSystemLocation.ProviderPath, homeDirectory, StringComparison.Ordinal))",
-            "{",
-            "session.Runspace.SessionStateProxy.Path.SetLocation(WildcardPattern.Escape(homeDirectory));",
+            "SetLocationHome(session);",
         ]
     );
+    // The location home again after the reset (issue 39, stop 52): a home
+    // with wildcard characters is always set; otherwise the location is
+    // known home only when it has the very drive object and drive-qualified
+    // path of a location proven home (its ProviderPath compared), which are
+    // forgotten before anything else is asked; any other is asked through
+    // ProviderPath and set when it is not home.
+    let home = lines(&member(
+        &source,
+        "private void SetLocationHome(Session session)",
+    ));
+    let wildcards = position(&home, "if (homeHasWildcards)");
+    assert_eq!(
+        home[wildcards + 2..wildcards + 4],
+        [
+            "path.SetLocation(WildcardPattern.Escape(homeDirectory));",
+            "return;"
+        ]
+    );
+    let known = position(
+        &home,
+        "if (session.HomeDrive != null && object.ReferenceEquals(location.Drive, session.HomeDrive) && string.Equals(location.Path, session.HomePath, StringComparison.Ordinal))",
+    );
+    let forgotten = position(&home, "session.HomeDrive = null;");
+    let asked = position(
+        &home,
+        "if (!string.Equals(location.ProviderPath, homeDirectory, StringComparison.Ordinal))",
+    );
+    assert!(wildcards < known && known < forgotten && forgotten < asked);
+    assert_eq!(
+        home[asked + 2],
+        "path.SetLocation(WildcardPattern.Escape(homeDirectory));"
+    );
+    assert!(asked < position(&home, "session.HomeDrive = location.Drive;"));
     // $HOME again from the host's own value: the reset read it from the
     // process environment, which the other slot's call may be changing.
     position(
