@@ -676,12 +676,40 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
             "SetLocationHome(session);",
         ]
     );
-    // The location home again after the reset (issue 39, stop 52): a home
-    // with wildcard characters is always set; otherwise the location is
-    // known home only when it has the very drive object and drive-qualified
-    // path of a location proven home (its ProviderPath compared), which are
-    // forgotten before anything else is asked; any other is asked through
-    // ProviderPath and set when it is not home.
+    // $HOME again from the host's own value: the reset read it from the
+    // process environment, which the other slot's call may be changing.
+    position(
+        &clean,
+        "if (!string.Equals(home, homeVariable, StringComparison.Ordinal))",
+    );
+    // ResetRunspaceState takes the location from the process directory,
+    // which goes home first, whatever the call did.
+    assert_eq!(
+        put_back[2],
+        "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
+    );
+    // A failed rebuild leaves no dead session: null, built on demand when
+    // the slot is next used (issue 31, N13).
+    position(
+        &after,
+        "try { other.Session = new Session(); } catch (Exception) { other.Session = null; }",
+    );
+    let acquire_at = position(
+        &request,
+        "slot = prelude != null ? GetPreludeSlot(prelude) : Acquire(plainSlots, ref plainNext);",
+    );
+    assert!(acquire_at > 0);
+}
+
+/// The location home again after the reset (issue 39, stop 52): a home
+/// with wildcard characters is always set; otherwise the location is
+/// known home only when it has the very drive object and drive-qualified
+/// path of a location proven home (its ProviderPath compared), which are
+/// forgotten before anything else is asked; any other is asked through
+/// ProviderPath and set when it is not home.
+#[test]
+fn the_location_goes_home_after_a_reset_known_by_its_drive_and_path() {
+    let source = host_source();
     let home = lines(&member(
         &source,
         "private void SetLocationHome(Session session)",
@@ -709,29 +737,6 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
         "path.SetLocation(WildcardPattern.Escape(homeDirectory));"
     );
     assert!(asked < position(&home, "session.HomeDrive = location.Drive;"));
-    // $HOME again from the host's own value: the reset read it from the
-    // process environment, which the other slot's call may be changing.
-    position(
-        &clean,
-        "if (!string.Equals(home, homeVariable, StringComparison.Ordinal))",
-    );
-    // ResetRunspaceState takes the location from the process directory,
-    // which goes home first, whatever the call did.
-    assert_eq!(
-        put_back[2],
-        "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
-    );
-    // A failed rebuild leaves no dead session: null, built on demand when
-    // the slot is next used (issue 31, N13).
-    position(
-        &after,
-        "try { other.Session = new Session(); } catch (Exception) { other.Session = null; }",
-    );
-    let acquire_at = position(
-        &request,
-        "slot = prelude != null ? GetPreludeSlot(prelude) : Acquire(plainSlots, ref plainNext);",
-    );
-    assert!(acquire_at > 0);
 }
 
 /// Item 6: wildcard characters in the working directory, lone surrogates
