@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
-# What the benches share: the median (all of them), the 90th percentile, and about the
-# repetitions of support/catalog_run.rb (catalog_bench.rb, ab_bench.rb).
+# What the benches share: the median (all of them), the 90th percentile
+# (fresh_host_bench.rb, host_phases.rb), and about the repetitions of
+# support/catalog_run.rb (catalog_bench.rb, ab_bench.rb).
 
 # The median of a list of figures.
 def median(values)

@@ -257,13 +257,15 @@ namespace PwshlibHost
         // the location globber (the drive looked up and checked, the path
         // normalized), some 0.045 ms a reset on pwsh 7.6.9, on the plain
         // runspace's critical path when requests come back to back (issue
-        // 39). PathInfo.Drive and PathInfo.Path are the fields the location
-        // is kept as (SessionStateInternal.GetNamespaceCurrentLocation,
-        // pwsh 7 and Windows PowerShell 5.1 alike), read without a lookup:
-        // the same drive object and the same drive-qualified path as a
-        // location already proven home (its ProviderPath compared) is that
-        // location. A drive removed and made again is another object, and
-        // is asked the long way.
+        // 39). PathInfo.Drive and PathInfo.Path are what the location's
+        // PathInfo is built from (SessionStateInternal.
+        // GetNamespaceCurrentLocation in pwsh 7's source, which keeps
+        // Windows PowerShell 5.1's; 5.1 is not run here), read without a
+        // lookup: the same drive object and the same drive-qualified path
+        // as a location already proven home (its ProviderPath compared) is
+        // that location. A drive removed and made again is another object,
+        // and is asked the long way. A home with wildcard characters is set
+        // every time, as before.
         private void SetLocationHome(Session session)
         {
             PathIntrinsics path = session.Runspace.SessionStateProxy.Path;

@@ -81,11 +81,13 @@ namespace PwshlibHost
 
     public sealed partial class Server
     {
-        // An opt-in timing trace of the host's start and its calls
-        // (docs/performance.md, "The first call's phases"): host.ps1 sets
-        // the file PWSHLIB_HOST_TRACE names; empty, as normally, traces
-        // nothing. Each line: milliseconds since the process started, the
-        // thread, the phase. Never part of a reply or of the output.
+        // An opt-in timing trace of the host's start and of each request's
+        // steps (docs/performance.md, "The first call's phases";
+        // bench/host_phases.rb reads it): host.ps1 sets the file
+        // PWSHLIB_HOST_TRACE names; empty, as normally, traces nothing.
+        // Each line: milliseconds since the process started (to the
+        // microsecond), the thread, the phase. Never part of a reply or of
+        // the output.
         private static string tracePath;
         private static double traceOffsetMs;
         private static readonly Stopwatch TraceClock = new Stopwatch();
