@@ -40,7 +40,48 @@ namespace PwshlibHost
             InitialSessionState state = InitialSessionState.CreateDefault2();
             runspace = RunspaceFactory.CreateRunspace(psHost, state);
             runspace.Open();
+            TrustRootDrive(runspace);
             ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);
+        }
+
+        // PSDriveInfo.IsAutoMounted: internal to PowerShell, read once.
+        private static readonly PropertyInfo autoMounted = typeof(PSDriveInfo).GetProperty("IsAutoMounted", BindingFlags.Instance | BindingFlags.NonPublic);
+
+        // On Linux and macOS, the file system drive named '/' is marked
+        // auto-mounted whenever the first mount .NET lists (DriveInfo.
+        // GetDrives(), /proc/self/mountinfo's order) is not a fixed disk:
+        // /proc on this project's machines. FileSystemProvider.
+        // InitializeDefaultDrives names every mount's drive '/', roots it at
+        // '/', keeps the first and takes its type (PowerShell PR #2679).
+        // Every lookup of an auto-mounted drive then checks that it still
+        // exists (SessionStateInternal.GetDrive, ValidateOrRemoveAutoMounted-
+        // Drive), and .NET answers by reading the whole mount table: two or
+        // three times a location set, 0.2 ms of each 0.5 ms
+        // ResetRunspaceState (issue 39), and in every path a call resolves.
+        // For '/' the check looks up the root mount, which a running
+        // process cannot lose: it fails only when the read itself fails,
+        // and then PowerShell removes the root drive under a running host.
+        // So it is skipped for '/' alone. On Unix the flag has no other effect on a
+        // drive already made (pwsh 7's source: it also picks the scope's
+        // table a drive is added to, done by now, and its Windows-only
+        // lookups). Windows has no drive named '/'; a PowerShell without
+        // the property is left as it is.
+        private static void TrustRootDrive(Runspace runspace)
+        {
+            if (autoMounted == null) { return; }
+            try
+            {
+                foreach (PSDriveInfo drive in runspace.SessionStateProxy.Drive.GetAllForProvider("FileSystem"))
+                {
+                    if (drive.Name == "/" && drive.Root == "/" && (bool)autoMounted.GetValue(drive, null))
+                    {
+                        autoMounted.SetValue(drive, false, null);
+                    }
+                }
+            }
+            catch (Exception)
+            {
+            }
         }
 
         public PwshlibPSHost Host { get { return psHost; } }

@@ -99,4 +99,31 @@ RSpec.describe Pwsh::Manager, 'the reset after each reply, on the real pwsh' do
       end
     end
   end
+
+  # Issue 39: PowerShell marks the root drive '/' auto-mounted when the
+  # first mount .NET lists is not a disk (/proc here), and then reads the
+  # whole mount table at each lookup of it, the reset's location set among
+  # them. Each session trusts it (Session.TrustRootDrive): the plain one
+  # and both prelude ones. A runspace PowerShell builds by itself shows
+  # what the host started from.
+  it "trusts the root drive '/' in every session, and it still takes the host anywhere" do
+    probe = <<~PS
+      $flag = [System.Management.Automation.PSDriveInfo].GetProperty('IsAutoMounted', [Reflection.BindingFlags]'Instance,NonPublic')
+      $own = [runspacefactory]::CreateRunspace([System.Management.Automation.Runspaces.InitialSessionState]::CreateDefault2())
+      $own.Open()
+      $ownRoot = $own.SessionStateProxy.Drive.Get('/')
+      $root = Get-PSDrive -Name / -PSProvider FileSystem
+      Set-Location /tmp
+      "[$($flag.GetValue($root))] [$($root.Root)] [$((Get-Location).Path)] [$($flag.GetValue($ownRoot))] [$([System.IO.DriveInfo]::GetDrives()[0].DriveType)]"
+      $own.Dispose()
+    PS
+    answers = [manager.execute(probe), manager.execute_with_prelude('dsc', probe), manager.execute_with_prelude('dsc', probe)]
+    answers.each do |answer|
+      trusted, root, moved, own, first_mount = answer[:stdout].lines.first.scan(/\[([^\]]*)\]/).flatten
+      expect([trusted, root, moved]).to eq(%w[False / /tmp])
+      # PowerShell's own choice, from the first mount's type (PR #2679).
+      expect(own).to eq((first_mount != 'Fixed').to_s.capitalize)
+    end
+    expect(manager.execute('(Get-Location).Path')[:stdout]).to eq("#{Dir.pwd}\n")
+  end
 end

@@ -199,6 +199,33 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
     );
 }
 
+/// Issue 39: every session trusts the root drive '/' once it is open, so
+/// that its lookups stop reading the mount table (PowerShell marks it
+/// auto-mounted when the first mount is not a disk). Only a file system
+/// drive named '/' and rooted at '/' is touched, and a PowerShell without
+/// the internal property is left alone.
+#[test]
+fn each_session_trusts_the_root_drive_and_no_other() {
+    let source = host_source();
+    let session = lines(&member(&source, "public Session()"));
+    let open = position(&session, "runspace.Open();");
+    assert_eq!(session[open + 1], "TrustRootDrive(runspace);");
+    let trust = lines(&member(
+        &source,
+        "private static void TrustRootDrive(Runspace runspace)",
+    ));
+    holds_each(
+        &trust,
+        &[
+            "if (autoMounted == null) { return; }",
+            "foreach (PSDriveInfo drive in runspace.SessionStateProxy.Drive.GetAllForProvider(\"FileSystem\"))",
+            "if (drive.Name == \"/\" && drive.Root == \"/\" && (bool)autoMounted.GetValue(drive, null))",
+            "autoMounted.SetValue(drive, false, null);",
+        ],
+    );
+    assert_eq!(source.matches("autoMounted.SetValue(").count(), 1);
+}
+
 /// Item 2: `exit N` at the top level reaches the host as SetShouldExit(N);
 /// the result's exit code is the host's.
 #[test]
