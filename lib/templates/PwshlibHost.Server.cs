@@ -61,11 +61,11 @@ namespace PwshlibHost
         // For '/' the check looks up the root mount, which a running
         // process cannot lose: it fails only when the read itself fails,
         // and then PowerShell removes the root drive under a running host.
-        // So it is skipped for '/' alone. On Unix the flag has no other effect on a
-        // drive already made (pwsh 7's source: it also picks the scope's
-        // table a drive is added to, done by now, and its Windows-only
-        // lookups). Windows has no drive named '/'; a PowerShell without
-        // the property is left as it is.
+        // So it is skipped for '/' alone. On Unix the flag does nothing
+        // else to a drive already made (pwsh 7's source: it also picks the
+        // scope's table a drive is added to, done by now, and is read by
+        // Windows-only lookups). Windows has no drive named '/'; a
+        // PowerShell without the property is left as it is.
         private static void TrustRootDrive(Runspace runspace)
         {
             if (autoMounted == null) { return; }
