@@ -251,44 +251,20 @@ namespace PwshlibHost
         }
 
         // The session's file system location back home, after its reset.
-        // SetLocation costs about as much as the reset itself (0.5 ms on
-        // pwsh 7.6): only when the location is not home already. Asking is
-        // not free either: PathInfo.ProviderPath resolves the path through
-        // the location globber (the drive looked up and checked, the path
-        // normalized), some 0.045 ms a reset on pwsh 7.6.9, on the plain
-        // runspace's critical path when requests come back to back (issue
-        // 39). PathInfo.Drive and PathInfo.Path are what the location's
-        // PathInfo is built from (SessionStateInternal.
-        // GetNamespaceCurrentLocation in pwsh 7's source, which keeps
-        // Windows PowerShell 5.1's; 5.1 is not run here), read without a
-        // lookup: the same drive object and the same drive-qualified path
-        // as a location already proven home (its ProviderPath compared) is
-        // that location. A drive removed and made again is another object,
-        // and is asked the long way. A home with wildcard characters is set
-        // every time, as before.
+        // SetLocation costs about as much as the reset itself: only when
+        // the location is not home already. Asking is cheap (PathInfo.
+        // ProviderPath, some 0.004 ms on pwsh 7.6.9) once the root drive is
+        // trusted (Session.TrustRootDrive); stop 52 kept the drive and path
+        // of the last location proven home to avoid 0.045 ms, nearly all of
+        // it the mount table read that check now skips. A home with
+        // wildcard characters is set every time.
         private void SetLocationHome(Session session)
         {
             PathIntrinsics path = session.Runspace.SessionStateProxy.Path;
-            if (homeHasWildcards)
+            if (homeHasWildcards || !string.Equals(path.CurrentFileSystemLocation.ProviderPath, homeDirectory, StringComparison.Ordinal))
             {
                 path.SetLocation(WildcardPattern.Escape(homeDirectory));
-                return;
             }
-            PathInfo location = path.CurrentFileSystemLocation;
-            if (session.HomeDrive != null && object.ReferenceEquals(location.Drive, session.HomeDrive) && string.Equals(location.Path, session.HomePath, StringComparison.Ordinal))
-            {
-                return;
-            }
-            session.HomeDrive = null;
-            session.HomePath = null;
-            if (!string.Equals(location.ProviderPath, homeDirectory, StringComparison.Ordinal))
-            {
-                path.SetLocation(WildcardPattern.Escape(homeDirectory));
-                location = path.CurrentFileSystemLocation;
-                if (!string.Equals(location.ProviderPath, homeDirectory, StringComparison.Ordinal)) { return; }
-            }
-            session.HomeDrive = location.Drive;
-            session.HomePath = location.Path;
         }
 
         // After a timed-out call: waits a bounded time for its pipeline to

@@ -91,12 +91,6 @@ namespace PwshlibHost
         // one), or null.
         internal Standby Standby;
 
-        // The file system location last proven to be the host's home
-        // directory (Server.SetLocationHome): its drive and drive-qualified
-        // path; null until then.
-        internal PSDriveInfo HomeDrive;
-        internal string HomePath;
-
         // The standby, which the caller now owns.
         internal Standby TakeStandby()
         {
