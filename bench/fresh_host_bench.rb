@@ -135,8 +135,8 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
   # bench runs, reaches both alike (as the round trips' rounds below);
   # three starts first, so that pwsh's files are read from the page cache
   # by every timed one, as by the hosts (printed beside, not counted).
-  start_pwsh = -> { timed { system(pwsh, '-NoProfile', '-c', '1', out: File::NULL) } }
-  at_start = Array.new(3) { start_pwsh.call * 1000.0 }
+  start_pwsh = -> { timed { system(pwsh, '-NoProfile', '-c', '1', out: File::NULL) } * 1000.0 }
+  at_start = Array.new(3) { start_pwsh.call }
   starts = []
   machine = Acceptance::Machine.new('fresh-bench', module_path: File.join(REAL_DSC, 'modules'))
   state = File.join(machine.dir, 'dsc-state')
@@ -175,9 +175,9 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       puts "  #{name}, first call without the assembly cache: #{format('%.0f', uncached.first)} ms" if uncached
     end
     puts '  pwsh -NoProfile -c 1 (its own start, right before each of those applies): ' \
-         "#{figures(starts.map { |s| s * 1000.0 })} (at the bench's start, before any apply: " \
+         "#{figures(starts)} (at the bench's start, before any apply: " \
          "#{at_start.map(&:round).join(' ')} ms)"
-    start = median(starts) * 1000.0
+    start = median(starts)
     puts "  first call against pwsh's start: target median <= #{format('%.0f', 2 * start)} ms: " \
          "#{verdict(median(firsts), 2 * start)} (#{format('%.1f', median(firsts) / start)}x)"
     CODES.each do |name, code|
