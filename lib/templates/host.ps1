@@ -124,11 +124,24 @@ function Get-PwshlibHostSourceKey {
 # (docs/performance.md, "The compiled host"). The server's type is taken
 # from the assembly loaded, not looked up by name (a [type] lookup searches
 # every loaded assembly).
+# Compiled optimized. pwsh 7's Add-Type compiles with Roslyn's default
+# options (AddTypeCommand.GetDefaultCompilationOptions: a bare
+# CSharpCompilationOptions, OptimizationLevel.Debug), which mark the
+# assembly [Debuggable(DisableOptimizations)]: the JIT then compiles every
+# method of the host with MinOpts for the life of the process and never
+# tiers it up (perf shows them "MinOptJitted"). '-optimize+' goes through
+# its -CompilerOptions (CSharpCommandLineParser) instead. Windows
+# PowerShell 5.1 has no such parameter and needs none: its CodeDom C#
+# provider passes /optimize+ unless debug information is asked for
+# (CSharpCodeGenerator.CmdArgsFromParameters). The cached file's name says
+# so: an assembly cached unoptimized by an earlier host is never loaded.
+$Optimized = @{}
+if ($PSVersionTable.PSEdition -eq 'Core') { $Optimized.CompilerOptions = '-optimize+' }
 $HostServer = $null
 $HostAssembly = 'compiled'
 if ($AssemblyCache -and $HostSourceKey) {
     try {
-        $Prefix = "PwshlibHost-$HostSourceKey-$($PSVersionTable.PSEdition)-$($PSVersionTable.PSVersion)-$([Environment]::Version)-"
+        $Prefix = "PwshlibHost-$HostSourceKey-$($PSVersionTable.PSEdition)-$($PSVersionTable.PSVersion)-$([Environment]::Version)-optimized-"
         # Any file of the prefix: two hosts that compiled at once may both
         # have cached theirs (the same source, other bytes).
         $Files = [System.IO.Directory]::GetFiles($AssemblyCache, $Prefix + '*.dll')
@@ -137,7 +150,7 @@ if ($AssemblyCache -and $HostSourceKey) {
             if ($HostServer) { $HostAssembly = 'cached' }
         } elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {
             $Temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
-            Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library
+            Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library @Optimized
             $Bytes = [System.IO.File]::ReadAllBytes($Temporary)
             # pwsh 7 writes the file and loads nothing; load what was
             # written, unless this PowerShell loaded it already.
@@ -176,7 +189,7 @@ if (-not $HostServer) {
     $HostServer = 'PwshlibHost.Server' -as [type]
 }
 if (-not $HostServer) {
-    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp
+    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Optimized
     $HostServer = [PwshlibHost.Server]
 }
 

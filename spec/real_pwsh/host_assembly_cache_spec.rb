@@ -11,13 +11,19 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
   include_context 'a host cache of its own'
 
   # A new host (not the cached instance): how it got its assembly, how
-  # long it took to answer its first call, and that the call worked.
+  # long it took to answer its first call, that the call worked, and
+  # whether the JIT may optimize the host's code (its assembly not marked
+  # [Debuggable(DisableOptimizations)], which pwsh 7's Add-Type gives by
+  # default: "True" then).
   def fresh_start
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     manager = Pwsh::Manager.new(REAL_PWSH, Pwsh::Manager.pwsh_args)
     result = manager.execute('6 * 7')
     took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-    [manager.wire_stats[:host_assembly], took, result[:stdout]]
+    unoptimized = manager.execute(<<~PS)[:stdout]
+      [PwshlibHost.Server].Assembly.GetCustomAttributes([System.Diagnostics.DebuggableAttribute], $false).IsJITOptimizerDisabled -contains $true
+    PS
+    [manager.wire_stats[:host_assembly], took, result[:stdout], unoptimized]
   ensure
     manager&.exit
   end
@@ -27,14 +33,17 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
   end
 
   it 'compiles at the first start, and a second fresh host loads that assembly instead' do
-    assembly, compiled_took, out = fresh_start
-    expect([assembly, out]).to eq(%W[compiled 42\n])
+    assembly, compiled_took, out, unoptimized = fresh_start
+    expect([assembly, out, unoptimized]).to eq(%W[compiled 42\n False\n])
     expect(cached_files.size).to eq(1)
+    # Its name says it was compiled optimized: one cached by an earlier
+    # host without -optimize+ is not taken.
+    expect(File.basename(cached_files.first)).to match(/\APwshlibHost-\h{32}-Core-[^-]+-[^-]+-optimized-\h{64}\.dll\z/)
     expect(File.stat(@cache).mode & 0o777).to eq(0o700)
     expect(Dir.children(@cache).grep(/^tmp-/)).to be_empty
 
-    assembly, cached_took, out = fresh_start
-    expect([assembly, out]).to eq(%W[cached 42\n])
+    assembly, cached_took, out, unoptimized = fresh_start
+    expect([assembly, out, unoptimized]).to eq(%W[cached 42\n False\n])
     # Compiling takes seconds, loading a tenth of one.
     expect(cached_took).to be < compiled_took
   end
@@ -88,9 +97,18 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
     expect(cached_files).to be_empty
   end
 
-  it 'keeps no cache when PWSHLIB_HOST_CACHE is empty' do
+  it 'keeps no cache when PWSHLIB_HOST_CACHE is empty, and compiles optimized in memory too' do
     ENV['PWSHLIB_HOST_CACHE'] = ''
-    expect(fresh_start.first).to eq('compiled')
+    assembly, _took, _out, unoptimized = fresh_start
+    expect([assembly, unoptimized]).to eq(%W[compiled False\n])
     expect(File.exist?(@cache)).to be(false)
+  end
+
+  it 'does not load an assembly an earlier host cached under the name without "optimized"' do
+    assembly, = fresh_start
+    expect(assembly).to eq('compiled')
+    file = cached_files.first
+    File.rename(file, file.sub('-optimized-', '-'))
+    expect(fresh_start.values_at(0, 3)).to eq(%W[compiled False\n])
   end
 end

@@ -103,12 +103,17 @@ module HostCSharp5
     end
 
     # Two calls (issue 39): compiled into the assembly cache, or in memory
-    # without one; both get the file whole.
+    # without one; both get the file whole, and both the options in
+    # $Optimized, which only pwsh 7 fills: Windows PowerShell 5.1's Add-Type
+    # has no -CompilerOptions (its CodeDom csc optimizes by itself).
     it 'is the files host.ps1 joins and hands whole to each Add-Type' do
       script = File.read(HostCSharp5::HOST_SCRIPT)
       expect(script.scan(/^ *Add-Type -TypeDefinition .*$/).map(&:strip)).to eq(
-        ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library',
-         'Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp']
+        ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library @Optimized',
+         'Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Optimized']
+      )
+      expect(script.scan(/^.*\$Optimized\.CompilerOptions.*$/)).to eq(
+        ["if ($PSVersionTable.PSEdition -eq 'Core') { $Optimized.CompilerOptions = '-optimize+' }"]
       )
       expect(script).to include('[string]::Join("`n", @(foreach ($Name in @(')
       # Every PwshlibHost*.cs file shipped, each once (the cache key,

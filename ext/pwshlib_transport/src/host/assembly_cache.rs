@@ -49,7 +49,8 @@ pub fn assembly_cache_dir() -> Option<String> {
 /// names, each as its name, NUL, its length in decimal, NUL, its bytes;
 /// the first 16 bytes in lowercase hex. host.ps1 computes the same
 /// (Get-PwshlibHostSourceKey) before it caches what it compiled, and
-/// names its cached assemblies `PwshlibHost-<key>-<edition>-<version>-<runtime>-<SHA-256 of the file>.dll`.
+/// names its cached assemblies `PwshlibHost-<key>-<edition>-<version>-<runtime>-optimized-<SHA-256 of the file>.dll`
+/// (docs/protocol.md; [`remove_damaged`] reads the hash after the last `-`).
 /// `None` when a file cannot be read (the host then compiles in memory).
 pub fn host_source_key(script_dir: &Path) -> Option<String> {
     let mut names: Vec<String> = std::fs::read_dir(script_dir)
@@ -263,8 +264,9 @@ mod tests {
         let dir = scratch("damaged");
         let bytes = b"MZ an assembly";
         let sound_hash = hex(&Sha256::digest(bytes));
-        let sound = format!("PwshlibHost-k1-Core-7.6.0-preview.1-10.0.0-{sound_hash}.dll");
-        let damaged = format!("PwshlibHost-k1-Core-7.6.9-10.0.0-{sound_hash}.dll");
+        let sound =
+            format!("PwshlibHost-k1-Core-7.6.0-preview.1-10.0.0-optimized-{sound_hash}.dll");
+        let damaged = format!("PwshlibHost-k1-Core-7.6.9-10.0.0-optimized-{sound_hash}.dll");
         let other_key = format!("PwshlibHost-k2-Core-7.6.9-10.0.0-{sound_hash}.dll");
         std::fs::write(dir.join(&sound), bytes).unwrap();
         std::fs::write(dir.join(&damaged), &bytes[..4]).unwrap();
