@@ -12,7 +12,8 @@
 # * per call: the in-sync Gets after the first, through the whole provider
 #   (the provider's own "Invoke-DscResource Get took" debug line, from
 #   handing the call to the manager until its answer), against the
-#   resource's own Get in a warm runspace (bench/support/resource_get_floor.ps1);
+#   resource's own Get in a warm runspace (bench/support/resource_get_floor.ps1,
+#   a process of its own right after each apply, in turns);
 #   target: median at most Get() + max(Get()/2, 1 ms). Class-based
 #   (RealSetting) and script-based (MSFT_RealKeyed) resources.
 # * round trip: Pwsh::Manager#execute of `1` and of 20 lines, back to back
@@ -154,19 +155,23 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
 
       # The data form and the script text (PWSHLIB_DSC_DATA=0, the before
       # of issue 39) take turns, so that the machine's load drifts alike.
+      # The resource's own Get too, right after each apply of the data
+      # form: the target sets the two against each other, so both are
+      # timed under the load of the same moment.
       runs = []
       as_script = []
+      floor = []
       ROUNDS.times do |round|
         trace = File.join(scratch, "trace-#{type}") if ENV['PWSHLIB_BENCH_FRESH_TRACE'] == '1' && round.zero?
         starts << start_pwsh.call
         runs << in_sync_gets(machine, text, trace ? env.merge('PWSHLIB_HOST_TRACE' => trace) : env, name)
+        floor.concat(floor_gets(pwsh, floor_kind, env))
         puts(File.read(trace).lines.map { |line| "    #{name} phase: #{line}" }.join) if trace && File.exist?(trace)
         as_script.concat(in_sync_gets(machine, text, env.merge('PWSHLIB_DSC_DATA' => '0'), name).drop(1))
       end
       uncached = in_sync_gets(machine, text, env.merge('PWSHLIB_HOST_CACHE' => ''), name) if firsts.empty?
       firsts.concat(runs.map(&:first))
       later = runs.flat_map { |run| run.drop(1) }
-      floor = floor_gets(pwsh, floor_kind, env)
       limit = median(floor) + [median(floor) / 2.0, 1.0].max
       puts "  #{name}, calls after the first: provider Get #{figures(later)} | resource's own Get " \
            "#{figures(floor)} | target median <= #{format('%.2f', limit)} ms: #{verdict(median(later), limit)}"
