@@ -131,10 +131,11 @@ function Get-PwshlibHostSourceKey {
 # method of the host with MinOpts for the life of the process and never
 # tiers it up (perf shows them "MinOptJitted"). '-optimize+' goes through
 # its -CompilerOptions (CSharpCommandLineParser) instead. Windows
-# PowerShell 5.1 has no such parameter and needs none: its CodeDom C#
-# provider passes /optimize+ unless debug information is asked for
-# (CSharpCodeGenerator.CmdArgsFromParameters). The cached file's name says
-# so: an assembly cached unoptimized by an earlier host is never loaded.
+# PowerShell 5.1 has no such parameter and needs none: its AddTypeCommand
+# sets IncludeDebugInformation = false and CompilerOptions = "/optimize+"
+# for C# itself (and CodeDom's CSharpCodeGenerator passes /optimize+
+# without debug information). The cached file's name says so: an
+# assembly cached unoptimized by an earlier host is never loaded.
 $Optimized = @{}
 if ($PSVersionTable.PSEdition -eq 'Core') { $Optimized.CompilerOptions = '-optimize+' }
 $HostServer = $null
