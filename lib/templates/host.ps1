@@ -124,9 +124,10 @@ function Get-PwshlibHostSourceKey {
 # (docs/performance.md, "The compiled host"). The server's type is taken
 # from the assembly loaded, not looked up by name (a [type] lookup searches
 # every loaded assembly).
-# Compiled optimized. pwsh 7's Add-Type compiles with Roslyn's default
-# options (AddTypeCommand.GetDefaultCompilationOptions: a bare
-# CSharpCompilationOptions, OptimizationLevel.Debug), which mark the
+# The host's source compiled, optimized, with Add-Type's -OutputAssembly
+# and -OutputType when caching ($Output). pwsh 7's Add-Type compiles with
+# Roslyn's default options (AddTypeCommand.GetDefaultCompilationOptions: a
+# bare CSharpCompilationOptions, OptimizationLevel.Debug), which mark the
 # assembly [Debuggable(DisableOptimizations)]: the JIT then compiles every
 # method of the host with MinOpts for the life of the process and never
 # tiers it up (perf shows them "MinOptJitted"). '-optimize+' goes through
@@ -135,9 +136,15 @@ function Get-PwshlibHostSourceKey {
 # sets IncludeDebugInformation = false and CompilerOptions = "/optimize+"
 # for C# itself (and CodeDom's CSharpCodeGenerator passes /optimize+
 # without debug information). The cached file's name says so: an
-# assembly cached unoptimized by an earlier host is never loaded.
-$Optimized = @{}
-if ($PSVersionTable.PSEdition -eq 'Core') { $Optimized.CompilerOptions = '-optimize+' }
+# assembly cached unoptimized by an earlier host is never loaded. A
+# function, so that a host loading a cached assembly runs none of it (its
+# statements cost some 10 ms cold, issue 39).
+function Add-PwshlibHostType {
+    param([hashtable] $Output = @{})
+    if ($PSVersionTable.PSEdition -eq 'Core') { $Output.CompilerOptions = '-optimize+' }
+    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Output
+}
+
 $HostServer = $null
 $HostAssembly = 'compiled'
 if ($AssemblyCache -and $HostSourceKey) {
@@ -151,7 +158,7 @@ if ($AssemblyCache -and $HostSourceKey) {
             if ($HostServer) { $HostAssembly = 'cached' }
         } elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {
             $Temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
-            Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library @Optimized
+            Add-PwshlibHostType @{ OutputAssembly = $Temporary; OutputType = 'Library' }
             $Bytes = [System.IO.File]::ReadAllBytes($Temporary)
             # pwsh 7 writes the file and loads nothing; load what was
             # written, unless this PowerShell loaded it already.
@@ -190,7 +197,7 @@ if (-not $HostServer) {
     $HostServer = 'PwshlibHost.Server' -as [type]
 }
 if (-not $HostServer) {
-    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Optimized
+    Add-PwshlibHostType
     $HostServer = [PwshlibHost.Server]
 }
 

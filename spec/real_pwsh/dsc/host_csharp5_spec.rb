@@ -103,17 +103,20 @@ module HostCSharp5
     end
 
     # Two calls (issue 39): compiled into the assembly cache, or in memory
-    # without one; both get the file whole, and both the options in
-    # $Optimized, which only pwsh 7 fills: Windows PowerShell 5.1's Add-Type
-    # has no -CompilerOptions (its CodeDom csc optimizes by itself).
+    # without one; both through Add-PwshlibHostType, which hands the file
+    # whole to Add-Type with -CompilerOptions on pwsh 7 only: Windows
+    # PowerShell 5.1's Add-Type has no such parameter (it optimizes C# by
+    # itself).
     it 'is the files host.ps1 joins and hands whole to each Add-Type' do
       script = File.read(HostCSharp5::HOST_SCRIPT)
       expect(script.scan(/^ *Add-Type -TypeDefinition .*$/).map(&:strip)).to eq(
-        ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp -OutputAssembly $Temporary -OutputType Library @Optimized',
-         'Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Optimized']
+        ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Output']
       )
-      expect(script.scan(/^.*\$Optimized\.CompilerOptions.*$/)).to eq(
-        ["if ($PSVersionTable.PSEdition -eq 'Core') { $Optimized.CompilerOptions = '-optimize+' }"]
+      expect(script.scan(/^ *Add-PwshlibHostType\b.*$/).map(&:strip)).to eq(
+        ["Add-PwshlibHostType @{ OutputAssembly = $Temporary; OutputType = 'Library' }", 'Add-PwshlibHostType']
+      )
+      expect(script.scan(/^.*\.CompilerOptions.*$/).map(&:strip)).to eq(
+        ["if ($PSVersionTable.PSEdition -eq 'Core') { $Output.CompilerOptions = '-optimize+' }"]
       )
       expect(script).to include('[string]::Join("`n", @(foreach ($Name in @(')
       # Every PwshlibHost*.cs file shipped, each once (the cache key,
