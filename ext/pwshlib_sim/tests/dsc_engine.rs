@@ -1,5 +1,5 @@
 //! The DSC engine driven the way the main loop drives it: scripts in the
-//! shape of docs/architecture.md through `handle_with_env`, a temporary
+//! shape of docs/behavior.md §7 through `handle_with_env`, a temporary
 //! state file and call log per test.
 
 use std::collections::HashMap;

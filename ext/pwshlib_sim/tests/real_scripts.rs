@@ -146,7 +146,7 @@ fn the_kitchen_sink_script_sets_and_gets() {
 }
 
 /// When the templates are in the tree, a script assembled from them (as
-/// docs/architecture.md orders the parts) is read the same way.
+/// docs/behavior.md §7 orders the parts) is read the same way.
 #[test]
 fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     let templates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");

@@ -5,7 +5,7 @@
 //!
 //! It is read back from the body [`super::ScriptParts::into_script`] wrote,
 //! whose `$InvokeParams` line follows the small grammar the simulator reads
-//! too (docs/architecture.md, "The generated invocation script"): one
+//! too (docs/behavior.md, "The generated invocation script"): one
 //! writer, so the two forms cannot say different things. A body this does
 //! not cover (embedded CIM instances, made by commands before the call; a
 //! hashtable key that is not a string) gives `None`, and the call goes as

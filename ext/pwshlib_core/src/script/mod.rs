@@ -1,4 +1,4 @@
-//! Building the Invoke-DscResource script (docs/architecture.md shows its
+//! Building the Invoke-DscResource script (docs/behavior.md §7 shows its
 //! shape), with secret positions tracked as the text is written.
 //!
 //! One pass produces the real script for PowerShell and, from the recorded

@@ -6,7 +6,7 @@
 //!
 //! It reads values (`crate::value`) and nothing else of the crate:
 //! `typedef`, `literal`, `script`, `redact` and `lifecycle` use it, so no
-//! import runs in a circle (docs/architecture.md, "Secret tracking").
+//! import runs in a circle (docs/behavior.md, "Secret tracking").
 
 mod marker;
 mod schema;

@@ -1,5 +1,5 @@
 //! Evaluates the subset of PowerShell values that the provider's invocation
-//! scripts contain (docs/architecture.md, "The generated invocation
+//! scripts contain (docs/behavior.md, "The generated invocation
 //! script"), straight from the `tree-sitter-powershell` syntax tree.
 //!
 //! Anything outside that subset is an error naming the construct, never a
