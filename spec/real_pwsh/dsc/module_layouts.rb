@@ -236,7 +236,7 @@ module ModuleLayouts
         # Vendored beside the module, as the DSC module builder vendors a
         # module's dependencies.
         '../PwshlibLoadHelper/PwshlibLoadHelper.psd1' => manifest('PwshlibLoadHelper', 'RootModule' => "'PwshlibLoadHelper.psm1'",
-                                                                                      'FunctionsToExport' => list('Get-PwshlibLoadGreeting')),
+                                                                                       'FunctionsToExport' => list('Get-PwshlibLoadGreeting')),
         '../PwshlibLoadHelper/PwshlibLoadHelper.psm1' => "function Get-PwshlibLoadGreeting { 'hello from PwshlibLoadHelper' }\n",
       },
       'PwshlibLoadEnv' => {

@@ -21,7 +21,7 @@ module ModuleLoading
   RESOURCES = {
     'shade' => ['dsc_loadshade', {
       'dsc_name' => 'shade', 'dsc_value' => 'v-shade', 'dsc_shade' => 'Dark',
-      'dsc_credential' => Acceptance.credential('svc-load', SECRET),
+      'dsc_credential' => Acceptance.credential('svc-load', SECRET)
     }],
     'nested' => ['dsc_loadnested', { 'dsc_name' => 'nested', 'dsc_value' => 'v-nested' }],
     'ps1' => ['dsc_loadps1', { 'dsc_name' => 'ps1', 'dsc_value' => 'v-ps1' }],
@@ -30,7 +30,7 @@ module ModuleLoading
   }.freeze
 
   FRIENDLY = {
-    'shade' => 'LoadShade', 'nested' => 'LoadNested', 'ps1' => 'LoadPs1', 'folder' => 'LoadFolder', 'required' => 'LoadRequired',
+    'shade' => 'LoadShade', 'nested' => 'LoadNested', 'ps1' => 'LoadPs1', 'folder' => 'LoadFolder', 'required' => 'LoadRequired'
   }.freeze
 
   def self.manifest(resources)
@@ -236,7 +236,8 @@ module ModuleLoading
       read = out.lines.map { |line| JSON.parse(line) }
       read.each { |entry| expect(entry['compiled']).to eq(entry['fallback']), entry['manifest'] }
       held = read.to_h { |entry| [File.basename(entry['manifest'], '.psd1'), entry['compiled']] }
-      expect(held['PwshlibLoadNested']['Classes']).to eq([['LoadNested', File.join(ModuleLayouts.vendored_module(@lib, 'PwshlibLoadNested'), 'Classes', 'LoadNestedClasses.psm1')]])
+      nested = File.join(ModuleLayouts.vendored_module(@lib, 'PwshlibLoadNested'), 'Classes', 'LoadNestedClasses.psm1')
+      expect(held['PwshlibLoadNested']['Classes']).to eq([['LoadNested', nested]])
       expect(held['PwshlibLoadPs1']['Classes'].map(&:first)).to eq(['LoadPs1'])
       expect(held['PwshlibLoadFolder']['Scripts'].map(&:first)).to eq(%w[LoadFolder MSFT_LoadFolder])
       expect(held['PwshlibLoadEnv']['Classes'].map(&:first)).to eq(%w[LoadEnvRead LoadEnvSet])
