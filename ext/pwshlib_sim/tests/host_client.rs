@@ -526,15 +526,26 @@ fn what_a_dsc_call_sets_in_the_process_stays_but_not_its_env_nor_psmodulepath() 
     let seen = host
         .execute_with_prelude(
             prelude,
-            request("Write-Output 'next' $env:PWSHLIB_KEPT $env:PWSHLIB_GIVEN", 10_000),
+            request(
+                "Write-Output 'next' $env:PWSHLIB_KEPT $env:PWSHLIB_GIVEN",
+                10_000,
+            ),
             &Cancel::default(),
         )
         .unwrap();
     assert_eq!(seen.stdout.as_deref(), Some("next\nfrom a DSC call\n"));
-    assert_eq!(run(&mut host, "$env:PWSHLIB_KEPT").stdout.as_deref(), Some("from a DSC call\n"));
+    assert_eq!(
+        run(&mut host, "$env:PWSHLIB_KEPT").stdout.as_deref(),
+        Some("from a DSC call\n")
+    );
     assert_eq!(run(&mut host, "$env:PSModulePath").stdout, module_path);
     run(&mut host, "$env:PWSHLIB_PLAIN = 'plain'");
-    assert_eq!(run(&mut host, "Write-Output 'after' $env:PWSHLIB_PLAIN").stdout.as_deref(), Some("after\n"));
+    assert_eq!(
+        run(&mut host, "Write-Output 'after' $env:PWSHLIB_PLAIN")
+            .stdout
+            .as_deref(),
+        Some("after\n")
+    );
     host.exit_gracefully();
 }
 
