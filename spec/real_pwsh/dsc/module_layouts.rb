@@ -155,6 +155,23 @@ module ModuleLayouts
     }
   PS
 
+  # Extended type data a manifest's TypesToProcess loads: a property on
+  # every string.
+  TYPES_XML = <<~XML
+    <?xml version="1.0" encoding="utf-8"?>
+    <Types>
+      <Type>
+        <Name>System.String</Name>
+        <Members>
+          <ScriptProperty>
+            <Name>PwshlibLoadMark</Name>
+            <GetScriptBlock>'typed ' + $this</GetScriptBlock>
+          </ScriptProperty>
+        </Members>
+      </Type>
+    </Types>
+  XML
+
   ENV_CLASSES = <<~'PS'
     # Sets an environment variable for the process, as an environment
     # resource with a process target does.
@@ -231,8 +248,11 @@ module ModuleLayouts
       'PwshlibLoadRequired' => {
         'PwshlibLoadRequired.psd1' => manifest('PwshlibLoadRequired', 'RootModule' => "'PwshlibLoadRequired.psm1'",
                                                                       'RequiredModules' => list('PwshlibLoadHelper'),
+                                                                      'TypesToProcess' => list('PwshlibLoad.types.ps1xml'),
                                                                       'DscResourcesToExport' => list('LoadRequired')),
-        'PwshlibLoadRequired.psm1' => HELPERS + dsc_class('LoadRequired', value, note: 'Get-PwshlibLoadGreeting'),
+        'PwshlibLoad.types.ps1xml' => TYPES_XML,
+        'PwshlibLoadRequired.psm1' => HELPERS + dsc_class('LoadRequired', value,
+                                                          note: '"$(Get-PwshlibLoadGreeting), $($this.Name.PwshlibLoadMark)"'),
         # Vendored beside the module, as the DSC module builder vendors a
         # module's dependencies.
         '../PwshlibLoadHelper/PwshlibLoadHelper.psd1' => manifest('PwshlibLoadHelper', 'RootModule' => "'PwshlibLoadHelper.psm1'",

@@ -9,11 +9,12 @@ require_relative '../../support/acceptance_scenario'
 # DSC modules laid out as the Gallery's are (module_layouts.rb): a
 # manifest with ScriptsToProcess, classes only in NestedModules, a .ps1
 # RootModule, a DscResources folder, DscResourcesToExport as one string,
-# RequiredModules served from the vendored folder, and a resource its
-# module does not hold. Each loads as Import-Module and the DSC engines load
-# it, on the real pwsh 7 through `puppet apply` and called directly through
-# Pwsh::Manager; and what a resource sets in the process environment lasts
-# for the run's later DSC calls, as in the one process of the LCM.
+# RequiredModules served from the vendored folder, TypesToProcess, and a
+# resource its module does not hold. Each loads as Import-Module and the DSC
+# engines load it, on the real pwsh 7 through `puppet apply` and called
+# directly through Pwsh::Manager; and what a resource sets in the process
+# environment lasts for the run's later DSC calls, as in the one process of
+# the LCM.
 module ModuleLoading
   SECRET = Acceptance.generate_secret('load')
 
@@ -89,9 +90,9 @@ module ModuleLoading
                                   'Credential' => { 'user' => 'svc-load', 'password' => SECRET })
       end
 
-      it 'imported the RequiredModules entry from the vendored folder' do
+      it 'imported the RequiredModules entry from the vendored folder, and the TypesToProcess' do
         gets = @runs.flat_map(&:calls).select { |call| call['resource'] == 'LoadRequired' && call['method'] == 'Get' }
-        expect(gets.map { |call| call['note'] }).to eq(['hello from PwshlibLoadHelper'] * 2)
+        expect(gets.map { |call| call['note'] }).to eq(['hello from PwshlibLoadHelper, typed required'] * 2)
       end
 
       it 'shows the warnings a Set wrote, and never the secret' do
