@@ -51,7 +51,8 @@ namespace PwshlibHost
                     return outcome;
                 }
                 outcome.Ran = session;
-                SetRequestEnvironment(Get(request, "env"));
+                outcome.RequestEnvironment = new List<string>();
+                SetRequestEnvironment(Get(request, "env"), outcome.RequestEnvironment);
                 string code = Text(Get(request, "code"));
                 object dsc = Get(request, "dsc");
                 DirectCall direct = null;

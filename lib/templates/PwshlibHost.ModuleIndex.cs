@@ -1,6 +1,6 @@
 // The host's C#, part 5 of 11 (PwshlibHost.cs lists the parts): the
 // prelude's module index in compiled code (DscModuleIndex) and the
-// [DscResource()] classes of a module's root file, kept between hosts
+// [DscResource()] classes of a module's files, kept between hosts
 // (DscClasses).
 namespace PwshlibHost
 {
@@ -14,14 +14,17 @@ namespace PwshlibHost
     using System.Text;
     using System.Text.RegularExpressions;
 
-    // The prelude's Get-PwshlibDscModuleIndex in compiled code (issue 39):
-    // which resources a module implements in PowerShell files, as
+    // The prelude's Get-PwshlibDscModuleIndex in compiled code: which
+    // resources a module implements in PowerShell files, as
     // Get-PwshlibDscModuleIndexInPowerShell (its fallback without the host)
-    // reads them: the [DscResource()] classes of its root module
-    // (DscClasses.InFile), its script-based resources by the FriendlyName
-    // of DSCResources/<Class>/<Class>.schema.mof (or the class name), its
-    // binary ones (a schema.mof with no .psm1 beside it) and its composite
-    // ones (<Name>.schema.psm1). The same .NET calls in the same order, the
+    // reads them, from the files and folders Get-PwshlibDscModuleLayout
+    // names (the module rules stand there alone): the [DscResource()]
+    // classes of its root and nested module files (DscClasses.InFile), the
+    // first file naming a class keeping it; in each resource folder, its
+    // script-based resources by the FriendlyName of <Class>/<Class>.schema.mof
+    // (or the class name), its binary ones (a schema.mof with no .psm1
+    // beside it, kept with the schema's path) and its composite ones
+    // (<Name>.schema.psm1). The same .NET calls in the same order, the
     // tables compared as PowerShell's @{} compares keys (the current
     // culture, case ignored), the FriendlyName read as -match reads it
     // (case ignored). In PowerShell, run once and cold, this took some 60
@@ -30,24 +33,23 @@ namespace PwshlibHost
     {
         private static readonly Regex FriendlyName = new Regex("FriendlyName\\s*\\(\\s*\"([^\"]+)\"\\s*\\)", RegexOptions.IgnoreCase);
 
-        // moduleBase: the module's folder; rootModule: its manifest's
-        // RootModule (null or empty: none).
-        public static Hashtable Read(string moduleBase, string rootModule)
+        // classFiles: the module's .psm1 and .ps1 files that may define
+        // classes, root module first; resourceFolders: its DSCResources
+        // folders, in any case.
+        public static Hashtable Read(string[] classFiles, string[] resourceFolders)
         {
             Hashtable classes = NewTable();
-            if (!string.IsNullOrEmpty(rootModule))
+            foreach (string file in classFiles ?? new string[0])
             {
-                string root = Path.Combine(moduleBase, rootModule);
-                if (root.EndsWith(".psm1", StringComparison.OrdinalIgnoreCase) && File.Exists(root))
+                foreach (string name in DscClasses.InFile(file))
                 {
-                    foreach (string name in DscClasses.InFile(root)) { classes[name] = root; }
+                    if (!classes.ContainsKey(name)) { classes[name] = file; }
                 }
             }
             Hashtable scripts = NewTable();
             Hashtable binary = NewTable();
             Hashtable composite = NewTable();
-            string folder = Path.Combine(moduleBase, "DSCResources");
-            if (Directory.Exists(folder))
+            foreach (string folder in resourceFolders ?? new string[0])
             {
                 foreach (string schema in Directory.GetFiles(folder, "*.schema.mof", SearchOption.AllDirectories))
                 {
@@ -56,9 +58,11 @@ namespace PwshlibHost
                     string friendly = className;
                     Match match = FriendlyName.Match(File.ReadAllText(schema));
                     if (match.Success) { friendly = match.Groups[1].Value; }
-                    Hashtable found = File.Exists(psm1) ? scripts : binary;
-                    found[friendly] = psm1;
-                    if (!found.ContainsKey(className)) { found[className] = psm1; }
+                    bool script = File.Exists(psm1);
+                    Hashtable found = script ? scripts : binary;
+                    string where = script ? psm1 : schema;
+                    found[friendly] = where;
+                    if (!found.ContainsKey(className)) { found[className] = where; }
                 }
                 foreach (string configuration in Directory.GetFiles(folder, "*.schema.psm1", SearchOption.AllDirectories))
                 {

@@ -40,6 +40,7 @@ namespace PwshlibHost
         {
             // A new runspace takes its location from the process directory.
             try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }
+            if (outcome.ForPrelude && outcome.Ran != null && !outcome.Rebuild) { KeepEnvironment(outcome.RequestEnvironment); }
             RestoreEnvironment();
             if (outcome.Slot != null && !outcome.Rebuild && outcome.Ran != null)
             {
@@ -309,12 +310,54 @@ namespace PwshlibHost
             }
         }
 
+        // What a DSC call (a request with a prelude) left in the process
+        // environment becomes the snapshot the host restores, as in the
+        // one process where the LCM and PSDesiredStateConfiguration run a
+        // configuration's resources: a resource that sets a variable for
+        // the process (an environment resource with a process target) is
+        // seen by the later ones. Not kept: PSModulePath, which the call
+        // extends with the vendored folder for itself alone
+        // (Add-PwshlibVendoredModulePath, DirectDsc.Prepare); the names
+        // the request's env set, for that call alone; SystemRoot, which
+        // the restore never removes. A plain request (Pwsh::Manager#execute)
+        // keeps pwshlib 2.x's restore: nothing it sets outlives it.
+        private void KeepEnvironment(List<string> requestNames)
+        {
+            Dictionary<string, string> now = new Dictionary<string, string>(nameComparer);
+            foreach (System.Collections.DictionaryEntry entry in Environment.GetEnvironmentVariables())
+            {
+                now[(string)entry.Key] = (string)entry.Value;
+            }
+            List<string> gone = new List<string>();
+            foreach (string name in environmentSnapshot.Keys)
+            {
+                if (!now.ContainsKey(name) && !NotKept(name, requestNames)) { gone.Add(name); }
+            }
+            foreach (string name in gone) { environmentSnapshot.Remove(name); }
+            foreach (KeyValuePair<string, string> entry in now)
+            {
+                if (!NotKept(entry.Key, requestNames)) { environmentSnapshot[entry.Key] = entry.Value; }
+            }
+        }
+
+        private bool NotKept(string name, List<string> requestNames)
+        {
+            if (nameComparer.Equals(name, "PSModulePath") || nameComparer.Equals(name, "SystemRoot")) { return true; }
+            if (requestNames == null) { return false; }
+            foreach (string given in requestNames)
+            {
+                if (nameComparer.Equals(name, given)) { return true; }
+            }
+            return false;
+        }
+
         // A request's env, applied inside the call's try, in order: a name
         // given twice takes its last value (as pwshlib 2.x, which set each in
         // turn). A bad entry (a name with '=' or NUL, a value over 32,767
         // characters, which the .NET Framework refuses) throws, and the call
-        // fails with an error result.
-        private static void SetRequestEnvironment(object pairs)
+        // fails with an error result. names: each name, added before it is
+        // set.
+        private static void SetRequestEnvironment(object pairs, List<string> names)
         {
             if (pairs == null) { return; }
             List<object> list = pairs as List<object>;
@@ -327,6 +370,7 @@ namespace PwshlibHost
                     throw new InvalidOperationException("The request has a malformed env entry (a [name, value] pair is expected)");
                 }
                 string name = Text(pair[0]);
+                names.Add(name);
                 try
                 {
                     Environment.SetEnvironmentVariable(name, Text(pair[1]));

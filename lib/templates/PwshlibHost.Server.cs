@@ -144,6 +144,9 @@ namespace PwshlibHost
         // The slot that holds that session.
         public Slot Slot;
         public bool ForPrelude;
+        // The names the request's env set: put back after the call even
+        // when the call's own changes are kept (Server.KeepEnvironment).
+        public List<string> RequestEnvironment;
         // The call was made directly (DirectDsc): the slot's next request
         // is likely one too, and gets a standby pipeline.
         public bool Direct;

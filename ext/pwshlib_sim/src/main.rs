@@ -12,6 +12,7 @@
 
 mod echo;
 mod endpoint;
+mod environment;
 
 use pwshlib_sim::prelude::{self, Session};
 use pwshlib_sim::syntax::parse;
@@ -21,6 +22,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use environment::EnvironmentSnapshot;
 use outcome::Outcome;
 use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult, Message};
 
@@ -98,7 +100,7 @@ fn main() {
         }
     };
     // As host.ps1: the environment at start, put back before every call.
-    let _ = EnvironmentSnapshot::get();
+    EnvironmentSnapshot::take();
     std::process::exit(serve(&args));
 }
 
@@ -302,7 +304,7 @@ fn run_code(
     if let Some(message) = prelude::undefined_prelude_call(&request.code, &tree, functions) {
         return (ExecuteResult::failure(message), false);
     }
-    EnvironmentSnapshot::get().restore();
+    EnvironmentSnapshot::restore();
     let saved = match CallScope::enter(request) {
         Ok(saved) => saved,
         Err(message) => return (ExecuteResult::failure(message), false),
@@ -319,6 +321,9 @@ fn run_code(
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));
     drop(saved);
+    if request.prelude.is_some() && result.exitcode == 0 {
+        EnvironmentSnapshot::keep(request.env.iter().map(|(name, _)| name.as_str()));
+    }
     (result, answer_twice)
 }
 
@@ -373,49 +378,6 @@ fn carry_out(outcome: Outcome, deadline: Instant, timeout_ms: u64) -> ExecuteRes
         // cleaning up the socket file: the manager must cope; a named pipe
         // goes with the process).
         Outcome::Crash => std::process::exit(137),
-    }
-}
-
-/// The process environment when the host started. host.ps1 takes the same
-/// snapshot and restores it before every call, so that nothing a call sets
-/// (`$env:X = …`, a request's `env`) reaches a later one. `SystemRoot` is
-/// never removed (PowerShell dies without it when script block logging is
-/// on).
-struct EnvironmentSnapshot(Vec<(std::ffi::OsString, std::ffi::OsString)>);
-
-impl EnvironmentSnapshot {
-    fn get() -> &'static EnvironmentSnapshot {
-        static SNAPSHOT: std::sync::OnceLock<EnvironmentSnapshot> = std::sync::OnceLock::new();
-        SNAPSHOT.get_or_init(|| EnvironmentSnapshot(std::env::vars_os().collect()))
-    }
-
-    fn holds(&self, name: &std::ffi::OsStr) -> bool {
-        self.0.iter().any(|(known, _)| same_env_name(known, name))
-    }
-
-    fn restore(&self) {
-        // The sim is single-threaded apart from the parent watchdog, which
-        // reads no environment.
-        for (name, _) in std::env::vars_os() {
-            if !self.holds(&name) && !same_env_name(&name, std::ffi::OsStr::new("SystemRoot")) {
-                std::env::remove_var(&name);
-            }
-        }
-        for (name, value) in &self.0 {
-            if std::env::var_os(name).as_ref() != Some(value) {
-                std::env::set_var(name, value);
-            }
-        }
-    }
-}
-
-/// Environment names compare as the platform compares them.
-fn same_env_name(a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> bool {
-    if cfg!(windows) {
-        a.to_string_lossy()
-            .eq_ignore_ascii_case(&b.to_string_lossy())
-    } else {
-        a == b
     }
 }
 

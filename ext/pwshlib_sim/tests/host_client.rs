@@ -499,6 +499,56 @@ fn the_environment_is_back_to_its_start_before_every_call() {
     host.exit_gracefully();
 }
 
+/// What a DSC call (a request with a prelude) sets in the process stays
+/// for the host's later calls, as host.ps1 keeps it (the LCM runs a
+/// configuration's resources in one process); its request `env` and
+/// PSModulePath do not, and a plain call's changes still go.
+#[test]
+fn what_a_dsc_call_sets_in_the_process_stays_but_not_its_env_nor_psmodulepath() {
+    use pwshlib_core::templates;
+    use pwshlib_transport::host::Prelude;
+    let prelude = Prelude {
+        id: templates::prelude_id(),
+        code: templates::PRELUDE,
+    };
+    let mut host = start();
+    let module_path = run(&mut host, "$env:PSModulePath").stdout;
+    let dsc = ExecuteRequest::new(
+        "$env:PWSHLIB_KEPT = 'from a DSC call'; $env:PSModulePath = '/vendored'; $env:PWSHLIB_GIVEN".into(),
+        Some(10_000),
+        None,
+        &["PWSHLIB_GIVEN=for this call"],
+    );
+    let result = host
+        .execute_with_prelude(prelude, dsc, &Cancel::default())
+        .unwrap();
+    assert_eq!(result.stdout.as_deref(), Some("for this call\n"));
+    let seen = host
+        .execute_with_prelude(
+            prelude,
+            request(
+                "Write-Output 'next' $env:PWSHLIB_KEPT $env:PWSHLIB_GIVEN",
+                10_000,
+            ),
+            &Cancel::default(),
+        )
+        .unwrap();
+    assert_eq!(seen.stdout.as_deref(), Some("next\nfrom a DSC call\n"));
+    assert_eq!(
+        run(&mut host, "$env:PWSHLIB_KEPT").stdout.as_deref(),
+        Some("from a DSC call\n")
+    );
+    assert_eq!(run(&mut host, "$env:PSModulePath").stdout, module_path);
+    run(&mut host, "$env:PWSHLIB_PLAIN = 'plain'");
+    assert_eq!(
+        run(&mut host, "Write-Output 'after' $env:PWSHLIB_PLAIN")
+            .stdout
+            .as_deref(),
+        Some("after\n")
+    );
+    host.exit_gracefully();
+}
+
 /// Item 4: a refused env entry fails that call with an error result; the
 /// host lives on. A name given twice takes its last value (issue 31 item 2,
 /// as pwshlib 2.x).

@@ -486,7 +486,22 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
     // process's HOME.
     let put_back = lines(&member(&source, "private void PutBack(Outcome outcome)"));
     let restored = position(&put_back, "RestoreEnvironment();");
-    assert_eq!(restored, 3);
+    assert_eq!(restored, 4);
+    // What a DSC call (a request with a prelude) that ran left in the
+    // environment joins the snapshot just before: the run's later DSC
+    // calls see it, as in the LCM's one process; a plain call's never.
+    assert_eq!(
+        put_back[restored - 1],
+        "if (outcome.ForPrelude && outcome.Ran != null && !outcome.Rebuild) { KeepEnvironment(outcome.RequestEnvironment); }"
+    );
+    let not_kept = lines(&member(&source, "private bool NotKept("));
+    holds_each(
+        &not_kept,
+        &[
+            "if (nameComparer.Equals(name, \"PSModulePath\") || nameComparer.Equals(name, \"SystemRoot\")) { return true; }",
+            "if (nameComparer.Equals(name, given)) { return true; }",
+        ],
+    );
     assert!(restored < position(&put_back, "ResetInBackground(outcome.Slot, outcome);"));
     let before = lines(&member(
         &source,
@@ -498,7 +513,10 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
 
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let try_at = invoke.iter().position(|line| line == "try").unwrap();
-    let applied = position(&invoke, "SetRequestEnvironment(Get(request, \"env\"));");
+    let applied = position(
+        &invoke,
+        "SetRequestEnvironment(Get(request, \"env\"), outcome.RequestEnvironment);",
+    );
     let run = position(
         &invoke,
         "running = ps.BeginInvoke<PSObject, PSObject>(noInput, output);",

@@ -1,5 +1,6 @@
 # Reads each -Manifests module (one manifest path per line) both ways: the
-# host's compiled index (PwshlibHost.DscModuleIndex, PwshlibHost.Direct.cs)
+# host's compiled index (PwshlibHost.DscModuleIndex) over the files and
+# folders Get-PwshlibDscModuleLayout names,
 # and the prelude's Get-PwshlibDscModuleIndexInPowerShell, its fallback
 # without the host; prints one line of JSON per module with both indexes,
 # each table as [key, value] pairs in key order, and how each table
@@ -26,7 +27,8 @@ function ConvertTo-Pairs {
 }
 foreach ($Manifest in $Manifests.Split("`n")) {
     $Module = @{ Base = [System.IO.Path]::GetDirectoryName($Manifest); Manifest = $Manifest; Data = Import-PowerShellDataFile -LiteralPath $Manifest }
-    $Compiled = [PwshlibHost.DscModuleIndex]::Read($Module.Base, [string] $Module.Data.RootModule)
-    $Fallback = Get-PwshlibDscModuleIndexInPowerShell -Module $Module
+    $Layout = Get-PwshlibDscModuleLayout -Module $Module
+    $Compiled = [PwshlibHost.DscModuleIndex]::Read($Layout.ClassFiles, $Layout.ResourceFolders)
+    $Fallback = Get-PwshlibDscModuleIndexInPowerShell -ClassFiles $Layout.ClassFiles -ResourceFolders $Layout.ResourceFolders
     ConvertTo-Json -Compress -Depth 5 -InputObject ([ordered]@{ manifest = $Manifest; compiled = (ConvertTo-Pairs $Compiled); fallback = (ConvertTo-Pairs $Fallback) })
 }

@@ -13,12 +13,14 @@ module RealPwshDsc
 
   # A machine whose PowerShell is the real pwsh and whose DSC resources are
   # the fixture module's, with their state under state_dir. powershell:
-  # the pwsh the provider starts (the logging suite's copy of it).
+  # the pwsh the provider starts (the logging suite's copy of it);
+  # module_path: where the Puppet modules are (module_loading_spec.rb
+  # writes its own).
   class Machine < Acceptance::Machine
     attr_reader :state_dir
 
-    def initialize(name, powershell: REAL_PWSH)
-      super(name, module_path: MODULE_PATH)
+    def initialize(name, powershell: REAL_PWSH, module_path: MODULE_PATH)
+      super(name, module_path: module_path)
       @powershell = powershell
       @state_dir = File.join(dir, 'dsc-state')
       FileUtils.mkdir_p(@state_dir)
