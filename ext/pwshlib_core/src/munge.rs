@@ -1,10 +1,11 @@
 //! Turning the JSON that the host script prints into Values, and a DSC Get
 //! result into the Puppet resource hash (docs/behavior.md §3 "get").
 
-use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal};
+use crate::canonical::{conform_enums, is_absent, recursively_sort, values_equal, EqualValueIndex};
 use crate::cim_type::CimType;
 use crate::typedef::{Attribute, Behaviour, TypeDef};
 use crate::value::{Map, Timestamp, Value};
+use rustc_hash::FxHashMap;
 
 /// Parses one line of result JSON. Objects become hashes with String keys,
 /// in the order the text gives them (a key given twice keeps its first
@@ -537,24 +538,48 @@ fn adopt_number_forms(current: &mut Value, desired: &Value) {
             *current = desired.clone();
         }
         (Value::Array(items), Value::Array(wanted)) => {
+            // Only a number in the desired value can be adopted: an array
+            // of texts (the common case) is not indexed at all.
+            if !wanted.iter().any(holds_number) {
+                return;
+            }
+            let index = EqualValueIndex::new(wanted);
             for item in items.iter_mut() {
-                if let Some(match_) = wanted.iter().find(|w| values_equal(item, w)) {
+                if let Some(match_) = index.first_equal(item) {
                     adopt_number_forms(item, match_);
                 }
             }
         }
         (Value::Hash(map), Value::Hash(wanted)) => {
+            // Each desired key once, without case (ASCII, as the names are
+            // compared), the first of a name given twice kept.
+            let mut by_name: FxHashMap<String, &Value> = FxHashMap::default();
+            for (key, wanted_item) in wanted.iter() {
+                if let Some(name) = key.key_name() {
+                    by_name
+                        .entry(name.to_ascii_lowercase())
+                        .or_insert(wanted_item);
+                }
+            }
             for (key, item) in map.iter_mut() {
                 let Some(name) = key.key_name() else { continue };
-                let found = wanted
-                    .iter()
-                    .find(|(k, _)| k.key_name().is_some_and(|n| n.eq_ignore_ascii_case(name)));
-                if let Some((_, wanted_item)) = found {
+                if let Some(wanted_item) = by_name.get(&name.to_ascii_lowercase()) {
                     adopt_number_forms(item, wanted_item);
                 }
             }
         }
         _ => {}
+    }
+}
+
+/// True when a number stands anywhere in `value`.
+fn holds_number(value: &Value) -> bool {
+    match value {
+        Value::Int(_) | Value::BigInt(_) | Value::Float(_) => true,
+        Value::Array(items) => items.iter().any(holds_number),
+        Value::Hash(map) => map.iter().any(|(_, item)| holds_number(item)),
+        Value::Sensitive(inner) => holds_number(inner),
+        _ => false,
     }
 }
 

@@ -20,6 +20,8 @@
 //! string or a variable), `{"empty":"uint32"}` (`[uint32[]]@()`) and
 //! `{"var":"cred_…"}` (a variable the request's `secrets` bind).
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::{HEADER, INVOKE_CALL, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER};
@@ -260,6 +262,7 @@ impl Reader<'_> {
 
     fn hash(&mut self) -> Option<Value> {
         let mut table = Map::new();
+        let mut folded_keys = HashSet::new();
         if !self.eat("}") {
             loop {
                 let key = match self.text.chars().next()? {
@@ -273,8 +276,9 @@ impl Reader<'_> {
                 };
                 self.eat(" = ").then_some(())?;
                 let value = self.value()?;
-                let folded = key.to_lowercase();
-                if table.keys().any(|k| k.to_lowercase() == folded) {
+                // PowerShell refuses a key given twice in any case; each
+                // key's folded form is kept once, so n keys cost n look-ups.
+                if !folded_keys.insert(key.to_lowercase()) {
                     return None;
                 }
                 table.insert(key, value);
@@ -362,5 +366,25 @@ mod tests {
             " -Other",
         );
         assert_eq!(dsc_data(&trailing), None);
+        // A key given twice in any case: PowerShell refuses the literal,
+        // so the text (which it would refuse) is not turned into data.
+        let twice = body(
+            "@{Name = 'A'; Method = 'Get'; Property = @{x = @{Key = 1; b = 2; KEY = 3}}; ModuleName = 'M'}",
+            "",
+        );
+        assert_eq!(dsc_data(&twice), None);
+        let many: Vec<String> = (0..2_000).map(|i| format!("k{i} = {i}")).collect();
+        let distinct = body(
+            &format!(
+                "@{{Name = 'A'; Method = 'Get'; Property = @{{x = @{{{}}}}}; ModuleName = 'M'}}",
+                many.join("; ")
+            ),
+            "",
+        );
+        let data = dsc_data(&distinct).unwrap();
+        assert_eq!(
+            data["properties"]["x"]["hash"].as_object().map(Map::len),
+            Some(2_000)
+        );
     }
 }

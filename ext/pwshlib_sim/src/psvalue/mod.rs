@@ -9,7 +9,7 @@
 mod cim;
 mod strings;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use pwshlib_core::Timestamp;
 use serde_json::{json, Map as JsonMap, Value as Json};
@@ -376,6 +376,7 @@ impl<'src> Evaluator<'src> {
 
     fn eval_hash(&self, node: Node, depth: usize) -> Result<Vec<(String, PsValue)>, String> {
         let mut entries: Vec<(String, PsValue)> = Vec::new();
+        let mut folded_keys = HashSet::new();
         let mut cursor = node.walk();
         let bodies: Vec<Node> = node
             .named_children(&mut cursor)
@@ -396,7 +397,9 @@ impl<'src> Evaluator<'src> {
                     return Err(self.unsupported(entry));
                 };
                 let key = self.eval_key(*key_node, depth)?;
-                if entries.iter().any(|(k, _)| eq_ignore_case(k, &key)) {
+                // Each key's folded form once: a literal of n keys costs
+                // n look-ups, not n² comparisons.
+                if !folded_keys.insert(key.to_lowercase()) {
                     return Err(format!(
                         "Duplicate keys '{key}' are not allowed in hash literals."
                     ));
