@@ -44,6 +44,10 @@ RSpec.describe 'script/runner: a run stops its background jobs once it has faile
         passes)
           background short sh -c 'until [ -f "$WORK/go" ]; do sleep 0.1; done; echo "short job: done"'
           check passing touch "$WORK/go" ;;
+        awaits)
+          background long long_job 1
+          wait_for "$WORK/grandchild.1"
+          touch "$WORK/holding" ;;
         holds)
           background long long_job 1
           wait_for "$WORK/grandchild.1"
@@ -136,6 +140,15 @@ RSpec.describe 'script/runner: a run stops its background jobs once it has faile
     expect(lock_free?).to be(true)
     _out, status = Open3.capture2e(env('passes'), 'bash', '-c', harness)
     expect(status).to be_success
+  end
+
+  it 'stops the background jobs it was awaiting at its end when interrupted then' do
+    out, run = start('awaits')
+    Process.kill('TERM', run.pid)
+    expect(run.value.exitstatus).to eq(143)
+    expect(out.read).to include('harness: interrupted (TERM)', '==> long (ran in the background): STOPPED, as the run had failed')
+    expect(running?(grandchild)).to be(false)
+    expect(lock_free?).to be(true)
   end
 
   it "lets the run that holds the lock start another (.ci/run's script/test)" do
