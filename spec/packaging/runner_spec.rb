@@ -98,12 +98,14 @@ RSpec.describe 'script/runner: a run stops its background jobs once it has faile
   end
 
   it 'stops the long job at the first failed stage, goes on in front, starts nothing behind, and prints the log' do
-    out, status = Open3.capture2e(env('stage-fails'), 'bash', '-c', harness)
+    out, status = Open3.capture2e(env('stage-fails', 'PWSHLIB_STAGE_TIMES' => File.join(@work, 'times')), 'bash', '-c', harness)
     expect(status.exitstatus).to eq(1)
     expect(out).to include('==> long: stopping it', 'the foreground went on', '==> late: NOT STARTED, as the run has already failed',
                            '==> long (ran in the background): STOPPED, as the run had failed; its log:', '  | long job: started',
                            'harness: FAILED: failing')
     expect(out).not_to include('late (ran in the background)')
+    expect(File.read(File.join(@work, 'times')).lines.map { |line| line.split("\t").values_at(0, 2) })
+      .to eq([%w[failing FAILED], %w[passing passed], %w[long STOPPED]])
     expect(running?(grandchild)).to be(false)
     expect(lock_free?).to be(true)
   end
