@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require 'digest'
-require 'fileutils'
 require 'json'
 require 'open3'
 require 'tmpdir'
@@ -25,29 +23,19 @@ module HostCSharp5
   # The host's C# files, in the order host.ps1 joins them (Get-PwshlibHostSource).
   HOST_SOURCE_NAMES = File.read(HOST_SCRIPT)[/foreach \(\$Name in @\((.*)\)\) \{$/, 1].to_s.scan(/'([^']+)'/).flatten
   HOST_SOURCES = HOST_SOURCE_NAMES.map { |name| File.join(ROOT, 'lib', 'templates', name) }
-  TOOLS = ENV['PWSHLIB_SHARED_TOOLS'] || File.expand_path('../shared/tools', ROOT)
-  ARCHIVE = File.join(TOOLS, 'windows-powershell-5.1-refs.tar.xz')
 
   module_function
 
-  # The archive unpacked once into <cache>/ps51-refs-<its SHA-256>, as
-  # script/find-pwsh unpacks pwsh: a new archive gets a new cache, and a
-  # cache appears whole or not at all.
+  # The folder with the 5.1 reference assemblies, from script/find-ps51-refs:
+  # the archive in ../shared/tools unpacked once into the cache, else the
+  # same files from their NuGet packages, checked by digest.
   def reference_directory
-    raise "the 5.1 reference assemblies are missing: #{ARCHIVE}" unless File.file?(ARCHIVE)
+    @reference_directory ||= begin
+      out, err, status = Open3.capture3(File.join(ROOT, 'script', 'find-ps51-refs'))
+      raise "the 5.1 reference assemblies are missing: #{err}" unless status.success?
 
-    digest = Digest::SHA256.file(ARCHIVE).hexdigest
-    cache = File.join(ENV.fetch('PWSHLIB_CACHE', '/var/cache/pwshlib'), "ps51-refs-#{digest}")
-    unless File.directory?(cache)
-      FileUtils.mkdir_p(File.dirname(cache))
-      partial = Dir.mktmpdir('ps51-refs-unpacking.', File.dirname(cache))
-      _, err, status = Open3.capture3('tar', '-xJf', ARCHIVE, '-C', partial)
-      raise "unpacking #{ARCHIVE} failed: #{err}" unless status.success?
-
-      FileUtils.rm_rf(cache)
-      File.rename(partial, cache)
+      out.chomp
     end
-    File.join(cache, 'windows-powershell-5.1-refs')
   end
 
   # {'success' => bool, 'diagnostics' => [...]} for the host's C# with
