@@ -83,9 +83,8 @@ MANIFESTS.each do |kind, manifest|
     machine do |dir|
       [['create', 2], ['in sync', 0]].each_with_index do |(run, expected), index|
         status, whole, ours, output = apply(dir, index + 1, manifest.call(n))
-        unless status == expected
-          raise "#{kind} n=#{n} #{run}: puppet apply exited #{status}, not #{expected}:\n#{output.lines.last(20).join}"
-        end
+        failure = "#{kind} n=#{n} #{run}: puppet apply exited #{status}, not #{expected}"
+        raise "#{failure}:\n#{output.lines.last(20).join}" unless status == expected
 
         shares[[kind, n, run]] = ours
         puts format('%-6s %8d %-8s %4d | %9.2f %11.2f %11.2f', kind, n, run, status, whole, ours, whole - ours)

@@ -9,6 +9,8 @@
 # own work, the report).
 require 'json'
 
+# The clock: seconds inside the provider's entry points, and the prepend
+# that times them.
 module PwshlibProviderClock
   STARTED = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   @seconds = 0.0
