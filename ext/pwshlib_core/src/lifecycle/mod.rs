@@ -34,6 +34,7 @@ use crate::value::{Map, Value};
 mod change;
 mod in_brief;
 mod invocation;
+mod judged_by_test;
 mod redaction;
 mod resource_api;
 
@@ -46,6 +47,7 @@ pub use invocation::{
     collision_wait, dsc_call, dsc_outcome, logon_key, retrying, show_script, specify_dsc_timeout,
     DscCall, Outcome,
 };
+pub use judged_by_test::{JudgedByTest, CUSTOM_INSYNC_TRIGGER, TEST_SAYS_NOT_IN_DESIRED_STATE};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
     canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
@@ -103,10 +105,10 @@ pub struct LifecycleState {
     /// Resources whose Get failed in this run: no further PowerShell call
     /// is made for them, and their Set is marked failed.
     pub failed_gets: IdentityCache<()>,
-    /// Resources whose Get returned the very instance it was called on
-    /// (`return $this`): what it reports may be the desired state handed
-    /// to it, so their Test judges them, as `validation_mode => resource`.
-    pub judged_by_test: IdentityCache<()>,
+    /// Resources whose Get cannot report the state property mode compares
+    /// (`return $this`, a property left out, Reasons while every property
+    /// agrees): their Test judges them, as `validation_mode => resource`.
+    pub judged_by_test: IdentityCache<JudgedByTest>,
     pub collision_wait_seconds: f64,
 }
 
@@ -290,6 +292,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
 
 #[cfg(test)]
 mod get_input_tests;
+#[cfg(test)]
+mod judged_by_test_tests;
 #[cfg(test)]
 mod spine;
 #[cfg(test)]
