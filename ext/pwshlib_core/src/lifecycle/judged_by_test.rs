@@ -129,17 +129,19 @@ fn reasons_of(typedef: &TypeDef, answer: &Map) -> Vec<String> {
 
 /// Whether the Get whose answer had `shape` cannot report, and why:
 /// `munged` is the Puppet hash made of it, `desired` the desired state the
-/// Get was handed. Reasons matter only when every compared property is
-/// equal: a resource whose properties already differ needs no Test, and
-/// one whose Reasons are empty reports its real state.
+/// Get was handed. Left-out properties and Reasons matter only while
+/// every property it reported agrees: a resource whose properties already
+/// differ (one reported absent that should be present) changes anyway and
+/// needs no Test, and one whose Reasons are empty reports its real state.
 pub fn cannot_report(
     typedef: &TypeDef,
     desired: &Map,
     shape: AnswerShape,
     munged: &Map,
 ) -> Option<(JudgedByTest, &'static str)> {
-    let reasons_are_why = !shape.reasons.is_empty()
-        && compared(typedef, desired).all(|attribute| {
+    let reported_agree = compared(typedef, desired)
+        .filter(|attribute| !shape.unreported.contains(&attribute.name))
+        .all(|attribute| {
             let is = munged.get_named(&attribute.name).unwrap_or(&Value::Nil);
             desired
                 .get_named(&attribute.name)
@@ -148,15 +150,15 @@ pub fn cannot_report(
     let why = if shape.returned_this {
         "its Get() returned the very instance it was called on (`return $this`), so the \
          values it reports may be the desired ones it was given"
-    } else if !shape.unreported.is_empty() {
+    } else if reported_agree && !shape.unreported.is_empty() {
         "its Get left out a property the manifest sets, so there is nothing to compare it with"
-    } else if reasons_are_why {
+    } else if reported_agree && !shape.reasons.is_empty() {
         "its Get reports Reasons why it is not in the desired state while every property \
          it reports agrees"
     } else {
         return None;
     };
-    let reasons = (reasons_are_why || (shape.returned_this && !shape.reasons.is_empty()))
+    let reasons = (!shape.reasons.is_empty())
         .then(|| shown_reasons(typedef, desired, munged, &shape.reasons));
     Some((
         JudgedByTest {

@@ -276,3 +276,28 @@ fn reasons_of_a_type_without_a_read_only_reasons_are_no_cause() {
     assert_eq!(run(&provider, desired, &["dsc_contents"]), [Insync::InSync]);
     assert_eq!(provider.methods(), [DscMethod::Get]);
 }
+
+#[test]
+fn a_left_out_property_of_a_resource_that_differs_already_needs_no_test() {
+    // Reported absent while it should be present: it changes anyway.
+    let provider = FakeProvider::new();
+    *provider.system.borrow_mut() = Map(vec![
+        (s("DestinationPath"), s("C:\\Foo")),
+        (s("Ensure"), s("Absent")),
+    ]);
+    let desired = map(&[
+        ("name", s("Title")),
+        ("dsc_destinationpath", s("C:\\Foo")),
+        ("dsc_ensure", s("Present")),
+        ("dsc_contents", s("hello")),
+        ("validation_mode", s("property")),
+    ]);
+    let answers = run(&provider, desired, &["dsc_ensure"]);
+    assert_eq!(
+        answers,
+        [Insync::OutOfSync(Some(
+            "dsc_ensure changed 'Absent' to 'Present'".to_owned()
+        ))]
+    );
+    assert_eq!(provider.methods(), [DscMethod::Get, DscMethod::Set]);
+}
