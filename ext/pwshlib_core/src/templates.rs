@@ -121,6 +121,7 @@ mod tests {
                 "Assert-PwshlibRunnableResource",
                 "ConvertFrom-PwshlibCimValue",
                 "Get-PwshlibGetTargetResourceParameter",
+                "Test-PwshlibGetReturnsThis",
                 "Select-PwshlibGetTargetResourceProperty",
                 "Invoke-PwshlibDirect",
                 "Invoke-PwshlibClassMethod",
