@@ -291,7 +291,7 @@ module RealPwshDsc
   # Invoke-DscResource (where its syntax tree says so). Run 1 creates them,
   # run 2 finds them in sync, then RealEcho's stored value drifts and run 3
   # puts it back.
-  def self.get_input_manifest
+  def self.handed_to_get_manifest
     echo = { 'dsc_name' => 'echo-ü', 'dsc_ensure' => 'Present', 'dsc_value' => 'wanted' }
     [
       Acceptance.resource('dsc_realreport', 'report', 'dsc_path' => '/srv/report-ü.txt', 'dsc_ensure' => 'Present',
@@ -318,7 +318,7 @@ module RealPwshDsc
 
       before(:all) do
         @machine = Machine.new('real-dsc-get-input')
-        manifest = RealPwshDsc.get_input_manifest
+        manifest = RealPwshDsc.handed_to_get_manifest
         @runs = Array.new(2) { @machine.apply(manifest, env: env) }
         # The system drifts where RealEcho's Get does not look.
         echo = File.join(@machine.state_dir, 'RealEcho', "#{'echo-ü'.b.unpack1('H*')}.json")
