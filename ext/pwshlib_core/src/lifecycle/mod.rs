@@ -15,6 +15,9 @@
 //! - `in_brief`: the answers a binding may give from part of a resource,
 //!   before converting it whole (a resource canonical as given, `insync?`
 //!   from the attributes it reads);
+//! - `judged_by_test`: when a Get cannot report what property mode
+//!   compares, so that the resource's Test judges it, and what the change
+//!   message then says;
 //! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
 //!   run-as credential, output checks and collision waits;
 //! - `redaction`: what a message may show of the values it quotes;
