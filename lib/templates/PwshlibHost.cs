@@ -475,16 +475,48 @@ namespace PwshlibHost
             echoedInformation = text;
         }
 
-        public override string ReadLine() { throw NotInteractive(); }
-        public override SecureString ReadLineAsSecureString() { throw NotInteractive(); }
-        public override Dictionary<string, PSObject> Prompt(string caption, string message, Collection<FieldDescription> descriptions) { throw NotInteractive(); }
-        public override int PromptForChoice(string caption, string message, Collection<ChoiceDescription> choices, int defaultChoice) { throw NotInteractive(); }
-        public override PSCredential PromptForCredential(string caption, string message, string userName, string targetName) { throw NotInteractive(); }
-        public override PSCredential PromptForCredential(string caption, string message, string userName, string targetName, PSCredentialTypes allowedCredentialTypes, PSCredentialUIOptions options) { throw NotInteractive(); }
+        // The host refuses to prompt as a -NonInteractive PowerShell does,
+        // with a PSInvalidOperationException: PowerShell turns that one
+        // (and a HostException or a NotImplementedException, never any
+        // other) into its own error for a missing mandatory parameter,
+        // which names the command and the parameter
+        // (CmdletParameterBinderController.PromptForMissingMandatoryParameters,
+        // PowerShell 7 and Windows PowerShell 5.1 alike). Every other
+        // refusal names what asked: Read-Host reads a line (or prompts,
+        // given -Prompt), Get-Credential asks for a credential, a
+        // confirmation asks for a choice.
+        public override string ReadLine() { throw NotInteractive("read a line of input (Read-Host)"); }
+        public override SecureString ReadLineAsSecureString() { throw NotInteractive("read a secure string (Read-Host -AsSecureString)"); }
+        public override Dictionary<string, PSObject> Prompt(string caption, string message, Collection<FieldDescription> descriptions) { throw NotInteractive("prompt for " + FieldNames(descriptions) + Asking(caption, message)); }
+        public override int PromptForChoice(string caption, string message, Collection<ChoiceDescription> choices, int defaultChoice) { throw NotInteractive("prompt for a choice" + Asking(caption, message)); }
+        public override PSCredential PromptForCredential(string caption, string message, string userName, string targetName) { throw NotInteractive("prompt for a credential" + Asking(caption, message)); }
+        public override PSCredential PromptForCredential(string caption, string message, string userName, string targetName, PSCredentialTypes allowedCredentialTypes, PSCredentialUIOptions options) { throw NotInteractive("prompt for a credential" + Asking(caption, message)); }
 
-        private static Exception NotInteractive()
+        private static Exception NotInteractive(string what)
         {
-            return new PSNotSupportedException("The pwshlib host is not interactive: the code cannot prompt or read input");
+            return new PSInvalidOperationException("PowerShell is in NonInteractive mode (the pwshlib host): it cannot " + what);
+        }
+
+        private static string FieldNames(Collection<FieldDescription> descriptions)
+        {
+            List<string> names = new List<string>();
+            if (descriptions != null)
+            {
+                foreach (FieldDescription field in descriptions)
+                {
+                    if (field != null) { names.Add("'" + field.Name + "'"); }
+                }
+            }
+            return names.Count == 0 ? "input" : string.Join(", ", names.ToArray());
+        }
+
+        // What a prompt's caption and message say of what asked.
+        private static string Asking(string caption, string message)
+        {
+            List<string> parts = new List<string>();
+            if (!string.IsNullOrEmpty(caption)) { parts.Add(caption); }
+            if (!string.IsNullOrEmpty(message)) { parts.Add(message); }
+            return parts.Count == 0 ? string.Empty : " (" + string.Join(": ", parts.ToArray()) + ")";
         }
     }
 

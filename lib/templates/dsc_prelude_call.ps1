@@ -42,7 +42,7 @@ function Invoke-PwshlibDscCall {
         else {
             # A function of its own: compiled only when a call needs it
             # (issue 39).
-            Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath
+            Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath -Seen $Seen
         }
     }
     finally {
@@ -52,9 +52,13 @@ function Invoke-PwshlibDscCall {
 
 function Invoke-PwshlibDscCallThroughCmdlet {
     # Invoke-PwshlibDscCall's call through Invoke-DscResource, its streams
-    # merged into its output in order.
-    param([hashtable] $InvokeParams, [string] $VendoredPath)
+    # merged into its output in order. Invoke-DscResource hands back no
+    # instance to compare with the one Get() was called on, so whether a
+    # class's Get() returns $this is read from its syntax tree
+    # ($Seen.GetReturnedThis, as the direct call sets it).
+    param([hashtable] $InvokeParams, [string] $VendoredPath, [hashtable] $Seen = @{})
     if ($InvokeParams.Method -eq 'Get') {
+        $Seen.GetReturnedThis = Test-PwshlibGetReturnsThis -InvokeParams $InvokeParams
         $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
     }
     # -ErrorAction Stop (on Invoke-DscResource, in

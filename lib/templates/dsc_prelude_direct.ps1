@@ -434,6 +434,49 @@ function Get-PwshlibGetTargetResourceParameter {
     , $Names
 }
 
+function Test-PwshlibGetReturnsThis {
+    # Whether the [DscResource()] class $InvokeParams names has a Get() that
+    # returns $this (`return $this`), read from the syntax tree of the file
+    # the module index found it in, once per runspace and again when the
+    # file changes: the route of a call through Invoke-DscResource (which
+    # hands back no instance to compare) then judges it by its Test, as the
+    # direct call does when Get() returned the instance it was called on
+    # (docs/behavior.md section 3 "insync?"). False for a script-based
+    # resource or one not found in PowerShell files of its module.
+    param([hashtable] $InvokeParams)
+    $Module = Find-PwshlibDscModule -ModuleName $InvokeParams.ModuleName
+    if ($null -eq $Module) { return $false }
+    $Name = [string] $InvokeParams.Name
+    $Path = (Get-PwshlibDscModuleIndex -Module $Module).Classes[$Name]
+    if ($null -eq $Path) { return $false }
+    $Cache = Get-PwshlibDirectCache
+    if ($null -eq $Cache.GetReturnsThis) { $Cache.GetReturnsThis = @{} }
+    $Stamp = Get-PwshlibFileStamp -Path $Path
+    $Key = "$Path|$Name"
+    $Entry = $Cache.GetReturnsThis[$Key]
+    if ($null -ne $Entry -and $Entry.Stamp -eq $Stamp) { return $Entry.Answer }
+    $Ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref] $null, [ref] $null)
+    $Class = $Ast.Find({
+            param($Node)
+            $Node -is [System.Management.Automation.Language.TypeDefinitionAst] -and $Node.Name -eq $Name
+        }, $true)
+    $Answer = $false
+    if ($null -ne $Class) {
+        foreach ($Member in $Class.Members) {
+            if ($Member -isnot [System.Management.Automation.Language.FunctionMemberAst] -or $Member.Name -ne 'Get' -or $Member.IsStatic -or $Member.Parameters.Count -gt 0) { continue }
+            $Returned = $Member.Body.Find({
+                    param($Node)
+                    if ($Node -isnot [System.Management.Automation.Language.ReturnStatementAst] -or $null -eq $Node.Pipeline) { return $false }
+                    $Expression = $Node.Pipeline.GetPureExpression()
+                    $Expression -is [System.Management.Automation.Language.VariableExpressionAst] -and $Expression.VariablePath.UserPath -eq 'this'
+                }, $true)
+            $Answer = $null -ne $Returned
+        }
+    }
+    $Cache.GetReturnsThis[$Key] = @{ Stamp = $Stamp; Answer = $Answer }
+    $Answer
+}
+
 function Select-PwshlibGetTargetResourceProperty {
     # $InvokeParams of a Get through Invoke-DscResource, its Property kept,
     # for a script-based resource, to the parameters its Get-TargetResource

@@ -134,6 +134,37 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
     end
   end
 
+  # The host refuses to prompt as a -NonInteractive PowerShell does: a
+  # missing mandatory parameter reads as PowerShell's own error, naming the
+  # parameter, and every other prompt names what asked.
+  describe 'prompts' do
+    def error_of(code)
+      result = manager.execute("$ErrorActionPreference = 'Stop'; #{code}")
+      expect(result[:exitcode]).to eq(1), result.inspect
+      result[:errormessage]
+    end
+
+    it 'gives PowerShell\'s own error for a missing mandatory parameter, of a cmdlet and of a function' do
+      expect(error_of('Get-Item')).to start_with('Cannot process command because of one or more missing mandatory parameters: Path.')
+      expect(error_of('function f { param([Parameter(Mandatory)] [string] $Needed) $Needed }; f'))
+        .to start_with('Cannot process command because of one or more missing mandatory parameters: Needed.')
+    end
+
+    it 'names what asked of Read-Host, Get-Credential and a choice' do
+      expect(error_of('Read-Host')).to include('NonInteractive mode', 'read a line of input (Read-Host)')
+      expect(error_of("Read-Host -Prompt 'Your name'")).to include("prompt for 'Your name'")
+      expect(error_of('Read-Host -AsSecureString')).to include('read a secure string (Read-Host -AsSecureString)')
+      expect(error_of('Get-Credential')).to include('prompt for a credential (PowerShell credential request')
+      choice = "$Host.UI.PromptForChoice('Pick', 'Which one?', [System.Management.Automation.Host.ChoiceDescription[]] @('&Yes', '&No'), 0)"
+      expect(error_of(choice)).to include('prompt for a choice (Pick: Which one?)')
+    end
+
+    it 'leaves the host usable after a refused prompt' do
+      error_of('Read-Host')
+      expect(manager.execute("'still here'")).to include(exitcode: 0, stdout: "still here\n")
+    end
+  end
+
   # The review's N9: native output is decoded with [Console]::OutputEncoding,
   # the OEM code page on Windows unless set (.NET's ConsolePal.Windows reads
   # GetConsoleOutputCP). Linux pwsh is UTF-8 already, so this checks the

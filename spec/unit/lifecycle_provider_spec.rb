@@ -77,13 +77,15 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       )
     end
 
-    it 'is the keys alone for a listing and for an absent desired state' do
+    it 'is the keys alone for a listing, and the whole desired state for an absent one' do
       provider.get(context, [{ name: 'Listed', dsc_destinationpath: 'C:\\Listed' }])
       absent = manifest.merge(name: 'Gone', dsc_destinationpath: 'c:\\gone', dsc_ensure: 'absent')
       provider.canonicalize(context, [absent])
       provider.get(context, [{ name: 'Gone', dsc_destinationpath: 'c:\\gone' }])
       expect(manager.calls.map { |call| property_table(call) })
-        .to eq(["destinationpath = 'C:\\Listed'", "destinationpath = 'c:\\gone'"])
+        .to eq(["destinationpath = 'C:\\Listed'",
+                "destinationpath = 'c:\\gone'; ensure = 'absent'; contents = 'HELLO'; type = 'FILE'; force = $true; " \
+                "attributes = @('archive', 'readonly')"])
     end
   end
 
@@ -115,7 +117,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(provider.insync?(context, title, :dsc_contents, current, canonical))
         .to eq([false, "dsc_contents changed 'other' to 'HELLO'"])
       expect(provider.insync?(context, title, :dsc_type, current, canonical))
-        .to eq([false, 'DSC reports that this resource is not in the desired state; treating all properties as out-of-sync'])
+        .to eq([false, "the resource's Test says it is not in the desired state"])
       expect(manager.methods_called).to eq(%w[Get Test])
     end
   end
@@ -234,7 +236,22 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
 
     it 'answers nil for properties without a desired value and for non-DSC properties' do
       expect(provider.insync?(context, title, :dsc_contents, {}, { validation_mode: 'property' })).to be_nil
-      expect(provider.insync?(context, title, :rsapi_custom_insync_trigger, {}, { validation_mode: 'property' })).to be_nil
+      expect(provider.insync?(context, title, :loglevel, {}, { validation_mode: 'property' })).to be_nil
+      expect(manager.calls).to be_empty
+    end
+
+    # The Resource API adds the hidden trigger to a type with nothing else
+    # to compare (every attribute a key, a parameter or read-only): the
+    # resource's own Test is the only judge.
+    it 'answers the hidden custom insync trigger with the one Test in property mode' do
+      should = { name: 'Title', dsc_destinationpath: 'C:\\Foo', validation_mode: 'property',
+                 rsapi_custom_insync_trigger: 'do_not_specify_in_manifest' }
+      expect(provider.insync?(context, title, :rsapi_custom_insync_trigger, {}, should)).to be(true)
+      manager.in_desired_state = false
+      other = { name: 'Other', dsc_destinationpath: 'C:\\Bar' }
+      expect(provider.insync?(context, other, :rsapi_custom_insync_trigger, {}, should.merge(other)))
+        .to eq([false, "the resource's Test says it is not in the desired state"])
+      expect(manager.methods_called).to eq(%w[Test Test])
     end
 
     it 'uses one Test for all properties in resource mode, including the hidden trigger' do

@@ -73,9 +73,10 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       )
     end
 
-    it 'passes only the mandatory-for-get properties to the Get of an absent desired state' do
+    it 'passes the whole desired state to the Get of an absent desired state' do
       expect(invoke_params_line(script_for(:dsc_fixturefile, should.merge(dsc_ensure: 'absent'), 'get'))).to eq(
-        "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'}; " \
+        "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'; " \
+        "ensure = 'absent'; contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}; " \
         "ModuleName = @{ModuleName = '#{psd1}'; RequiredVersion = '1.2.0'}}"
       )
     end
@@ -168,9 +169,9 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'; ensure = 'Present'; password = \$cred_\h{32}\}/)
       absent = should.merge(dsc_ensure: 'Absent')
       line = invoke_params_line(script_for(:dsc_fixtureuser, absent, 'get'))
-      expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'\}/)
+      expect(line).to match(/Property = @\{psdscrunascredential = \$cred_\h{32}; username = 'bob'; ensure = 'Absent'; password = \$cred_\h{32}\}/)
       line = invoke_params_line(script_for(:dsc_fixtureuser, absent.merge(dsc_psdscrunascredential: nil), 'get'))
-      expect(line).to include("Property = @{username = 'bob'}")
+      expect(line).to match(/Property = @\{username = 'bob'; ensure = 'Absent'; password = \$cred_\h{32}\}/)
     end
 
     it 'hands Get the password as Set gets it, never shown (issue 40)' do
@@ -313,7 +314,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
     end
 
     it 'passes a key that is mandatory for get but not a namevar to a keys-only Get' do
-      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v', dsc_valuetype: 'String', dsc_ensure: 'Absent' }
+      should = { name: 'k', dsc_key: 'HKLM:\\Software\\X', dsc_valuename: 'v' }
       line = invoke_params_line(script_for(:dsc_fixtureregistry, should, 'get'))
       expect(line).to include("Property = @{key = 'HKLM:\\Software\\X'; valuename = 'v'}")
     end

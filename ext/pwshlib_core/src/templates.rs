@@ -124,6 +124,7 @@ mod tests {
                 "Get-PwshlibUnresolvedMessage",
                 "ConvertFrom-PwshlibCimValue",
                 "Get-PwshlibGetTargetResourceParameter",
+                "Test-PwshlibGetReturnsThis",
                 "Select-PwshlibGetTargetResourceProperty",
                 "Invoke-PwshlibDirect",
                 "Invoke-PwshlibClassMethod",

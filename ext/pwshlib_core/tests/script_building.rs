@@ -38,11 +38,20 @@ fn ensurable() -> (pwshlib_core::TypeDef, pwshlib_core::Map) {
     (def, should)
 }
 
-/// `should` with `dsc_ensure => 'Absent'`: its Get passes the keys only.
+/// `should` with `dsc_ensure => 'Absent'`.
 fn absent(should: &pwshlib_core::Map) -> pwshlib_core::Map {
     let mut absent = should.clone();
     absent.insert_symbol("dsc_ensure", s("Absent"));
     absent
+}
+
+/// What a listing (`puppet resource`) asks with: the namevars of `should`.
+fn listing(should: &pwshlib_core::Map) -> pwshlib_core::Map {
+    should
+        .iter()
+        .filter(|(k, _)| matches!(k.key_name(), Some("name" | "dsc_name")))
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -59,9 +68,22 @@ fn get_passes_the_desired_state_as_set_and_test_do() {
 }
 
 #[test]
-fn get_of_an_absent_desired_state_passes_only_the_mandatory_for_get_properties() {
+fn get_of_an_absent_desired_state_passes_it_as_set_does() {
     let (def, should) = ensurable();
-    let script = build(&def, &absent(&should), DscMethod::Get);
+    let get = build(&def, &absent(&should), DscMethod::Get);
+    let set = build(&def, &absent(&should), DscMethod::Set);
+    assert_eq!(
+        line(get.text(), "$InvokeParams"),
+        line(set.text(), "$InvokeParams").replace("Method = 'Set'", "Method = 'Get'")
+    );
+    assert!(line(get.text(), "$InvokeParams").contains("ensure = 'Absent'; text = 'hello'"));
+    assert_parses(&get);
+}
+
+#[test]
+fn get_of_a_listing_passes_the_keys_it_has() {
+    let (def, should) = ensurable();
+    let script = build(&def, &listing(&should), DscMethod::Get);
     assert_eq!(
         line(script.text(), "$InvokeParams"),
         format!(
@@ -130,9 +152,9 @@ fn the_script_has_the_documented_shape() {
 #[test]
 fn the_body_of_a_get_and_of_a_set_is_small() {
     let (def, should) = ensurable();
-    // A keys-only Get (a listing, an absent desired state; every Get before
-    // issue 40): an in-sync Get now carries the desired state, as a Set.
-    let get = build(&def, &absent(&should), DscMethod::Get);
+    // A keys-only Get (a listing; every Get before issue 40): any other
+    // Get carries the desired state, as a Set.
+    let get = build(&def, &listing(&should), DscMethod::Get);
     let set = build(&def, &should, DscMethod::Set);
     let in_sync_get = build(&def, &should, DscMethod::Get);
     assert_eq!(in_sync_get.body().len(), set.body().len());
@@ -216,8 +238,13 @@ fn credentials_are_built_into_variables_and_redacted() {
             ]),
         ),
     ]);
-    // Keys only (an absent desired state): the run-as credential alone.
-    let get = build(&def, &absent(&should), DscMethod::Get);
+    // Keys only (a listing): the run-as credential alone.
+    let listed: pwshlib_core::Map = should
+        .iter()
+        .filter(|(k, _)| matches!(k.key_name(), Some("dsc_name" | "dsc_psdscrunascredential")))
+        .cloned()
+        .collect();
+    let get = build(&def, &listed, DscMethod::Get);
     assert_eq!(
         generated_lines(get.text())[..],
         [

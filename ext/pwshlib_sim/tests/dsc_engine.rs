@@ -1075,7 +1075,7 @@ fn a_get_handed_the_desired_state_reports_only_the_keys_of_a_missing_instance() 
 }
 
 #[test]
-fn a_type_whose_get_returns_this_echoes_what_it_was_handed_flagged_when_direct() {
+fn a_type_whose_get_returns_this_echoes_what_it_was_handed_flagged_on_every_route() {
     let sim = Sim::new().with_state(&json!({
         "keys": {"FixtureClassResource": ["Name"]},
         "get_returns_this": ["FixtureClassResource"],
@@ -1092,10 +1092,10 @@ fn a_type_whose_get_returns_this_echoes_what_it_was_handed_flagged_when_direct()
         sim.json(&call("Get", wanted, "")),
         json!({"name": "a", "value": "wanted", "Ensure": "Present", "pwshlib_get_returned_this": true})
     );
-    // Invoke-DscResource hands back no instance to compare: no flag.
+    // Through Invoke-DscResource the class's syntax tree says so.
     assert_eq!(
         sim.json(&call("Get", wanted, " -ThroughInvokeDscResource")),
-        json!({"name": "a", "value": "wanted", "Ensure": "Present"})
+        json!({"name": "a", "value": "wanted", "Ensure": "Present", "pwshlib_get_returned_this": true})
     );
     // Its Test reads the system.
     assert_eq!(

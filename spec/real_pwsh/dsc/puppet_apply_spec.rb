@@ -73,20 +73,6 @@ module RealPwshDsc
     },
   }.freeze
 
-  # A group's puppet apply runs (@runs) by number, and the calls one run
-  # made to a resource, by method.
-  module Runs
-    def run(index)
-      @runs.fetch(index - 1)
-    end
-
-    def counts(run, resource)
-      counts = Hash.new(0)
-      run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
-      %w[Get Set Test].to_h { |method| [method, counts[method]] }
-    end
-  end
-
   def self.manifest
     RESOURCES.map { |title, (type, attributes)| Acceptance.resource(type, title, attributes) }.join("\n")
   end
@@ -302,11 +288,11 @@ module RealPwshDsc
 
   # Issue 40: resources that read what they report through the desired state
   # a Get is handed, and one whose Get() returns $this, directly and through
-  # Invoke-DscResource. Run 1 creates them, run 2 finds them in sync, then
-  # RealEcho's stored value drifts and run 3 puts it back.
-  def self.get_input_manifest(echo_validation: nil)
+  # Invoke-DscResource (where its syntax tree says so). Run 1 creates them,
+  # run 2 finds them in sync, then RealEcho's stored value drifts and run 3
+  # puts it back.
+  def self.handed_to_get_manifest
     echo = { 'dsc_name' => 'echo-ü', 'dsc_ensure' => 'Present', 'dsc_value' => 'wanted' }
-    echo['validation_mode'] = echo_validation if echo_validation
     [
       Acceptance.resource('dsc_realreport', 'report', 'dsc_path' => '/srv/report-ü.txt', 'dsc_ensure' => 'Present',
                                                       'dsc_contents' => "line 1\nline 2", 'dsc_mode' => '0644'),
@@ -324,18 +310,15 @@ module RealPwshDsc
                       Dsc_realecho[echo]].freeze
 
   {
-    'directly' => [{}, nil],
-    # The guard cannot see $this through Invoke-DscResource (which hands
-    # back no instance to compare): validation_mode => resource is the
-    # remedy docs/behavior.md gives.
-    'through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' => [{ 'PWSHLIB_DSC_DIRECT' => '0' }, 'resource'],
-  }.each do |how, (env, echo_validation)|
+    'directly' => {},
+    'through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' => { 'PWSHLIB_DSC_DIRECT' => '0' },
+  }.each do |how, env|
     RSpec.describe "Get handed the desired state (issue 40), called #{how}" do
       include Runs
 
       before(:all) do
         @machine = Machine.new('real-dsc-get-input')
-        manifest = RealPwshDsc.get_input_manifest(echo_validation: echo_validation)
+        manifest = RealPwshDsc.handed_to_get_manifest
         @runs = Array.new(2) { @machine.apply(manifest, env: env) }
         # The system drifts where RealEcho's Get does not look.
         echo = File.join(@machine.state_dir, 'RealEcho', "#{'echo-ü'.b.unpack1('H*')}.json")
@@ -392,11 +375,7 @@ module RealPwshDsc
 
       it 'says why RealEcho is judged by its Test' do
         guard = /Debug: .*echo: its Get\(\) returned the very instance it was called on/
-        if echo_validation
-          expect(run(2).output).not_to match(guard)
-        else
-          expect(run(2).output).to match(guard), run(2).to_s
-        end
+        expect(run(2).output).to match(guard), run(2).to_s
       end
 
       it 'was called as asked' do

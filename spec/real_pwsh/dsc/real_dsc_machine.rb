@@ -64,4 +64,18 @@ module RealPwshDsc
       File.exist?(path) ? JSON.parse(File.read(path, encoding: 'UTF-8')) : nil
     end
   end
+
+  # A group's puppet apply runs (@runs) by number, and the calls one run
+  # made to a resource, by method.
+  module Runs
+    def run(index)
+      @runs.fetch(index - 1)
+    end
+
+    def counts(run, resource)
+      counts = Hash.new(0)
+      run.calls.each { |call| counts[call['method']] += 1 if call['resource'] == resource }
+      %w[Get Set Test].to_h { |method| [method, counts[method]] }
+    end
+  end
 end

@@ -99,25 +99,22 @@ pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetActio
     }
 }
 
-/// What `delete` sends: the title plus the mandatory-for-set properties,
-/// the run-as credential and the timeout from the canonicalized resource,
-/// with `Ensure = 'Absent'`.
+/// What `delete` sends: the title plus the canonicalized resource's `dsc_`
+/// attributes (its desired state, the run-as credential and the timeout
+/// among them: a resource may need a non-key property to find what it
+/// removes, as its Get needs it to look in the right place), with
+/// `Ensure = 'Absent'`.
 pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result<Map, P::Error> {
-    let typedef = provider.typedef()?;
     let mut should = name_hash_of(name);
     if let Some(canonical) =
         provider.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
     {
-        let carried = typedef
-            .mandatory_set_attributes()
-            .into_iter()
-            .chain(typedef.namevar_attributes())
-            .chain(["dsc_psdscrunascredential", "dsc_timeout"]);
-        for attr in carried {
-            if should.get_named(attr).is_none() {
-                if let Some(v) = canonical.get_named(attr) {
-                    should.insert_symbol(attr, v.clone());
-                }
+        for (key, value) in canonical.iter() {
+            let Some(attr) = key.key_name().filter(|k| k.starts_with("dsc_")) else {
+                continue;
+            };
+            if should.get_named(attr).is_none() && !value.is_nil() {
+                should.insert_symbol(attr, value.clone());
             }
         }
     }

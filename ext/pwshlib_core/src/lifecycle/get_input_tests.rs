@@ -1,5 +1,5 @@
-//! Issue 40: what a Get is handed (the desired state, keys only without
-//! one) and the guard for a `Get()` that returns `$this`.
+//! What a Get is handed (the desired state; the keys alone for a listing)
+//! and the guard for a `Get()` that returns `$this`.
 
 use super::*;
 use crate::test_support::fake_provider::{json, FakeProvider};
@@ -88,26 +88,30 @@ fn the_one_get_of_a_run_serves_canonicalize_get_and_insync() {
 }
 
 #[test]
-fn a_listing_and_an_absent_desired_state_get_keys_only() {
+fn a_listing_gets_keys_only_and_an_absent_desired_state_all_of_it() {
     // A listing (`puppet resource`): the title is all there is.
     let listing = FakeProvider::with_real_scripts(fixture_typedef());
     listing.answer(&system("HELLO"));
     get(&listing, Some(vec![title()])).unwrap();
-    // ensure => absent: canonicalize makes no Get; get's carries the keys.
+    assert_eq!(
+        properties_sent(&listing),
+        ["Property = @{destinationpath = 'C:\\Foo'}"]
+    );
+    // ensure => absent: canonicalize makes no Get; get's is handed the
+    // desired state, as every other Get is (a resource may need a
+    // non-key property to look in the right place).
     let absent = FakeProvider::with_real_scripts(fixture_typedef());
     absent.answer(&system("HELLO"));
     canonicalize(&absent, vec![manifest("Absent")]).unwrap();
     get(&absent, Some(vec![title()])).unwrap();
-    for provider in [listing, absent] {
-        assert_eq!(
-            properties_sent(&provider),
-            ["Property = @{destinationpath = 'C:\\Foo'}"]
-        );
-    }
+    assert_eq!(
+        properties_sent(&absent),
+        ["Property = @{destinationpath = 'C:\\Foo'; ensure = 'Absent'; contents = 'HELLO'}"]
+    );
 }
 
 #[test]
-fn the_run_as_credential_goes_to_a_keys_only_get_too() {
+fn an_absent_desired_state_hands_get_its_secrets_as_data() {
     let provider = FakeProvider::with_real_scripts(fixture_typedef());
     provider.answer(&system("HELLO"));
     let mut desired = manifest("absent");
@@ -115,12 +119,20 @@ fn the_run_as_credential_goes_to_a_keys_only_get_too() {
         (s("user"), s("svc")),
         (s("password"), Value::Sensitive(Box::new(s("p'ss-word")))),
     ]);
-    desired.insert_symbol("dsc_psdscrunascredential", Value::Hash(credential));
+    desired.insert_symbol("dsc_psdscrunascredential", Value::Hash(credential.clone()));
+    desired.insert_symbol("dsc_password", Value::Hash(credential));
     invoke_get_method(&provider, &desired).unwrap();
     let sent = properties_sent(&provider).remove(0);
     assert!(sent.contains("destinationpath = 'C:\\Foo'"), "{sent}");
+    assert!(sent.contains("contents = 'HELLO'"), "{sent}");
     assert!(sent.contains("psdscrunascredential = $cred_"), "{sent}");
-    assert!(!sent.contains("contents"), "{sent}");
+    assert!(sent.contains("password = $cred_"), "{sent}");
+    assert!(!provider.everything_shown().contains("p'ss-word"));
+    assert!(!provider
+        .scripts
+        .borrow()
+        .iter()
+        .any(|script| script.contains("p'ss-word")));
 }
 
 /// One run of a resource whose Get reports the desired contents, flagged

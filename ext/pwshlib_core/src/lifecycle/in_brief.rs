@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use super::resource_api::{
-    canonicalized_earlier, insync_step, judged_by_test, validates_whole_resource,
+    canonicalized_earlier, insync_step, judgement_of, validates_whole_resource,
 };
 use super::{invocation_identity, Insync, InsyncStep, ProviderCallbacks};
 use crate::cache::Identity;
@@ -86,7 +86,7 @@ pub fn insync_in_brief<P: ProviderCallbacks>(
         return Ok(None);
     }
     let identity = invocation_identity(namevars, name, &should);
-    if judged_by_test(provider, &identity) || !canonicalized_earlier(provider, &identity) {
+    if judgement_of(provider, &identity).is_some() || !canonicalized_earlier(provider, &identity) {
         return Ok(None);
     }
     let Some(is) = is_entries(&[property]) else {

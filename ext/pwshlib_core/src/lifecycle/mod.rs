@@ -15,6 +15,9 @@
 //! - `in_brief`: the answers a binding may give from part of a resource,
 //!   before converting it whole (a resource canonical as given, `insync?`
 //!   from the attributes it reads);
+//! - `judged_by_test`: when a Get cannot report what property mode
+//!   compares, so that the resource's Test judges it, and what the change
+//!   message then says;
 //! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
 //!   run-as credential, output checks and collision waits;
 //! - `redaction`: what a message may show of the values it quotes;
@@ -34,6 +37,7 @@ use crate::value::{Map, Value};
 mod change;
 mod in_brief;
 mod invocation;
+mod judged_by_test;
 mod redaction;
 mod resource_api;
 
@@ -46,6 +50,7 @@ pub use invocation::{
     collision_wait, dsc_call, dsc_outcome, logon_key, retrying, show_script, specify_dsc_timeout,
     DscCall, Outcome,
 };
+pub use judged_by_test::{JudgedByTest, CUSTOM_INSYNC_TRIGGER, TEST_SAYS_NOT_IN_DESIRED_STATE};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
     canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
@@ -103,10 +108,10 @@ pub struct LifecycleState {
     /// Resources whose Get failed in this run: no further PowerShell call
     /// is made for them, and their Set is marked failed.
     pub failed_gets: IdentityCache<()>,
-    /// Resources whose Get returned the very instance it was called on
-    /// (`return $this`): what it reports may be the desired state handed
-    /// to it, so their Test judges them, as `validation_mode => resource`.
-    pub judged_by_test: IdentityCache<()>,
+    /// Resources whose Get cannot report the state property mode compares
+    /// (`return $this`, a property left out, Reasons while every property
+    /// agrees): their Test judges them, as `validation_mode => resource`.
+    pub judged_by_test: IdentityCache<JudgedByTest>,
     pub collision_wait_seconds: f64,
 }
 
@@ -290,6 +295,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
 
 #[cfg(test)]
 mod get_input_tests;
+#[cfg(test)]
+mod judged_by_test_tests;
 #[cfg(test)]
 mod spine;
 #[cfg(test)]

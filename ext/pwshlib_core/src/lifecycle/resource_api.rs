@@ -1,6 +1,10 @@
 //! The steps of the Resource API's `canonicalize`, `get` and `insync?`, and
 //! of `invoke_get_method`, which the Ruby spine calls in turn.
 
+use super::judged_by_test::{
+    answer_shape, cannot_report, JudgedByTest, CUSTOM_INSYNC_TRIGGER,
+    TEST_SAYS_NOT_IN_DESIRED_STATE,
+};
 use super::redaction::{
     change_message, may_hold_secrets, mirror_sensitivity_in_place, mirrors_secrets, redactor_for,
 };
@@ -168,21 +172,20 @@ pub fn get_step<P: ProviderCallbacks>(provider: &P, name: &Value) -> GetStep {
 }
 
 /// `invoke_get_method`'s first step: the props a Get sends, the desired
-/// state as Set and Test get it (keys only when it is absent, and for a
+/// state as Set and Test get it (an absent one too; the keys alone for a
 /// listing, whose hash holds no more).
 pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<Map, P::Error> {
     let typedef = provider.typedef()?;
     debug_lazy(provider, || {
         format!("retrieving {}", shown_resource(&typedef, name_hash))
     })?;
-    let passed = passed_to_get(name_hash);
     Ok(name_hash
         .iter()
         .filter(|(k, v)| {
             !v.is_nil()
                 && k.key_name()
                     .and_then(|n| typedef.attribute(n))
-                    .is_some_and(&passed)
+                    .is_some_and(passed_to_get)
         })
         .cloned()
         .collect())
@@ -208,20 +211,11 @@ pub fn get_result<P: ProviderCallbacks>(
         )?;
         return Ok(None);
     };
-    if matches!(
+    let returned_this = matches!(
         data.remove_named(GET_RETURNED_THIS),
         Some(Value::Bool(true))
-    ) {
-        debug_lazy(provider, || {
-            format!(
-                "{}: its Get() returned the very instance it was called on (`return $this`), \
-                 so the values it reports may be the desired ones it was given: judging \
-                 it by its Test instead, as validation_mode => resource does",
-                title.as_ref().map(title_text).unwrap_or_default()
-            )
-        })?;
-        provider.with_state(|s| s.judged_by_test.insert(name_hash, ()));
-    }
+    );
+    let shape = answer_shape(&typedef, name_hash, &data, returned_this);
     // The result's values are moved into the Puppet hash. An error message
     // quotes values the system reported, its secrets too (by the type, or
     // where the desired state holds a Sensitive value): a result that may
@@ -246,6 +240,15 @@ pub fn get_result<P: ProviderCallbacks>(
     // Sensitive-typed values go back to Puppet as Sensitive, as the type
     // schema wants them: Puppet logs the current state it is given.
     let munged = redact::mark_attributes_owned(&typedef, munged);
+    if let Some((judgement, why)) = cannot_report(&typedef, name_hash, shape, &munged) {
+        debug_lazy(provider, || {
+            format!(
+                "{}: {why}: judging it by its Test instead, as validation_mode => resource does",
+                title.as_ref().map(title_text).unwrap_or_default()
+            )
+        })?;
+        provider.with_state(|s| s.judged_by_test.insert(name_hash, judgement));
+    }
     let packed = PackedMap::pack(&munged);
     provider.with_state(|s| s.query_results.insert(name_hash, packed));
     debug_lazy(provider, || {
@@ -310,8 +313,10 @@ pub fn insync_step<P: ProviderCallbacks>(
         };
         let is_value = is_value.unwrap_or(Value::Nil);
         let should_value = should_hash.get_named(property);
+        let judgement = judgement_of(provider, &identity);
         let by_test = if validates_whole_resource(should_hash)
-            || judged_by_test(provider, &identity)
+            || judgement.is_some()
+            || property == CUSTOM_INSYNC_TRIGGER
         {
             let Some(in_desired_state) = test_answer(provider, name, should_hash, &identity, test)
             else {
@@ -322,8 +327,8 @@ pub fn insync_step<P: ProviderCallbacks>(
                     &typedef,
                     property,
                     in_desired_state,
-                    &is_value,
-                    should_value,
+                    (&is_value, should_value),
+                    &shown_cause(should_hash, judgement.as_ref()),
                 )
             })
         } else {
@@ -347,10 +352,40 @@ pub(super) fn validates_whole_resource(should_hash: &Map) -> bool {
     )
 }
 
-/// Whether this run's Get of the resource returned the instance it was
-/// called on: its Test judges it (docs/behavior.md §3 "insync?").
-pub(super) fn judged_by_test<P: ProviderCallbacks>(provider: &P, identity: &Identity) -> bool {
-    provider.with_state(|s| s.judged_by_test.get_identity(identity).is_some())
+/// Why this run's Get of the resource cannot be compared property by
+/// property, when it cannot: its Test judges it (docs/behavior.md §3
+/// "insync?").
+pub(super) fn judgement_of<P: ProviderCallbacks>(
+    provider: &P,
+    identity: &Identity,
+) -> Option<JudgedByTest> {
+    provider.with_state(|s| s.judged_by_test.get_identity(identity).cloned())
+}
+
+/// What a Test judged out of sync says where the values show nothing, and
+/// which properties they cannot show: the Reasons the Get returned, else
+/// that the Test says so (pwshlib 2.x's words for `validation_mode =>
+/// resource`).
+struct ShownCause<'a> {
+    message: String,
+    unreported: &'a [String],
+}
+
+fn shown_cause<'a>(should_hash: &Map, judgement: Option<&'a JudgedByTest>) -> ShownCause<'a> {
+    match judgement {
+        Some(judgement) => ShownCause {
+            message: judgement.message(),
+            unreported: &judgement.unreported,
+        },
+        None if validates_whole_resource(should_hash) => ShownCause {
+            message: NOT_IN_DESIRED_STATE.to_owned(),
+            unreported: &[],
+        },
+        None => ShownCause {
+            message: TEST_SAYS_NOT_IN_DESIRED_STATE.to_owned(),
+            unreported: &[],
+        },
+    }
 }
 
 /// The resource's one Test in this run: Some(in desired state), or None
@@ -382,22 +417,24 @@ fn test_answer<P: ProviderCallbacks>(
 }
 
 /// A property's answer from the Test of the whole resource: out of sync
-/// says how the property differs, or that DSC says so.
+/// says how the property differs, or else the cause shown.
 fn answer_of_test(
     typedef: &TypeDef,
     property: &str,
     in_desired_state: bool,
-    is_value: &Value,
-    should_value: Option<&Value>,
+    (is_value, should_value): (&Value, Option<&Value>),
+    cause: &ShownCause,
 ) -> Insync {
     if in_desired_state {
         return Insync::InSync;
     }
+    let shows_values =
+        property != CUSTOM_INSYNC_TRIGGER && !cause.unreported.iter().any(|p| p == property);
     let message = match should_value {
-        Some(should) if !values_equal(is_value, should) => {
+        Some(should) if shows_values && !values_equal(is_value, should) => {
             change_message(typedef, property, is_value, should)
         }
-        _ => NOT_IN_DESIRED_STATE.to_owned(),
+        _ => cause.message.clone(),
     };
     Insync::OutOfSync(Some(message))
 }

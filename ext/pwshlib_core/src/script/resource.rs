@@ -3,7 +3,6 @@
 //! resource hash, or read from the hash the Ruby methods pass around.
 
 use super::DscMethod;
-use crate::canonical::is_absent;
 use crate::cim_type::MofType;
 use crate::error::{Error, Result};
 use crate::secrecy::{mark, secrecy_of_type};
@@ -75,21 +74,19 @@ impl InvocableResource {
     /// `should` is a resource hash (Symbol keys, `dsc_` attributes), method
     /// is Get/Set/Test, `vendored_modules_path` comes from the load path.
     ///
-    /// Set and Test pass every `dsc_` property of `should`; Get the same,
-    /// but only the keys for an absent desired state ([`passed_to_get`]).
-    /// Never passed: `dsc_timeout`, read-only properties, nil values.
+    /// Get, Set and Test pass every `dsc_` property of `should`
+    /// ([`passed_to_get`]). Never passed: `dsc_timeout`, read-only
+    /// properties, nil values.
     pub fn new(
         typedef: &TypeDef,
         should: &Map,
         method: DscMethod,
         vendored_modules_path: &str,
     ) -> Result<Self> {
-        let passed_to_get = passed_to_get(should);
         let parameters = typedef
             .attributes
             .iter()
-            .filter(|attr| attr.is_dsc_property() && attr.behaviour != Behaviour::ReadOnly)
-            .filter(|attr| method != DscMethod::Get || passed_to_get(attr))
+            .filter(|attr| passed_to_get(attr))
             .filter_map(|attr| {
                 let value = should.get_named(&attr.name)?;
                 (!value.is_nil()).then(|| InvokeParameter {
@@ -285,32 +282,17 @@ impl InvocableResource {
     }
 }
 
-/// docs/behavior.md §4 "Parameters": which attributes (those with a value
-/// in `desired`) go to a Get. With a desired state, every non-read-only
+/// docs/behavior.md §4 "What a Get is handed": which attributes (those
+/// with a value in the desired state) go to a Get: every non-read-only
 /// `dsc_` property, as Set and Test get them and as the DSC engines hand
 /// `Get()` the whole desired state (PSDesiredStateConfiguration 2.x, DSC
-/// v3, Machine Configuration): many resources read what they report
-/// through them (nxFile's `Mode`, ScheduledTask's `TaskPath`, SqlServerDsc's
-/// `ServerName`). A listing's hash holds the namevars alone, so its Get is
-/// keys-only as it stands; an absent desired state (`dsc_ensure =>
-/// absent`) passes only the mandatory-for-get properties and the run-as
-/// credential, as pwshlib 2.x did for every Get.
-pub fn passed_to_get(desired: &Map) -> impl Fn(&Attribute) -> bool {
-    let keys_only = get_is_keys_only(desired);
-    move |attribute| {
-        attribute.is_dsc_property()
-            && attribute.behaviour != Behaviour::ReadOnly
-            && (!keys_only || is_key_for_get(attribute))
-    }
-}
-
-/// An absent desired state: its Get asks only whether the resource is there.
-fn get_is_keys_only(desired: &Map) -> bool {
-    is_absent(desired.get_named("dsc_ensure"))
-}
-
-fn is_key_for_get(attribute: &Attribute) -> bool {
-    attribute.mandatory_for_get || attribute.name == "dsc_psdscrunascredential"
+/// v3, Machine Configuration), an absent one too: many resources read
+/// what they report through them (nxFile's `Mode`, ScheduledTask's
+/// `TaskPath`, SqlServerDsc's `ServerName`), and one that looks in the
+/// wrong place cannot say whether the resource is there. A listing's hash
+/// holds the namevars alone, so its Get is keys-only as it stands.
+pub fn passed_to_get(attribute: &Attribute) -> bool {
+    attribute.is_dsc_property() && attribute.behaviour != Behaviour::ReadOnly
 }
 
 fn needs_vendored_path(class_based: bool, version: Option<&String>) -> bool {

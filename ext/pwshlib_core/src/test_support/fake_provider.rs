@@ -93,6 +93,12 @@ impl FakeProvider {
         provider
     }
 
+    /// `typedef` with fake scripts, over a system in the fake's state
+    /// (`system`, `in_desired_state`).
+    pub fn of_type(typedef: TypeDef) -> Self {
+        Self::with(typedef, Mode::Fake)
+    }
+
     /// `typedef` with the real script builder and queued answers only.
     pub fn with_real_scripts(typedef: TypeDef) -> Self {
         Self::with(typedef, Mode::RealScripts)

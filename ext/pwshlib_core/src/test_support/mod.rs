@@ -267,3 +267,42 @@ pub fn secret_typedef() -> TypeDef {
         attributes,
     )
 }
+
+/// A class-based resource in the Machine Configuration convention: a key,
+/// two configurable properties (one Sensitive) and a `NotConfigurable`
+/// `Reasons` of `Reason` instances.
+pub fn reasons_typedef() -> TypeDef {
+    let attributes = vec![
+        name_attribute(),
+        (
+            "validation_mode",
+            attr(&[
+                ("type", Value::str("Enum[property, resource]")),
+                ("behaviour", Value::sym("parameter")),
+            ]),
+        ),
+        mandatory_namevar("dsc_name"),
+        ("dsc_value", prop("Optional[String]", "String", &[])),
+        (
+            "dsc_secret",
+            prop("Optional[Sensitive[String]]", "String", &[]),
+        ),
+        (
+            "dsc_reasons",
+            prop(
+                "Optional[Array[Struct[{ code => Optional[String], phrase => Optional[String] }]]]",
+                "Reason[]",
+                &[
+                    ("behaviour", Value::sym("read_only")),
+                    ("mof_is_embedded", Value::Bool(true)),
+                ],
+            ),
+        ),
+    ];
+    definition(
+        "dsc_fixturecompliance",
+        "FixtureCompliance",
+        None,
+        attributes,
+    )
+}

@@ -134,7 +134,7 @@ fn play(
     let reboot_required = armed.selected(armed.faults.reboot_required.as_ref());
     let mut json = answer(state, &armed.call, method, reboot_required)
         .unwrap_or_else(|message| failure_json(method, &message));
-    if method == DscMethod::Get && returned_this_seen(invocation, state, env) {
+    if method == DscMethod::Get && returned_this_seen(invocation, state) {
         if let Json::Object(result) = &mut json {
             result.insert(GET_RETURNED_THIS.to_owned(), json!(true));
         }
@@ -240,20 +240,17 @@ fn unelevated_refusal(
 /// Whether the prelude would flag this Get as one whose `Get()` returned
 /// the instance it was called on (`pwshlib_get_returned_this`): a type
 /// listed in `get_returns_this`, class-based (its ModuleName names the
-/// module, not a `.psd1`), called directly. Invoke-DscResource hands back
-/// no instance to compare, so that route cannot see it (issue 40).
-fn returned_this_seen(
-    invocation: &Invocation,
-    state: &State,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> bool {
+/// module, not a `.psd1`), on every route: the direct call sees the
+/// instance come back, a call through Invoke-DscResource reads
+/// `return $this` in the class's syntax tree (`Test-PwshlibGetReturnsThis`).
+fn returned_this_seen(invocation: &Invocation, state: &State) -> bool {
     let module = invocation.module.to_json();
     let module_name = match &module {
         Json::Object(map) => get_ci(map, "ModuleName").and_then(Json::as_str),
         other => other.as_str(),
     };
     let class_based = module_name.is_some_and(|name| !name.to_ascii_lowercase().ends_with(".psd1"));
-    class_based && state.returns_this(&invocation.resource) && kind_of(invocation, env) == "direct"
+    class_based && state.returns_this(&invocation.resource)
 }
 
 /// The method's own result JSON (before any fault touches it).

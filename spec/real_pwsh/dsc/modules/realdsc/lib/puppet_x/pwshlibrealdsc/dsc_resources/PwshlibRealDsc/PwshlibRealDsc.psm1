@@ -634,3 +634,112 @@ class RealEcho {
         Write-RealState 'RealEcho' $this.Name $Plain
     }
 }
+
+# The reason a property is not in the desired state, in the Azure Machine
+# Configuration convention (Code and Phrase).
+class RealReason {
+    [DscProperty()]
+    [string] $Code
+
+    [DscProperty()]
+    [string] $Phrase
+}
+
+# The Machine Configuration convention: Get copies the configurable
+# properties from the desired state it was handed and reports the truth in
+# Reasons, a "compliant" reason included when all is well; its Test reads
+# the Reasons. Comparing the copies always agrees.
+[DscResource()]
+class RealCompliance {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [string] $Value
+
+    [DscProperty(NotConfigurable)]
+    [RealReason[]] $Reasons
+
+    [hashtable] Properties() {
+        return [ordered]@{ Name = $this.Name; Value = $this.Value }
+    }
+
+    [RealReason[]] Audit() {
+        $Stored = Read-RealState 'RealCompliance' $this.Name
+        $Reason = [RealReason]::new()
+        if ($null -ne $Stored -and $Stored.Value -ceq $this.Value) {
+            $Reason.Code = 'RealCompliance:RealCompliance:Compliant'
+            $Reason.Phrase = "The value is '$($this.Value)' as wanted."
+        }
+        else {
+            $Actual = if ($null -eq $Stored) { 'missing' } else { "'$($Stored.Value)'" }
+            $Reason.Code = 'RealCompliance:RealCompliance:Value'
+            $Reason.Phrase = "The value is $Actual and should be '$($this.Value)'."
+        }
+        return @($Reason)
+    }
+
+    [RealCompliance] Get() {
+        Write-RealCall 'RealCompliance' 'Get' $this.Properties()
+        $Result = [RealCompliance]::new()
+        $Result.Name = $this.Name
+        $Result.Value = $this.Value
+        $Result.Reasons = $this.Audit()
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealCompliance' 'Test' $this.Properties()
+        return $this.Audit()[0].Code -like '*:Compliant'
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealCompliance' 'Set' $this.Properties()
+        Write-RealState 'RealCompliance' $this.Name ([ordered]@{ Name = $this.Name; Value = $this.Value })
+    }
+}
+
+# Like DscResource.Base's ResourceBase: Get reports the real state, and
+# Reasons only for the properties that differ (none when in sync).
+[DscResource()]
+class RealAudited {
+    [DscProperty(Key)]
+    [string] $Name
+
+    [DscProperty()]
+    [string] $Value
+
+    [DscProperty(NotConfigurable)]
+    [RealReason[]] $Reasons
+
+    [hashtable] Properties() {
+        return [ordered]@{ Name = $this.Name; Value = $this.Value }
+    }
+
+    [RealAudited] Get() {
+        Write-RealCall 'RealAudited' 'Get' $this.Properties()
+        $Stored = Read-RealState 'RealAudited' $this.Name
+        $Result = [RealAudited]::new()
+        $Result.Name = $this.Name
+        $Result.Reasons = @()
+        if ($null -ne $Stored) { $Result.Value = $Stored.Value }
+        if ($Result.Value -cne $this.Value) {
+            $Reason = [RealReason]::new()
+            $Reason.Code = 'RealAudited:RealAudited:Value'
+            $Reason.Phrase = "The value is '$($Result.Value)' and should be '$($this.Value)'."
+            $Result.Reasons = @($Reason)
+        }
+        return $Result
+    }
+
+    [bool] Test() {
+        Write-RealCall 'RealAudited' 'Test' $this.Properties()
+        $Stored = Read-RealState 'RealAudited' $this.Name
+        return $null -ne $Stored -and $Stored.Value -ceq $this.Value
+    }
+
+    [void] Set() {
+        Write-RealCall 'RealAudited' 'Set' $this.Properties()
+        Write-RealState 'RealAudited' $this.Name ([ordered]@{ Name = $this.Name; Value = $this.Value })
+    }
+}
