@@ -8,17 +8,20 @@ use std::sync::OnceLock;
 /// call and its JSON outcome). It only defines functions, so a host can
 /// define it once per session (docs/protocol.md, "Preludes").
 ///
-/// One text from five files (lib/templates/dsc_prelude_*.ps1, one job
+/// One text from six files (lib/templates/dsc_prelude_*.ps1, one job
 /// each, each under the 600-line cap), in this order, joined by the blank
 /// line that separates two functions: values passed in, the
 /// Invoke-DscResource cmdlet's side (machine PSModulePath, run-as user),
-/// Get-result canonicalization, the direct path, the call itself.
+/// Get-result canonicalization, finding, indexing and importing a
+/// resource's module, the direct path, the call itself.
 pub const FUNCTIONS: &str = concat!(
     include_str!("../../../lib/templates/dsc_prelude_values.ps1"),
     "\n",
     include_str!("../../../lib/templates/dsc_prelude_cmdlet.ps1"),
     "\n",
     include_str!("../../../lib/templates/dsc_prelude_results.ps1"),
+    "\n",
+    include_str!("../../../lib/templates/dsc_prelude_modules.ps1"),
     "\n",
     include_str!("../../../lib/templates/dsc_prelude_direct.ps1"),
     "\n",
@@ -27,10 +30,11 @@ pub const FUNCTIONS: &str = concat!(
 
 /// The prelude's files, in [`FUNCTIONS`]' order, for the checks that read
 /// them by name.
-pub const PRELUDE_FILES: [&str; 5] = [
+pub const PRELUDE_FILES: [&str; 6] = [
     "dsc_prelude_values.ps1",
     "dsc_prelude_cmdlet.ps1",
     "dsc_prelude_results.ps1",
+    "dsc_prelude_modules.ps1",
     "dsc_prelude_direct.ps1",
     "dsc_prelude_call.ps1",
 ];

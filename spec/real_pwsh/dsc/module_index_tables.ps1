@@ -13,7 +13,7 @@ param(
 )
 $ErrorActionPreference = 'Stop'
 & (Join-Path $PSScriptRoot 'host_types.ps1') -Templates $Templates
-. (Join-Path $Templates 'dsc_prelude_direct.ps1')
+. (Join-Path $Templates 'dsc_prelude_modules.ps1')
 function ConvertTo-Pairs {
     param($Index)
     $Tables = [ordered]@{}
