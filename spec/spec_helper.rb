@@ -9,7 +9,7 @@ PWSHLIB_ROOT = File.expand_path('..', __dir__)
 FIXTURE_MODULE_PATH = File.join(PWSHLIB_ROOT, 'spec', 'fixtures', 'modules')
 # The DSC prelude as the core embeds it: its files in
 # ext/pwshlib_core/src/templates.rs's order (PRELUDE_FILES), joined by a newline.
-PWSHLIB_PRELUDE = %w[values cmdlet results direct call].map do |part|
+PWSHLIB_PRELUDE = %w[values cmdlet results modules direct call].map do |part|
   File.read(File.join(PWSHLIB_ROOT, 'lib', 'templates', "dsc_prelude_#{part}.ps1"))
 end.join("\n").freeze
 FIXTURE_MODULE_LIB = File.join(FIXTURE_MODULE_PATH, 'dscfixtures', 'lib')

@@ -14,7 +14,7 @@ $State = Join-Path ([System.IO.Path]::GetTempPath()) "pwshlib-breakdown-$PID"
 $null = New-Item -ItemType Directory -Force -Path $State
 $env:PWSHLIB_REAL_DSC_STATE = $State
 # The prelude's files, in the order ext/pwshlib_core/src/templates.rs joins them.
-foreach ($Part in 'values', 'cmdlet', 'results', 'direct', 'call') {
+foreach ($Part in 'values', 'cmdlet', 'results', 'modules', 'direct', 'call') {
     . (Join-Path $Root "lib/templates/dsc_prelude_$Part.ps1")
 }
 

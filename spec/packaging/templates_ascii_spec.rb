@@ -13,7 +13,7 @@ RSpec.describe 'the shipped PowerShell and C# templates' do
   templates = Dir[File.join(root, 'lib', 'templates', '*')].sort
 
   it 'are all here' do
-    prelude = %w[values cmdlet results direct call].map { |part| "dsc_prelude_#{part}.ps1" }
+    prelude = %w[values cmdlet results modules direct call].map { |part| "dsc_prelude_#{part}.ps1" }
     expect(templates.map { |path| File.basename(path) }).to include('host.ps1', 'PwshlibHost.cs', *prelude)
   end
 

@@ -16,7 +16,7 @@ param(
 )
 $ErrorActionPreference = 'Stop'
 & (Join-Path $PSScriptRoot 'host_types.ps1') -Templates $Templates
-$Prelude = [string]::Join('', @(foreach ($Part in 'values', 'cmdlet', 'results', 'direct', 'call') { [IO.File]::ReadAllText((Join-Path $Templates "dsc_prelude_$Part.ps1")) }))
+$Prelude = [string]::Join('', @(foreach ($Part in 'values', 'cmdlet', 'results', 'modules', 'direct', 'call') { [IO.File]::ReadAllText((Join-Path $Templates "dsc_prelude_$Part.ps1")) }))
 
 $Runspace = [runspacefactory]::CreateRunspace([initialsessionstate]::CreateDefault2())
 $Runspace.Open()
