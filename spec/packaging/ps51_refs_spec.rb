@@ -94,6 +94,10 @@ RSpec.describe 'script/find-ps51-refs' do
   end
 
   it 'refuses a package whose file is not the expected one, and leaves no partial cache' do
+    # The script reads a package with unzip, which script/setup installs on
+    # the machine it sets up; the Debian roots that also run this suite
+    # have none.
+    skip 'no unzip to read a package with' if `bash -c 'command -v unzip'`.strip.empty?
     packages(names.to_h { |name| [name, "not #{name}"] }, framework, standard)
     out, err, status = run
     expect(status.exitstatus).to eq(1)
