@@ -158,7 +158,7 @@ function Invoke-PwshlibDscResource {
     # What a call rarely needs is in functions of its own (the run-as
     # check, the strict errors, a Set's or a Test's outcome, a failure):
     # PowerShell compiles a function's whole body at its first call, every
-    # branch of it, which a fresh host's first call pays (issue 39).
+    # branch of it, which a fresh host's first call pays.
     try {
         if ($InvokeParams.Property.ContainsKey('PsDscRunAsCredential')) {
             Assert-PwshlibRunAsCredential -InvokeParams $InvokeParams

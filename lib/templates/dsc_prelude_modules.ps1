@@ -51,7 +51,7 @@ function Find-PwshlibDscModule {
     }
     else {
         # An entry holding '"', '<', '>', '|' or a control character is
-        # skipped (issue 41, item 8): .NET Framework's Path.Combine checks
+        # skipped: .NET Framework's Path.Combine checks
         # each argument with Path.CheckInvalidPathChars (PathInternal.
         # HasIllegalCharacters: those characters, code 0 to 31) and throws
         # "Illegal characters in path.", so on Windows PowerShell 5.1 one
@@ -87,7 +87,7 @@ function Get-PwshlibDscModuleIndex {
     # script-based resources, <Class>/<Class>.psm1 under its DSCResources
     # folder by the FriendlyName of <Class>.schema.mof (or the class name
     # when it has none). And, so that a call can say why nothing runs them
-    # (issue 41, item 11), the ones it does not: Binary, a schema.mof with
+    # the ones it does not: Binary, a schema.mof with
     # no .psm1 beside it (a resource compiled into an assembly), and
     # Composite, <Name>/<Name>.schema.psm1 (a configuration, which no
     # Invoke-DscResource runs). Which files and folders those are is
@@ -198,7 +198,7 @@ function Import-PwshlibDscModule {
     # RequiredModules (found on PSModulePath, the vendored folder among
     # them), its TypesToProcess and NestedModules.
     #
-    # -Scope Local (issue 41, item 7), as PSDesiredStateConfiguration 2.x
+    # -Scope Local, as PSDesiredStateConfiguration 2.x
     # imports a resource's module: what the module exports goes into this
     # function's scope and is gone when it returns, so a module exporting
     # a function named as one of the prelude's (New-PsCredential, say)
@@ -303,7 +303,7 @@ function Resolve-PwshlibDscResource {
         # Not one this module implements in PowerShell files: the caller
         # calls Invoke-DscResource, unless nothing can run it. In a function
         # of its own: PowerShell compiles a function's whole body at its
-        # first call, which a fresh host's first call pays (issue 39).
+        # first call, which a fresh host's first call pays.
         Assert-PwshlibRunnableResource -Index $Index -Name $Name -Module $Module
         return $null
     }

@@ -152,7 +152,7 @@ fn the_script_has_the_documented_shape() {
 #[test]
 fn the_body_of_a_get_and_of_a_set_is_small() {
     let (def, should) = ensurable();
-    // A keys-only Get (a listing; every Get before issue 40): any other
+    // A keys-only Get (a listing, which has no desired state): any other
     // Get carries the desired state, as a Set.
     let get = build(&def, &listing(&should), DscMethod::Get);
     let set = build(&def, &should, DscMethod::Set);
