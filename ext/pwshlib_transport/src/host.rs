@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 use crate::protocol::{self, Message};
 
 mod assembly_cache;
+#[cfg(windows)]
+mod cache_security;
+#[cfg(any(windows, test))]
+mod cache_trust;
 mod call;
 mod channel;
 mod spawn;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::assembly_cache::{host_source_key, remove_damaged};
+use super::assembly_cache::{as_the_host_sees, host_source_key, remove_unsound};
 use super::channel::{Deadlined, Replay};
 use super::transport::{self, Connection, ProcessGuard};
 use super::{Cancel, Host, HostFailure, SpawnOptions, WireStats};
@@ -58,7 +58,7 @@ fn assembly_cache_args(options: &SpawnOptions) -> Vec<String> {
     else {
         return Vec::new();
     };
-    remove_damaged(Path::new(dir), &key);
+    remove_unsound(&as_the_host_sees(Path::new(dir)), &key);
     vec![
         "-AssemblyCache".to_owned(),
         dir.clone(),

@@ -425,7 +425,7 @@ fn millis(duration: Duration) -> u32 {
 }
 
 /// The size of a Win32 structure, as the `u32` the API takes.
-fn size_u32<T>() -> u32 {
+pub(super) fn size_u32<T>() -> u32 {
     u32::try_from(std::mem::size_of::<T>()).expect("a Win32 structure's size fits in a u32")
 }
 
