@@ -179,6 +179,37 @@ module AcceptanceFaults
       include_examples 'a run that keeps its secrets'
     end
 
+    # A German Windows words both failures in German: the provider goes by
+    # the category and the codes the prelude adds (the simulator adds them
+    # as the prelude does).
+    apply_scenario 'on a localized Windows, a collision and a logon failure',
+                   machine: 'localized',
+                   manifest: [
+                     file('contended', 'one'),
+                     file('locked-1', 'two', 'dsc_psdscrunascredential' => locked),
+                     file('locked-2', 'three', 'dsc_psdscrunascredential' => locked),
+                   ].join("\n"),
+                   env: { 'PWSHLIB_SIM_LOCALIZED' => '1', 'PWSHLIB_SIM_COLLISIONS' => '1',
+                          'PWSHLIB_SIM_COLLISIONS_RESOURCE' => 'FixtureFile:C:\\Faults\\contended.txt',
+                          'PWSHLIB_COLLISION_RETRY_SECONDS' => '0.1',
+                          'PWSHLIB_SIM_LOGON_FAILURE_USER' => 'CONTOSO\\locked' },
+                   exits: 'exits 6', exitcode: 6 do
+      it 'retries the collision and applies the resource' do
+        expect(run.output.lines.grep(/\ANotice: /).grep(/collision/i)).not_to be_empty
+        expect(file_calls(run, 'contended', method: 'Get').size).to eq(2)
+        expect_applied('contended', 'one')
+      end
+
+      it 'tries the locked account once, never again with the same credential' do
+        expect(error_lines(run).join).to include('Anmeldung fehlgeschlagen').or match(/logon rights/)
+        expect(file_calls(run, 'locked-1').size).to eq(1)
+        expect(file_calls(run, 'locked-2')).to eq([])
+        expect(run.failed?(ref('locked-2'))).to be(true)
+      end
+
+      include_examples 'a run that keeps its secrets'
+    end
+
     apply_scenario 'the host returns malformed JSON',
                    machine: 'malformed',
                    manifest: [file('garbled', 'one'), file('fine', 'two')].join("\n"),

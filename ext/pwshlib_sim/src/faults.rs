@@ -11,6 +11,15 @@ use crate::state::get_ci;
 pub const COLLISION_MESSAGE: &str = "The Invoke-DscResource cmdlet is in progress and must return before Invoke-DscResource can be invoked";
 pub const LOGON_FAILURE_MESSAGE: &str =
     "Logon failure: the user has not been granted the requested logon type at this computer";
+/// The two as a German Windows words them (`PWSHLIB_SIM_LOCALIZED`): the
+/// provider then has only the category and the codes to go by.
+pub const LOCALIZED_COLLISION_MESSAGE: &str = "Das Cmdlet \"Invoke-DscResource\" kann nicht aufgerufen werden. Die Konsistenzprüfung wird ausgeführt und muss abgeschlossen sein, bevor Invoke-DscResource aufgerufen werden kann.";
+pub const LOCALIZED_LOGON_FAILURE_MESSAGE: &str =
+    "Anmeldung fehlgeschlagen: Der Benutzer besitzt nicht den benötigten Anmeldetyp auf diesem Computer.";
+/// The category the 5.1 LCM's busy error has in PowerShell.
+pub const COLLISION_CATEGORY: &str = "ResourceBusy";
+/// .NET's HResult of HRESULT_FROM_WIN32(ERROR_LOGON_TYPE_NOT_GRANTED, 1385).
+pub const LOGON_TYPE_NOT_GRANTED_HRESULT: i64 = -2_147_023_511;
 /// What a malformed-JSON fault prints instead of the result.
 pub const MALFORMED_STDOUT: &str = "{\"pwshlib_sim\":\"malformed JSON on purpose\",";
 
@@ -25,6 +34,8 @@ pub struct FaultConfig {
     pub collisions: u64,
     pub collisions_selector: Option<Selector>,
     pub logon_failure_user: Option<String>,
+    /// Collisions and logon failures worded as a German Windows words them.
+    pub localized: bool,
     pub malformed_json: Option<Selector>,
     pub reboot_required: Option<Selector>,
     /// Matching calls' resources write a non-terminating error (issue 41).
@@ -101,6 +112,9 @@ impl FaultConfig {
             collisions: settings.number("collisions")?.unwrap_or(0),
             collisions_selector: settings.selector("collisions_resource")?,
             logon_failure_user: settings.get("logon_failure_user"),
+            localized: settings
+                .get("localized")
+                .is_some_and(|v| !matches!(v.trim(), "0" | "false")),
             malformed_json: settings.selector("malformed_json")?,
             reboot_required: settings.selector("reboot_required")?,
             nonterminating_error: settings.selector("nonterminating_error")?,

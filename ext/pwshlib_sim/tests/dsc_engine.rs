@@ -728,7 +728,8 @@ fn crash_resource_counts_only_matching_calls() {
 fn collisions_n_times_then_success() {
     let mut sim = Sim::new();
     sim.set_env("PWSHLIB_SIM_COLLISIONS", "2");
-    let expected = json!({"indesiredstate": false, "rebootrequired": false, "errormessage": COLLISION_MESSAGE});
+    let expected = json!({"indesiredstate": false, "rebootrequired": false, "errormessage": COLLISION_MESSAGE,
+        "errorcategory": "ResourceBusy", "errorcodes": [-2_147_467_259]});
     assert_eq!(sim.get(PATH_A), expected);
     assert_eq!(sim.get(PATH_A), expected);
     assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
@@ -745,10 +746,8 @@ fn collisions_can_target_one_resource_and_come_from_the_state_file() {
     );
     assert_eq!(sim.get(PATH_A)["Ensure"], "Absent");
     let set = sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'");
-    assert_eq!(
-        set,
-        json!({"indesiredstate": false, "rebootrequired": false, "errormessage": COLLISION_MESSAGE})
-    );
+    assert_eq!(set["errormessage"], COLLISION_MESSAGE);
+    assert_eq!(set["errorcategory"], "ResourceBusy");
     assert_eq!(
         sim.set(r"destinationpath = 'C:\Temp\A.txt'; ensure = 'Present'")["errormessage"],
         ""
@@ -769,7 +768,8 @@ fn logon_failure_for_the_named_run_as_user() {
     ));
     assert_eq!(
         denied,
-        json!({"indesiredstate": false, "rebootrequired": false, "errormessage": LOGON_FAILURE_MESSAGE})
+        json!({"indesiredstate": false, "rebootrequired": false, "errormessage": LOGON_FAILURE_MESSAGE,
+            "errorcategory": "NotSpecified", "errorcodes": [-2_147_023_511]})
     );
     let allowed = sim.json(&script(
         variables,
@@ -787,8 +787,22 @@ fn logon_failure_for_the_named_run_as_user() {
     let test = sim.test_of(variables, "FixtureFile", &run_as);
     assert_eq!(
         test,
-        json!({"indesiredstate": false, "errormessage": LOGON_FAILURE_MESSAGE})
+        json!({"indesiredstate": false, "errormessage": LOGON_FAILURE_MESSAGE,
+            "errorcategory": "NotSpecified", "errorcodes": [-2_147_023_511]})
     );
+    // A German Windows words it in German; the code is the same.
+    sim.set_env("PWSHLIB_SIM_LOCALIZED", "1");
+    let localized = sim.json(&script(
+        variables,
+        "FixtureFile",
+        "Get",
+        &format!("{PATH_A}; psdscrunascredential = $cred_1"),
+    ));
+    assert!(localized["errormessage"]
+        .as_str()
+        .unwrap()
+        .starts_with("Anmeldung fehlgeschlagen"));
+    assert_eq!(localized["errorcodes"], json!([-2_147_023_511]));
 }
 
 #[test]

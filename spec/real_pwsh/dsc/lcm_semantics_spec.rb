@@ -74,6 +74,30 @@ RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
     end
   end
 
+  # A localized Windows translates the LCM's messages: the provider tells a
+  # collision and a run-as logon failure by what the prelude adds to a
+  # failed outcome, the error's category name and the codes inside it.
+  describe 'a failure carries what no display language changes' do
+    it 'the category of the record (ResourceBusy, the LCM\'s busy error)' do
+      failed = call('LcmScript', 'Get', 'busy').last
+      expect(failed).to include('errormessage' => 'Die Konsistenzprüfung wird ausgeführt.',
+                                'errorcategory' => 'ResourceBusy')
+      expect(failed['errorcodes']).to all(be_a(Integer))
+    end
+
+    it 'the HRESULT of each exception (a Win32 logon error as HRESULT_FROM_WIN32)' do
+      failed = call('LcmScript', 'Get', 'logon').last
+      expect(failed['errormessage']).to eq('Anmeldung fehlgeschlagen.')
+      expect(failed['errorcodes']).to include(-2_147_023_511)
+    end
+
+    it 'a Test\'s failure too, beside its indesiredstate' do
+      failed = call('LcmScript', 'Test', 'busy').last
+      expect(failed).to include('indesiredstate' => false, 'errorcategory' => 'ResourceBusy')
+      expect(failed).not_to have_key('rebootrequired')
+    end
+  end
+
   # $PwshlibDscStrict picks the branch Windows PowerShell 5.1 takes.
   describe 'item 2 on Windows PowerShell 5.1: as strict as its LCM' do
     it 'a non-terminating error fails the call with the LCM\'s message and the error' do

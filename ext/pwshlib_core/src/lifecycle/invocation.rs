@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::dsc_failure::{failure_kind, FailureKind};
 use super::redaction::{add_known_state, redactor_for};
 use super::{
     debug_lazy, title_of_map, ExecuteOutput, ProviderCallbacks, COLLISION_MAX_RETRIES,
@@ -498,10 +499,11 @@ impl DscCall {
         if error.trim().is_empty() {
             return Ok(Outcome::Data(data));
         }
-        if error.contains(COLLISION_MESSAGE) {
+        let kind = failure_kind(&data, error);
+        if kind == FailureKind::Collision {
             return Ok(Outcome::Collision);
         }
-        if error.to_lowercase().contains("logon failure") {
+        if kind == FailureKind::LogonFailure {
             if let Some((user, password)) = self.credential.as_ref().and_then(logon_key) {
                 let message =
                     format!("PSDscRunAsCredential account specified ({user}) {LOGON_RIGHTS_HINT}");

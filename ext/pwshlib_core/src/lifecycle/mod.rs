@@ -35,6 +35,7 @@ use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
 
 mod change;
+mod dsc_failure;
 mod in_brief;
 mod invocation;
 mod judged_by_test;

@@ -10,8 +10,9 @@ use super::call_log::append_log;
 use super::methods::{get, set, test};
 use super::{failure_json, stdout_reply, Invocation, RUN_AS};
 use crate::faults::{
-    logon_user_matches, Call, FaultConfig, Selector, COLLISION_MESSAGE, LOGON_FAILURE_MESSAGE,
-    MALFORMED_STDOUT,
+    logon_user_matches, Call, FaultConfig, Selector, COLLISION_CATEGORY, COLLISION_MESSAGE,
+    LOCALIZED_COLLISION_MESSAGE, LOCALIZED_LOGON_FAILURE_MESSAGE, LOGON_FAILURE_MESSAGE,
+    LOGON_TYPE_NOT_GRANTED_HRESULT, MALFORMED_STDOUT,
 };
 use crate::outcome::Outcome;
 use crate::psvalue::{eq_ignore_case, PsValue};
@@ -317,6 +318,21 @@ impl Armed<'_> {
         stdout_reply(failure_json(self.method, message).to_string())
     }
 
+    /// A failure the 5.1 LCM reports, as the prelude's catch writes it:
+    /// the message (English, or German under `localized`), the record's
+    /// category and the codes of its exceptions.
+    fn fail_as_the_lcm(&self, english: &str, german: &str, category: &str, code: i64) -> Outcome {
+        let message = if self.faults.localized {
+            german
+        } else {
+            english
+        };
+        let mut failed = failure_json(self.method, message);
+        failed["errorcategory"] = Json::from(category);
+        failed["errorcodes"] = Json::from(vec![code]);
+        stdout_reply(failed.to_string())
+    }
+
     fn with_latency(&self, outcome: Outcome) -> Outcome {
         if self.faults.latency_ms > 0 {
             Outcome::Sleep {
@@ -365,13 +381,25 @@ impl Armed<'_> {
             let served = state.counter("collisions_served");
             if served < faults.collisions {
                 state.set_counter("collisions_served", served + 1);
-                return Some((self.with_latency(self.fail(COLLISION_MESSAGE)), "collision"));
+                // CimException's HResult: E_FAIL, as MI_RESULT_FAILED maps.
+                let busy = self.fail_as_the_lcm(
+                    COLLISION_MESSAGE,
+                    LOCALIZED_COLLISION_MESSAGE,
+                    COLLISION_CATEGORY,
+                    -2_147_467_259,
+                );
+                return Some((self.with_latency(busy), "collision"));
             }
         }
         let configured = faults.logon_failure_user.as_deref()?;
         let user = run_as_user?;
         logon_user_matches(configured, user).then(|| {
-            let failed = self.with_latency(self.fail(LOGON_FAILURE_MESSAGE));
+            let failed = self.with_latency(self.fail_as_the_lcm(
+                LOGON_FAILURE_MESSAGE,
+                LOCALIZED_LOGON_FAILURE_MESSAGE,
+                "NotSpecified",
+                LOGON_TYPE_NOT_GRANTED_HRESULT,
+            ));
             (failed, "logon_failure")
         })
     }
