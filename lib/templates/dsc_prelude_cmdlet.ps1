@@ -267,11 +267,35 @@ function Invoke-PwshlibDscResourceCmdlet {
     # nothing can run a resource the direct path did not find: the call
     # fails naming the resource and what is missing (issue 41, item 11),
     # not with PowerShell's "not recognized" for the command.
+    #
+    # PSDesiredStateConfiguration 2.x (PowerShell 7) writes every property
+    # it assigns to a class-based resource to the debug stream, "Setting
+    # $key to $value" (its Invoke-DscClassBasedResource, carried over in
+    # PowerShell/DSC's powershell-adapter/psDscAdapter.psm1), and module
+    # logging (event 4103) records the bound -Message of each Write-Debug
+    # whatever the preference: a Sensitive plain string in clear. For the
+    # call, a global function of the same name, which command lookup finds
+    # before the cmdlet from the module's scope too, drops what that
+    # module's own file writes and hands anything else (the resource's
+    # own Write-Debug) to the cmdlet; a function of no module is not
+    # module-logged. Windows PowerShell 5.1 hands the call to the LCM.
     param([hashtable] $InvokeParams, [string] $VendoredPath)
     $Previous = $null
+    $PwshlibQuietDebug = $PSVersionTable.PSVersion.Major -gt 5
     try {
         if (-not [string]::IsNullOrEmpty($VendoredPath)) {
             $Previous = Add-PwshlibMachineModulePath -Path $VendoredPath
+        }
+        if ($PwshlibQuietDebug) {
+            ${function:global:Write-Debug} = {
+                [CmdletBinding()]
+                param([Parameter(Position = 0, ValueFromPipeline = $true)] [AllowEmptyString()] [Alias('Msg')] [string] $Message)
+                process {
+                    if ([System.IO.Path]::GetFileName($MyInvocation.ScriptName) -ne 'PSDesiredStateConfiguration.psm1') {
+                        Microsoft.PowerShell.Utility\Write-Debug -Message $Message
+                    }
+                }
+            }
         }
         Invoke-DscResource @InvokeParams -ErrorAction Stop
     }
@@ -282,6 +306,9 @@ function Invoke-PwshlibDscResourceCmdlet {
         throw "The DSC resource '$($InvokeParams.Name)' cannot run: it is to go through Invoke-DscResource (PWSHLIB_DSC_DIRECT, a run-as account, or not a [DscResource()] class of its module's root module nor a script resource under DSCResources), and PowerShell $($PSVersionTable.PSVersion) has no Invoke-DscResource. On PowerShell 7 it comes with the PSDesiredStateConfiguration module (2.x), from the PowerShell Gallery."
     }
     finally {
+        if ($PwshlibQuietDebug) {
+            Remove-Item -LiteralPath 'Function:\Write-Debug' -ErrorAction Ignore
+        }
         Restore-PwshlibVendoredModulePath -Previous $Previous
     }
 }

@@ -153,6 +153,9 @@ module PowerShellLoggingSpec
 
       @machine = RealPwshDsc::Machine.new('powershell-logging', powershell: @pwsh.command)
       @runs = Array.new(2) { @machine.apply(PowerShellLoggingSpec.manifest) }
+      # The same, in sync, through Invoke-DscResource (the stand-in writes
+      # every property's value to the debug stream, as 2.0.7 does).
+      @through_idr = @machine.apply(PowerShellLoggingSpec.manifest, env: { 'PWSHLIB_DSC_DIRECT' => '0' })
       sleep 0.5
       @messages = @syslog.messages.drop(@control_messages.size)
       # Kept for a look after a failure (PWSHLIB_ACCEPTANCE_KEEP=1 keeps it).
@@ -198,6 +201,11 @@ module PowerShellLoggingSpec
       end
       test = calls.find { |call| call['method'] == 'Test' }
       expect(test['properties'].slice(*stored_keys)).to eq(VAULTS['vault-resource'].last.slice(*stored_keys))
+    end
+
+    it 'through Invoke-DscResource too, whose class-based path writes each value to the debug stream' do
+      expect(@through_idr.exitcode).to eq(0), @through_idr.to_s
+      expect(@machine.standin_calls.map { |call| call['method'] }.tally).to eq('Get' => 3, 'Test' => 1)
     end
 
     def stored_keys

@@ -6,7 +6,8 @@
 #   * it finds the resource in the module named by -ModuleName (a name, a
 #     path, or @{ModuleName; RequiredVersion});
 #   * a class-based resource: the class is created (`using module <path>`,
-#     `[Type]::new()`), each -Property entry is assigned to the instance
+#     `[Type]::new()`), each -Property entry written to the debug stream
+#     ("Setting <key> to <value>") and assigned to the instance
 #     (PowerShell converts the value to the property's type: a hashtable
 #     becomes a class, never a CIM instance), $global:DSCMachineStatus is
 #     set to $null, and Get()/Test()/Set() called;
@@ -131,7 +132,14 @@ function Invoke-DscResource {
         $Type = & ([scriptblock]::Create("using module '$($Module.Manifest.Replace("'", "''"))'`n[$Name]"))
         $Resource = $Type::new()
         foreach ($Key in $Property.Keys) {
-            $Resource.$Key = $Property[$Key]
+            # 2.0.7 writes each value to the debug stream as it assigns it
+            # (Invoke-DscClassBasedResource, which PowerShell/DSC's
+            # powershell-adapter/psDscAdapter/psDscAdapter.psm1 carries
+            # over): module logging records the bound -Message whatever
+            # the preference, a Sensitive plain string with it.
+            $Value = $Property[$Key]
+            Write-Debug "Setting $Key to $Value"
+            $Resource.$Key = $Value
         }
         $global:DSCMachineStatus = $null
         switch ($Method) {
