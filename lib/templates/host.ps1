@@ -86,6 +86,18 @@ function Get-PwshlibHostSource {
             }))
 }
 
+# A SHA-256 that works under the FIPS policy (the STIG's "Use FIPS
+# compliant algorithms"): on the .NET Framework SHA256.Create() is
+# SHA256Managed, whose constructor throws InvalidOperationException when
+# CryptoConfig.AllowOnlyFipsAlgorithms is set (Cryptography_NonCompliant-
+# FIPSAlgorithm), so the cache would never be filled and every start would
+# compile; SHA256CryptoServiceProvider is CAPI's validated one. On .NET 5
+# and later (pwsh 7) SHA256.Create() is the platform's own (CNG, OpenSSL).
+function New-PwshlibSha256 {
+    if ($PSVersionTable.PSEdition -eq 'Core') { return [System.Security.Cryptography.SHA256]::Create() }
+    [System.Security.Cryptography.SHA256CryptoServiceProvider]::new()
+}
+
 # The key the manager passes as -HostSourceKey, computed again from the
 # files as they are now (pwshlib_transport's host_source_key says how):
 # what this host compiled is cached under the manager's key only when the
@@ -101,7 +113,7 @@ function Get-PwshlibHostSourceKey {
         $Buffer.Write($Head, 0, $Head.Length)
         $Buffer.Write($Bytes, 0, $Bytes.Length)
     }
-    [System.BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($Buffer.ToArray()), 0, 16).Replace('-', '').ToLowerInvariant()
+    [System.BitConverter]::ToString((New-PwshlibSha256).ComputeHash($Buffer.ToArray()), 0, 16).Replace('-', '').ToLowerInvariant()
 }
 
 # Compiling takes seconds (about 4 s on pwsh 7, before the first call can
@@ -166,7 +178,7 @@ if ($AssemblyCache -and $HostSourceKey) {
             if (-not $HostServer) {
                 $HostServer = [System.Reflection.Assembly]::Load($Bytes).GetType('PwshlibHost.Server')
             }
-            $Hash = [System.BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($Bytes)).Replace('-', '').ToLowerInvariant()
+            $Hash = [System.BitConverter]::ToString((New-PwshlibSha256).ComputeHash($Bytes)).Replace('-', '').ToLowerInvariant()
             try {
                 [System.IO.File]::Move($Temporary, (Join-Path -Path $AssemblyCache -ChildPath ($Prefix + $Hash + '.dll')))
             } catch {
