@@ -209,7 +209,21 @@ if (-not $HostServer) {
     $HostServer = 'PwshlibHost.Server' -as [type]
 }
 if (-not $HostServer) {
-    Add-PwshlibHostType
+    try {
+        Add-PwshlibHostType
+    } catch {
+        # An application control policy that enforces code integrity (WDAC,
+        # with its dynamic code rule) refuses the assembly compiled here,
+        # unsigned and made at run time, as it refuses Assembly.Load(byte[])
+        # of a cached one above: leave with an exit code of our own (87)
+        # that the manager turns into a message naming the cause, as for
+        # 86. SystemPolicy.GetSystemLockdownPolicy is how PowerShell itself
+        # asks whether such a policy is enforced (Enforce, Audit, None).
+        if ("$([System.Management.Automation.Security.SystemPolicy]::GetSystemLockdownPolicy())" -eq 'Enforce') {
+            exit 87
+        }
+        throw
+    }
     $HostServer = [PwshlibHost.Server]
 }
 

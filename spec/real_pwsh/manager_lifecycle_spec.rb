@@ -202,6 +202,25 @@ RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
       end
     end
 
+    # Under a WDAC policy that enforces code integrity, host.ps1 runs in
+    # full language mode (the policy allows it) but its compiled assembly
+    # is refused: it leaves with 87 when PowerShell's own question,
+    # SystemPolicy.GetSystemLockdownPolicy(), says Enforce. Linux has no
+    # such policy: the question is asked of the real pwsh (it answers
+    # None), and the manager's side is shown by a stand-in that exits 87.
+    it 'says what to do when a code integrity policy refuses the host\'s compiled assembly' do
+      answer = IO.popen([REAL_PWSH, '-NoProfile', '-NonInteractive', '-Command',
+                         '"$([System.Management.Automation.Security.SystemPolicy]::GetSystemLockdownPolicy())"'], &:read)
+      expect(answer).to eq("None\n")
+      Dir.mktmpdir('pwshlib-wdac') do |dir|
+        wrapper = File.join(dir, 'pwsh-wdac')
+        File.write(wrapper, "#!/bin/sh\nexit 87\n")
+        File.chmod(0o755, wrapper)
+        expect { Pwsh::Manager.instance(wrapper, []) }
+          .to raise_error(/application control policy \(WDAC\) enforces code integrity.*Allow dynamic code/m)
+      end
+    end
+
     # A killed Ruby leaves no host behind: the host polls its -ParentPid
     # (a thread of its C#, since issue 39's first-call work; it was a
     # runspace) and leaves with status 0 once that process is gone,

@@ -43,7 +43,9 @@ mod transport;
 pub use assembly_cache::{assembly_cache_dir, ASSEMBLY_CACHE_ENV};
 pub use call::{Call, Waited};
 use channel::Deadlined;
-pub use spawn::{Spawned, Spawning, CONSTRAINED_LANGUAGE_EXIT, SET_OVERRIDE_HINT};
+pub use spawn::{
+    Spawned, Spawning, CODE_INTEGRITY_EXIT, CONSTRAINED_LANGUAGE_EXIT, SET_OVERRIDE_HINT,
+};
 pub use transport::Cancel;
 use transport::{Connection, ProcessGuard};
 

@@ -209,6 +209,9 @@ impl Spawning {
                                 &self.host_script,
                             ));
                         }
+                        if status.code() == Some(CODE_INTEGRITY_EXIT) {
+                            return Connected::Failed(code_integrity_message(&self.program));
+                        }
                         return Connected::Failed(format!(
                             "The PowerShell host {:?} exited ({status}) before opening its {kind} {endpoint}",
                             self.program
@@ -333,6 +336,18 @@ pub const CONSTRAINED_LANGUAGE_EXIT: i32 = 86;
 fn constrained_language_message(program: &str, host_script: &str) -> String {
     format!(
         "The PowerShell host {program:?} cannot run: PowerShell runs {host_script} in constrained language mode (an AppLocker or WDAC policy is enforced), where it cannot compile its C# host. Allow that script to run in full language mode (an AppLocker or WDAC rule for it), or sign it with a certificate the policy trusts"
+    )
+}
+
+/// host.ps1's exit code when its compiled C# host may not load because an
+/// application control policy enforces code integrity (WDAC: PowerShell's
+/// `SystemPolicy.GetSystemLockdownPolicy()` says `Enforce`).
+pub const CODE_INTEGRITY_EXIT: i32 = 87;
+
+/// What to do when the policy refused the host's compiled assembly.
+fn code_integrity_message(program: &str) -> String {
+    format!(
+        "The PowerShell host {program:?} cannot run: an application control policy (WDAC) enforces code integrity and refuses the assembly pwshlib's host compiles at run time (its C# host, loaded from memory). Allow dynamic code for PowerShell in the policy, or run the agent where the policy allows it"
     )
 }
 
