@@ -301,6 +301,23 @@ function New-PwshlibPipeServer {
     return $server
 }
 
+# PWSHLIB_EXECUTION_POLICY=machine: resource modules load under the
+# execution policy this machine sets, as under the 5.1 LCM (which applied
+# the LocalMachine policy to the modules it imported), while this script
+# itself ran under the manager's -ExecutionPolicy Bypass. PowerShell reads
+# the process scope from PSExecutionPolicyPreference at each script file
+# it loads (SecuritySupport.GetExecutionPolicy), and Get-ExecutionPolicy
+# without it gives the policy of the other scopes (Group Policy's, which
+# wins over -ExecutionPolicy anyway, then CurrentUser, LocalMachine, the
+# default); set here, before the snapshot every call's environment goes
+# back to. Off by default: on 7 PSDesiredStateConfiguration 2.x imports
+# under the process's policy, and a Windows client's default (Restricted)
+# would refuse every module.
+if ($env:PWSHLIB_EXECUTION_POLICY -eq 'machine') {
+    $env:PSExecutionPolicyPreference = $null
+    $env:PSExecutionPolicyPreference = [string] (Get-ExecutionPolicy)
+}
+
 # Takes the environment snapshot that every call's environment is put back
 # to, and builds the runspace for plain requests, before listening
 # (PwshlibHost.Server.Start); the module index keeps the DSC classes it

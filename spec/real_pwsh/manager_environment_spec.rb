@@ -8,6 +8,32 @@ require_relative 'spec_helper_real_pwsh'
 RSpec.describe Pwsh::Manager, 'environment on the real pwsh' do
   include_context 'a manager on the real pwsh'
 
+  # PWSHLIB_EXECUTION_POLICY=machine: the host puts the machine's policy
+  # (every scope but the process's -ExecutionPolicy Bypass) into the process
+  # scope PowerShell checks each script file against, before the snapshot
+  # every call's environment goes back to. Linux pwsh enforces no policy
+  # and calls it Unrestricted; what enforces it on Windows is PowerShell's
+  # own check of that scope (docs/proven-where.md).
+  describe 'the execution policy of resource modules' do
+    def preference_in_two_calls(setting)
+      saved = ENV.fetch('PWSHLIB_EXECUTION_POLICY', nil)
+      ENV['PWSHLIB_EXECUTION_POLICY'] = setting
+      own = Pwsh::Manager.new(REAL_PWSH, Pwsh::Manager.pwsh_args)
+      Array.new(2) { own.execute('"[$env:PSExecutionPolicyPreference]"; $env:PSExecutionPolicyPreference = "Bypass"')[:stdout] }
+    ensure
+      own&.exit
+      ENV['PWSHLIB_EXECUTION_POLICY'] = saved
+    end
+
+    it 'is the machine\'s for every call when set to machine' do
+      expect(preference_in_two_calls('machine')).to eq(["[Unrestricted]\n"] * 2)
+    end
+
+    it 'is left to the process otherwise' do
+      expect(preference_in_two_calls(nil)).to eq(["[]\n"] * 2)
+    end
+  end
+
   describe 'environment variables' do
     # Item 1: a variable a call set must be gone, not left defined as "".
     it 'removes a variable that a call set with $env:' do
