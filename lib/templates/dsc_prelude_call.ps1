@@ -289,13 +289,19 @@ function Get-PwshlibFailureOutcome {
     if ([string]::IsNullOrEmpty($PwshlibMessage)) {
         $PwshlibMessage = "Invoke-DscResource failed: $Record"
     }
-    # What no display language changes, for the provider's collision and
-    # logon-failure checks (a localized 5.1 translates the LCM's message):
-    # the record's category name (CimCmdlets maps the LCM's CIM error to
-    # it: ResourceBusy when another DSC operation is in progress) and the
-    # codes of each exception inside it (HResult, and a CimException's
-    # error_Code: the Win32 error or HRESULT the LCM failed with, such as
-    # LogonUser's for a run-as account).
+    $PwshlibOutcome = [ordered]@{ indesiredstate = $false }
+    if ($Method -ne 'Test') { $PwshlibOutcome.rebootrequired = $false }
+    $PwshlibOutcome.errormessage = $PwshlibMessage
+    # A call through Invoke-DscResource ($PwshlibDirect of the caller,
+    # Invoke-PwshlibDscResource, false) also says what no display language
+    # changes, for the provider's collision and logon-failure checks (a
+    # localized 5.1 translates the LCM's message): the record's category
+    # name (CimCmdlets maps the LCM's CIM error to it: ResourceBusy when
+    # another DSC operation is in progress) and the codes of each exception
+    # inside it (HResult, and a CimException's error_Code: the Win32 error
+    # or HRESULT the LCM failed with, such as LogonUser's for a run-as
+    # account). A direct call meets neither.
+    if ($PwshlibDirect) { return $PwshlibOutcome }
     $PwshlibCodes = [System.Collections.Generic.List[long]]::new()
     for ($PwshlibInner = $Record.Exception; $null -ne $PwshlibInner; $PwshlibInner = $PwshlibInner.InnerException) {
         $PwshlibCodes.Add($PwshlibInner.HResult)
@@ -305,9 +311,6 @@ function Get-PwshlibFailureOutcome {
             if ($null -ne $PwshlibCode -and $null -ne $PwshlibCode.Value) { $PwshlibCodes.Add([long] $PwshlibCode.Value) }
         }
     }
-    $PwshlibOutcome = [ordered]@{ indesiredstate = $false }
-    if ($Method -ne 'Test') { $PwshlibOutcome.rebootrequired = $false }
-    $PwshlibOutcome.errormessage = $PwshlibMessage
     $PwshlibOutcome.errorcategory = $Record.CategoryInfo.Category.ToString()
     $PwshlibOutcome.errorcodes = $PwshlibCodes.ToArray()
     $PwshlibOutcome

@@ -76,25 +76,44 @@ RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
 
   # A localized Windows translates the LCM's messages: the provider tells a
   # collision and a run-as logon failure by what the prelude adds to a
-  # failed outcome, the error's category name and the codes inside it.
-  describe 'a failure carries what no display language changes' do
+  # failure through Invoke-DscResource (here the real-pwsh tier's stand-in,
+  # spec/real_pwsh/dsc/standin), the error's category name and the codes
+  # inside it. A direct call's failure has neither.
+  describe 'a failure through Invoke-DscResource carries what no display language changes' do
+    def through_invoke_dsc_resource(method, name)
+      standin = File.join(__dir__, 'standin')
+      body = "$env:PSModulePath = '#{standin}' + [IO.Path]::PathSeparator + $env:PSModulePath\n" \
+             "$InvokeParams = @{Name = 'LcmScript'; Method = '#{method}'; Property = @{Name = '#{name}'}; " \
+             "ModuleName = @{ModuleName = '#{module_path}'; RequiredVersion = '1.0.0'}}\n" \
+             "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -ThroughInvokeDscResource\n"
+      result = manager.execute_with_prelude('dsc', body)
+      expect(result[:exitcode]).to eq(0), result.inspect
+      JSON.parse(result[:stdout].to_s.lines.map(&:chomp).grep(/\A\{/).last)
+    end
+
     it 'the category of the record (ResourceBusy, the LCM\'s busy error)' do
-      failed = call('LcmScript', 'Get', 'busy').last
+      failed = through_invoke_dsc_resource('Get', 'busy')
       expect(failed).to include('errormessage' => 'Die Konsistenzprüfung wird ausgeführt.',
                                 'errorcategory' => 'ResourceBusy')
       expect(failed['errorcodes']).to all(be_a(Integer))
     end
 
     it 'the HRESULT of each exception (a Win32 logon error as HRESULT_FROM_WIN32)' do
-      failed = call('LcmScript', 'Get', 'logon').last
+      failed = through_invoke_dsc_resource('Get', 'logon')
       expect(failed['errormessage']).to eq('Anmeldung fehlgeschlagen.')
       expect(failed['errorcodes']).to include(-2_147_023_511)
     end
 
     it 'a Test\'s failure too, beside its indesiredstate' do
-      failed = call('LcmScript', 'Test', 'busy').last
+      failed = through_invoke_dsc_resource('Test', 'busy')
       expect(failed).to include('indesiredstate' => false, 'errorcategory' => 'ResourceBusy')
       expect(failed).not_to have_key('rebootrequired')
+    end
+
+    it 'and a direct call\'s failure has neither' do
+      failed = call('LcmScript', 'Get', 'busy').last
+      expect(failed['errormessage']).to eq('Die Konsistenzprüfung wird ausgeführt.')
+      expect(failed.keys).not_to include('errorcategory', 'errorcodes')
     end
   end
 
