@@ -36,11 +36,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # Each call the provider makes, with the bytes of its request frame.
   def record_calls(manager)
     sent = []
-    # The provider hands this library's manager a Pwshlib::DscScript
-    # (execute_dsc, issue 38): its lines, and its secrets as data.
+    # The provider hands this library's manager the whole call
+    # (execute_dsc): its lines, and its secrets as data.
     allow(manager).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
-      sent << { body: args[0].body, bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
+      sent << { body: args[0].script.body, bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
       result
     end
     allow(provider).to receive(:ps_manager).and_return(manager)
@@ -177,13 +177,14 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     sent_again = []
     allow(fresh).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
-      sent_again << fresh.wire_stats.merge(stdout: result[:stdout], errormessage: result[:errormessage])
+      sent_again << fresh.wire_stats.merge(data: result)
       result
     end
     allow(restarted).to receive(:ps_manager).and_return(fresh)
     expect(restarted.get(context, [{ name: 'chain', dsc_destinationpath: path }]).first).to include(dsc_ensure: 'Absent')
     expect(sent_again.size).to eq(1)
-    expect(sent_again.first[:errormessage]).to be_nil
+    # The call's data: it did not fail.
+    expect(sent_again.first[:data]).to be_a(Hash)
     expect(sent_again.first[:last_sent]).to be > prelude.bytesize
     expect(sent_again.first[:prelude]).to eq(sent.first[:prelude])
   end

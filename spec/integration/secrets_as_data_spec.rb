@@ -58,8 +58,9 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
   def apply_and_read(secrets)
     manager = provider.ps_manager
     calls = []
-    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, script, *rest|
-      result = original.call(script, *rest)
+    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, call|
+      result = original.call(call)
+      script = call.script
       calls << { body: script.body, names: script.secret_names, shown: script.inspect,
                  binds: manager.wire_stats[:secrets_version] }
       result

@@ -20,6 +20,7 @@ use magnus::{
     RArray, RClass, RHash, RString, Ruby, Value,
 };
 use parking_lot::{Mutex, MutexGuard};
+use pwshlib_core::lifecycle::ExecuteOutput;
 use pwshlib_core::templates;
 use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
@@ -28,7 +29,9 @@ use pwshlib_transport::host::{
 use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
 use crate::convert::{id, lossy_string, names};
-use crate::dsc_script::{DscScript, RequestCode};
+use crate::dsc_base_provider;
+use crate::dsc_call::DscCall;
+use crate::dsc_script::{request_code, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
 
@@ -316,26 +319,41 @@ impl Manager {
         )
     }
 
-    /// `execute_dsc(script, timeout_ms = nil)`: runs one DSC call's
-    /// `Pwshlib::DscScript` after the DSC prelude. Its lines go as the code
-    /// and its secrets in the request's `secrets`, bound by the host before
-    /// the code runs (docs/protocol.md, "Secrets"); a host that cannot
-    /// bind gets the inline form, the secrets set by literals. A host that
-    /// offers DSC calls as data gets the call as data instead of its lines
-    /// (docs/protocol.md, "DSC calls as data"). The script never becomes a
-    /// Ruby String.
-    fn execute_dsc(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
-        let args = scan_args::<(&DscScript,), (Option<Value>,), (), (), (), ()>(args)?;
-        let (script,) = args.required;
-        let (timeout,) = args.optional;
-        let code = script.request_code();
-        rb_self.run(ruby, code, timeout, None, None, Some(dsc_prelude()))
+    /// `execute_dsc(call)`: runs one `Pwshlib::DscCall` after the DSC
+    /// prelude and answers what the provider's session read of it: the
+    /// result's data, or nil when the call failed (reported to the call's
+    /// context; a collision leaves the call `collided?`). Its lines go as
+    /// the code and its secrets in the request's `secrets`, bound by the
+    /// host before the code runs (docs/protocol.md, "Secrets"); a host that
+    /// cannot bind gets the inline form, the secrets set by literals. A
+    /// host that offers DSC calls as data gets the call as data instead of
+    /// its lines (docs/protocol.md, "DSC calls as data"). The script never
+    /// becomes a Ruby String, nor the answer a Ruby Hash. A failure to
+    /// reach the host raises, as `execute` does.
+    fn execute_dsc(ruby: &Ruby, rb_self: &Self, call: Obj<DscCall>) -> BindingResult<Value> {
+        dsc_base_provider::show_before_sending(ruby, &call, &rb_self.shared.endpoint)?;
+        let script = call.script_ref();
+        let mut code = request_code(script);
+        let request = ExecuteRequest::new(
+            std::mem::take(&mut code.code),
+            call.timeout_ms(),
+            None,
+            &[] as &[&str],
+        );
+        let prelude = script.has_prelude().then(dsc_prelude);
+        let result = rb_self.wait(code, request, prelude)?;
+        let output = ExecuteOutput {
+            stdout: result.stdout,
+            errormessage: result.errormessage,
+            native_stdout: result.native_stdout,
+        };
+        dsc_base_provider::answer(ruby, &call, Ok(output))
     }
 
     fn run(
         &self,
         ruby: &Ruby,
-        code: RequestCode<'_>,
+        mut code: RequestCode<'_>,
         timeout: Option<Value>,
         working_dir: Option<Value>,
         env_vars: Option<Value>,
@@ -353,7 +371,24 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
+        let request = ExecuteRequest::new(
+            std::mem::take(&mut code.code),
+            timeout_ms,
+            working_dir,
+            &env_vars,
+        );
+        let result = self.wait(code, request, prelude)?;
+        result_to_ruby(ruby, &result)
+    }
+
+    /// Sends one request (its code's secrets and data added) and waits for
+    /// its result, the GVL released.
+    fn wait(
+        &self,
+        code: RequestCode<'_>,
+        mut request: ExecuteRequest,
+        prelude: Option<Prelude<'static>>,
+    ) -> BindingResult<ExecuteResult> {
         request.secrets = code.secrets;
         request.dsc = code.dsc;
         let shared = Arc::clone(&self.shared);
@@ -385,7 +420,7 @@ impl Manager {
             }
         };
         drop(pending);
-        result_to_ruby(ruby, &result)
+        Ok(result)
     }
 
     /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
@@ -586,7 +621,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         "execute_with_prelude",
         method!(Manager::execute_with_prelude, -1),
     )?;
-    class.define_method("execute_dsc", method!(Manager::execute_dsc, -1))?;
+    class.define_method("execute_dsc", method!(Manager::execute_dsc, 1))?;
     class.define_method("wire_stats", method!(Manager::wire_stats, 0))?;
     class.define_method("alive?", method!(Manager::is_alive, 0))?;
     class.define_method("exit", method!(Manager::exit, 0))?;

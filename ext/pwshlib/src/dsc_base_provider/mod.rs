@@ -38,6 +38,7 @@ use std::cell::RefCell;
 
 use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
 
+pub(crate) use call_steps::{answer, show_before_sending};
 use state::{ProviderFacts, RunCaches};
 
 /// The Ruby instance variable holding the resolved PowerShell command
@@ -52,6 +53,9 @@ pub struct DscBaseProvider {
     facts: RefCell<ProviderFacts>,
     /// The caches of the current run.
     run: RefCell<RunCaches>,
+    /// The resources of the `canonicalize` call under way, read by
+    /// `_canonicalize_plan` for `_canonicalize_all`.
+    canonicalizing: RefCell<Vec<lifecycle_methods::Planned>>,
 }
 
 impl DscBaseProvider {
@@ -60,6 +64,7 @@ impl DscBaseProvider {
     fn initialize(&self) {
         *self.facts.borrow_mut() = ProviderFacts::default();
         *self.run.borrow_mut() = RunCaches::default();
+        self.canonicalizing.borrow_mut().clear();
     }
 }
 

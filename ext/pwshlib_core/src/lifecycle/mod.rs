@@ -53,8 +53,9 @@ pub use invocation::{
 pub use judged_by_test::{JudgedByTest, CUSTOM_INSYNC_TRIGGER, TEST_SAYS_NOT_IN_DESIRED_STATE};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
-    canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
-    insync_step, known_system, note_get_failed, system_wanted, GetStep, InsyncStep, Known,
+    attributes_passed_to_get, canonicalize_one, canonicalized_all, get_begins, get_failed,
+    get_props, get_result, get_step, insync_step, known_system, note_get_failed, retrieving,
+    system_wanted, GetStep, InsyncStep, Known,
 };
 
 pub const COLLISION_MESSAGE: &str =

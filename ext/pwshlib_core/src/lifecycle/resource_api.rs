@@ -176,9 +176,7 @@ pub fn get_step<P: ProviderCallbacks>(provider: &P, name: &Value) -> GetStep {
 /// listing, whose hash holds no more).
 pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<Map, P::Error> {
     let typedef = provider.typedef()?;
-    debug_lazy(provider, || {
-        format!("retrieving {}", shown_resource(&typedef, name_hash))
-    })?;
+    retrieving(provider, name_hash)?;
     Ok(name_hash
         .iter()
         .filter(|(k, v)| {
@@ -189,6 +187,24 @@ pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<
         })
         .cloned()
         .collect())
+}
+
+/// The names of the attributes a Get passes when they are set: the keys
+/// [`get_props`] keeps.
+pub fn attributes_passed_to_get(typedef: &TypeDef) -> impl Iterator<Item = &str> {
+    typedef
+        .attributes
+        .iter()
+        .filter(|attr| passed_to_get(attr))
+        .map(|attr| attr.name.as_str())
+}
+
+/// The debug line before a Get of `name_hash` is made.
+pub fn retrieving<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<(), P::Error> {
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
+        format!("retrieving {}", shown_resource(&typedef, name_hash))
+    })
 }
 
 /// `invoke_get_method`'s last step: the DSC answer `data` of the Get of
