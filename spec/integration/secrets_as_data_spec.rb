@@ -40,7 +40,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
       keys = %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_NO_SECRETS]
       saved = ENV.to_h.slice(*keys)
       state = File.join(dir, 'state.json')
-      # A Get is handed the desired state (issue 40): the simulator cannot
+      # A Get is handed the desired state: the simulator cannot
       # learn the keys from it, so they are declared.
       File.write(state, JSON.generate(keys: { FixtureVault: ['vaultname'] }))
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => state)

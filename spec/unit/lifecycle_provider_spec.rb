@@ -63,7 +63,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     end
   end
 
-  describe 'what a Get is handed (issue 40)' do
+  describe 'what a Get is handed' do
     def property_table(call)
       call.script[/Property = @\{(.*?)\}; ModuleName/, 1]
     end
@@ -89,7 +89,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     end
   end
 
-  describe 'a Get() that returned the instance it was called on (issue 40)' do
+  describe 'a Get() that returned the instance it was called on' do
     let(:title) { { name: 'Title', dsc_destinationpath: 'c:\\foo' } }
 
     before(:each) { manager.get_result = manager.get_result.merge('pwshlib_get_returned_this' => true) }

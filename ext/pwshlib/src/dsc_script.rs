@@ -37,7 +37,7 @@ impl RequestCode<'_> {
 }
 
 /// `PWSHLIB_DSC_DATA` set to `0`, `false`, `no` or `off` (read per call)
-/// sends every DSC call as script text: the before of issue 39, for
+/// sends every DSC call as script text, as before DSC calls went as data, for
 /// bench/fresh_host_bench.rb's comparison and as an escape hatch.
 fn data_enabled() -> bool {
     !std::env::var("PWSHLIB_DSC_DATA")

@@ -4,6 +4,7 @@
 //! PowerShell host either: the lifecycle asks for each DSC call through
 //! [`lifecycle::ProviderCallbacks`]; the binding answers through Ruby and
 //! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
+#![forbid(unsafe_code)]
 
 pub mod bound;
 pub mod cim_type;

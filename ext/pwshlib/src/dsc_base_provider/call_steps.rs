@@ -3,17 +3,30 @@
 //! `Pwsh::Manager#execute_dsc`, or of another manager's result), the
 //! collision waits (`lifecycle_methods` registers them).
 
-use magnus::{prelude::*, typed_data::Obj, RArray, RString, Ruby, Value as RValue};
+use magnus::{
+    method, prelude::*, typed_data::Obj, Error, RArray, RClass, RString, Ruby, Value as RValue,
+};
 use pwshlib_core::lifecycle::{self, ExecuteOutput, Outcome};
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::Value;
 
-use super::lifecycle_methods::{nil, option_value_to_ruby};
 use super::session::{execute_output, Session};
+use super::step_args::{nil, option_value_to_ruby};
 use super::DscBaseProvider;
 use crate::convert::{from_ruby, hash_arg, id, names};
 use crate::dsc_call::DscCall;
 use crate::error::BindingResult;
+
+/// Defines the steps of one DSC call, private, with their arities.
+pub(super) fn define(class: RClass) -> Result<(), Error> {
+    class.define_private_method("_dsc_call", method!(dsc_call, 5))?;
+    class.define_private_method("_dsc_outcome", method!(dsc_outcome, 3))?;
+    class.define_private_method("_dsc_failed", method!(dsc_failed, 3))?;
+    class.define_private_method("_collision_wait", method!(collision_wait, 3))?;
+    class.define_private_method("_retrying", method!(retrying, 3))?;
+    class.define_private_method("_show_script", method!(show_script, 3))?;
+    Ok(())
+}
 
 /// `load_path`'s answer, kept for the run when it has none yet (the
 /// entries are read only then).

@@ -1,4 +1,5 @@
-//! The session's steps: the native methods the Ruby spine
+//! The session's steps of `canonicalize`, `get` and `insync?`: native
+//! methods the Ruby spine
 //! (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb) calls, each
 //! one way, from Ruby into Rust. Each converts its arguments, runs one step
 //! of `pwshlib_core::lifecycle` over the provider's state, and converts the
@@ -6,21 +7,24 @@
 //! leading underscore: the overridable methods are the spine's.
 
 use magnus::{
-    method, prelude::*, typed_data::Obj, Error, IntoValue, RArray, RClass, RHash, Ruby,
-    Value as RValue,
+    method, prelude::*, typed_data::Obj, Error, RArray, RClass, RHash, Ruby, Value as RValue,
 };
 use pwshlib_core::cache::Identity;
-use pwshlib_core::lifecycle::{self, GetStep, Insync, InsyncStep, Known, Unconvertible};
-use pwshlib_core::{Map, TypeDef, Value};
+use pwshlib_core::lifecycle::{self, GetStep, InsyncStep, Known, Unconvertible};
+use pwshlib_core::{Map, Value};
 
 use super::session::{insync_from_ruby, Session};
-use super::{call_steps, change_steps, DscBaseProvider};
+use super::step_args::{
+    insync_to_ruby, nil, option_hash_arg, option_result_arg, resource_arg, resource_label, title_in,
+};
+use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol, to_ruby,
+    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol,
 };
 use crate::error::{BindingError, BindingResult};
 
-/// Defines the steps, private, with their arities.
+/// Defines the steps of `canonicalize`, `get` and `insync?`, private, with
+/// their arities.
 pub(super) fn define(class: RClass) -> Result<(), Error> {
     class.define_private_method("_canonicalize_plan", method!(canonicalize_plan, 2))?;
     class.define_private_method("_canonicalize_all", method!(canonicalize_all, 3))?;
@@ -30,109 +34,9 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
     class.define_private_method("_get_known", method!(get_known, 2))?;
     class.define_private_method("_get_query", method!(get_query, 2))?;
     class.define_private_method("_get_result", method!(get_result, 3))?;
-    class.define_private_method("_set_begins", method!(change_steps::set_begins, 1))?;
-    class.define_private_method("_set_plan", method!(change_steps::set_plan, 4))?;
-    class.define_private_method("_set_failure", method!(change_steps::set_failure, 2))?;
-    class.define_private_method("_log_change", method!(change_steps::log_change, 4))?;
-    class.define_private_method("_delete_should", method!(change_steps::delete_should, 2))?;
-    class.define_private_method("_set_call", method!(change_steps::set_call, 3))?;
-    class.define_private_method("_set_result", method!(change_steps::set_result, 4))?;
-    class.define_private_method("_test_call", method!(change_steps::test_call, 3))?;
-    class.define_private_method("_test_result", method!(change_steps::test_result, 3))?;
     class.define_private_method("_insync", method!(insync::<false>, 6))?;
     class.define_private_method("_insync_tested", method!(insync::<true>, 6))?;
-    class.define_private_method("_dsc_call", method!(call_steps::dsc_call, 5))?;
-    class.define_private_method("_dsc_outcome", method!(call_steps::dsc_outcome, 3))?;
-    class.define_private_method("_dsc_failed", method!(call_steps::dsc_failed, 3))?;
-    class.define_private_method("_collision_wait", method!(call_steps::collision_wait, 3))?;
-    class.define_private_method("_retrying", method!(call_steps::retrying, 3))?;
-    class.define_private_method("_show_script", method!(call_steps::show_script, 3))?;
     Ok(())
-}
-
-pub(super) fn nil(ruby: &Ruby) -> RValue {
-    ruby.qnil().as_value()
-}
-
-pub(super) fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
-    Ok(match answer {
-        Insync::UseDefault => nil(ruby),
-        Insync::InSync => true.into_value_with(ruby),
-        Insync::OutOfSync(None) => false.into_value_with(ruby),
-        Insync::OutOfSync(Some(message)) => {
-            let array = ruby.ary_new_capa(2);
-            array.push(false)?;
-            array.push(message.as_str())?;
-            array.as_value()
-        }
-    })
-}
-
-/// A resource's hash (the desired state). A value that cannot go to
-/// PowerShell fails this resource only: the error names the resource in
-/// front of the attribute path, and Puppet reports it against the resource
-/// and goes on with the others.
-pub(super) fn resource_arg(
-    ruby: &Ruby,
-    typedef: &TypeDef,
-    title: &Value,
-    value: RValue,
-    what: &str,
-) -> BindingResult<Map> {
-    hash_arg(ruby, value, what).map_err(|error| match error {
-        BindingError::Core(source) => BindingError::Core(pwshlib_core::Error::InResource {
-            resource: resource_label(typedef, title),
-            source: Box::new(source),
-        }),
-        ruby_error => ruby_error,
-    })
-}
-
-/// `dsc_foo[title]`, as Puppet names a resource.
-fn resource_label(typedef: &TypeDef, title: &Value) -> String {
-    let title = match lifecycle::title_of(title) {
-        Some(Value::Str(text)) | Some(Value::Symbol(text)) => text,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    format!("{}[{title}]", typedef.name)
-}
-
-/// The title of a resource hash (its `name`), for messages.
-fn title_in(ruby: &Ruby, resource: RValue) -> Value {
-    RHash::from_value(resource)
-        .and_then(|hash| hash.get(static_symbol(ruby, &names::NAME)))
-        .and_then(|name| from_ruby(ruby, name, "name").ok())
-        .unwrap_or(Value::Nil)
-}
-
-pub(super) fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RValue> {
-    match value {
-        Some(value) => to_ruby(ruby, &value),
-        None => Ok(nil(ruby)),
-    }
-}
-
-pub(super) fn option_hash_arg(
-    ruby: &Ruby,
-    value: RValue,
-    what: &str,
-) -> BindingResult<Option<Map>> {
-    if value.is_nil() {
-        Ok(None)
-    } else {
-        hash_arg(ruby, value, what).map(Some)
-    }
-}
-
-/// A DSC call's answer handed back by the spine: nil (the call failed) or
-/// its data.
-pub(super) fn option_result_arg(ruby: &Ruby, value: RValue) -> BindingResult<Option<Value>> {
-    if value.is_nil() {
-        Ok(None)
-    } else {
-        from_ruby(ruby, value, "result").map(Some)
-    }
 }
 
 /// What `_canonicalize_plan` read of one resource of a `canonicalize`

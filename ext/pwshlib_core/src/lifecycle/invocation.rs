@@ -62,7 +62,7 @@ const STREAMS_PREFIX: &str = "{\"pwshlib_streams\":";
 
 /// The record the prelude adds to the streams line of a direct call made
 /// on Windows PowerShell 5.1 by a host that is not SYSTEM, its text the
-/// account (issue 41, item 5): warned about once per run, not per resource.
+/// account: warned about once per run, not per resource.
 const IDENTITY_KIND: &str = "identity";
 
 /// The warning for [`IDENTITY_KIND`]: who runs the resources now, what the
@@ -404,7 +404,7 @@ impl DscCall {
 
     /// Shows what the resource wrote, from the line of stream records the
     /// prelude prints before its result when there are any
-    /// (`{"pwshlib_streams":[{"kind":…,"text":…}…]}`, issue 32 item 4):
+    /// (`{"pwshlib_streams":[{"kind":…,"text":…}…]}`):
     /// a warning as a Puppet warning on this resource, everything else
     /// (verbose, debug, information, Write-Host, non-terminating errors)
     /// at debug, in order, each scrubbed of the resource's secrets as its

@@ -76,7 +76,7 @@ pub struct ExecuteOutput {
     pub errormessage: Option<String>,
     /// What the call wrote to the console (`[Console]::WriteLine`, native
     /// programs), which the host keeps out of `stdout` for DSC calls: shown
-    /// at debug (issue 32 item 4).
+    /// at debug.
     pub native_stdout: Option<String>,
 }
 
@@ -204,8 +204,8 @@ pub trait ProviderCallbacks {
     fn logon_failed_already(&self, pair: &(String, String)) -> bool;
     fn remember_logon_failure(&self, pair: (String, String));
     /// True the first time `notice` is asked for in this run, false after:
-    /// for a warning about the run rather than a resource (issue 41, item
-    /// 5). The binding keeps these with the logon memo.
+    /// for a warning about the run rather than a resource. The binding
+    /// keeps these with the logon memo.
     fn first_in_run(&self, notice: &str) -> bool;
 
     fn debug(&self, message: &str) -> Result<(), Self::Error>;

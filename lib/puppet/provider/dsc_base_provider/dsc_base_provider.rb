@@ -183,6 +183,27 @@ module Puppet
         $LOAD_PATH
       end
 
+      # pwshlib 2.x `vendored_modules_path(module_name)`: the module's
+      # vendored `dsc_resources` folder, searched along `load_path`; raises
+      # naming the module and the folders searched when it is missing.
+      def vendored_modules_path(module_name)
+        _vendored_modules_path(module_name, load_path)
+      end
+
+      # pwshlib 2.x `invocable_resource(should, context, dsc_method)`: the
+      # resource hash `ps_script_content` builds a script from. The session
+      # searches `load_path` for the vendored module, unless a provider
+      # overrides `vendored_modules_path`, whose answer it then takes.
+      def invocable_resource(should, context, dsc_method)
+        vendored = if method(:vendored_modules_path).owner.equal?(DscBaseProvider)
+                     load_path
+                   else
+                     module_name = _vendored_module_name(context)
+                     module_name && vendored_modules_path(module_name)
+                   end
+        _invocable_resource(should, context, dsc_method, vendored)
+      end
+
       # pwshlib 2.x `retry_invoke_dsc_resource(context, max_retry_count,
       # retry_wait_interval_secs, error_matcher) { json }`: notices, waits and
       # yields for a fresh JSON result until it has no error, the error no
