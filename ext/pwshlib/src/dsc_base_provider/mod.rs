@@ -17,7 +17,7 @@
 //! - `helper_methods`: the pwshlib 2.x helpers (`same?`, caches, …);
 //! - `script_methods`: the pwshlib 2.x script-building surface;
 //! - `session`: the provider's state and its context's log methods as the
-//!   core lifecycle sees them (`pwshlib_core::lifecycle::ProviderCallbacks`);
+//!   core lifecycle sees them (`pwshlib_core::lifecycle::Provider`);
 //! - `run`: which Puppet run a call belongs to; `logon_memo`: the accounts
 //!   whose logon failed in it; `constants`: Puppet's constants, found once;
 //! - `state`: the provider's state, by how long each part lives;

@@ -1,5 +1,5 @@
 //! The provider lifecycle (docs/behavior.md §3 and §4 "Errors") as pure Rust
-//! steps over a [`ProviderCallbacks`] (the provider's session: its state,
+//! steps over a [`Provider`] (the provider's session: its state,
 //! type and messages). The overridable methods (`canonicalize`, `get`,
 //! `invoke_get_method`, …, `invoke_dsc_resource`, `ps_manager`) are plain
 //! Ruby (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb): each
@@ -142,10 +142,7 @@ impl LifecycleState {
 }
 
 /// Builds and logs a debug message only when debug messages are kept.
-fn debug_lazy<P: ProviderCallbacks>(
-    provider: &P,
-    message: impl FnOnce() -> String,
-) -> Result<(), P::Error> {
+fn debug_lazy<P: Provider>(provider: &P, message: impl FnOnce() -> String) -> Result<(), P::Error> {
     if provider.debug_enabled() {
         provider.debug(&message())
     } else {
@@ -161,7 +158,7 @@ fn debug_lazy<P: ProviderCallbacks>(
 ///
 /// Rule for implementors: `with_state` must not call back into the
 /// provider, and no state borrow is held across a call of another method.
-pub trait ProviderCallbacks {
+pub trait Provider {
     type Error: From<Error>;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
