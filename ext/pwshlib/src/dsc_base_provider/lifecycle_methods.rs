@@ -41,10 +41,22 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
 
 /// What `_canonicalize_plan` read of one resource of a `canonicalize`
 /// call, for `_canonicalize_all`: the resource converted (or why it cannot
-/// go to PowerShell), and whether its system state is read.
+/// go to PowerShell), and where its system state comes from.
 pub(super) struct Planned {
     resource: Result<Map, String>,
-    wants_system: bool,
+    system: SystemFrom,
+}
+
+/// Where `_canonicalize_all` finds a resource's system state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SystemFrom {
+    /// It is not read (canonicalized earlier, absent, or not convertible).
+    Nowhere,
+    /// The spine's Get of it (`invoke_get_method_for_canonicalize`).
+    SpineGet,
+    /// What the run read already (this call's Get of an earlier resource
+    /// of the same identity included).
+    Run,
 }
 
 /// `_canonicalize_plan(context, resources)`: nil when every resource comes
@@ -86,25 +98,31 @@ fn canonicalize_plan(
             )),
             Err(ruby_error) => return Err(ruby_error),
         };
-        let wants_system = resource.as_ref().is_ok_and(|map| {
-            let identity = Identity::of(namevars, map);
-            lifecycle::system_wanted(&provider, &identity, map.get_named("dsc_ensure"))
-                && read_once(&provider, &mut reading, identity)
-        });
-        if wants_system {
+        let system = match &resource {
+            Ok(map) => {
+                let identity = Identity::of(namevars, map);
+                if !lifecycle::system_wanted(&provider, &identity, map.get_named("dsc_ensure")) {
+                    SystemFrom::Nowhere
+                } else if read_once(&provider, &mut reading, identity) {
+                    SystemFrom::SpineGet
+                } else {
+                    SystemFrom::Run
+                }
+            }
+            Err(_) => SystemFrom::Nowhere,
+        };
+        if system == SystemFrom::SpineGet {
             to_read.push(index)?;
         }
-        planned.push(Planned {
-            resource,
-            wants_system,
-        });
+        planned.push(Planned { resource, system });
     }
     *rb_self.canonicalizing.borrow_mut() = planned;
     Ok(to_read.as_value())
 }
 
-/// Whether the resource of `identity` is read by this `canonicalize` call:
-/// not read earlier in the run, nor by an earlier resource of the call.
+/// Whether the spine reads the resource of `identity` for this
+/// `canonicalize` call: not read earlier in the run (nor failed), nor by
+/// an earlier resource of the call.
 fn read_once(provider: &Session<'_>, reading: &mut Vec<Identity>, identity: Identity) -> bool {
     if !matches!(lifecycle::known_system(provider, &identity), Known::Unknown)
         || reading.contains(&identity)
@@ -117,18 +135,19 @@ fn read_once(provider: &Session<'_>, reading: &mut Vec<Identity>, identity: Iden
 
 /// `_canonicalize_all(context, resources, systems)`: the resources as
 /// canonicalize returns them, each with the system state its Get answered
-/// (`systems`: index => the Puppet hash, nil when the Get failed) or the
-/// run read already; the given array when nothing changed, and within it
-/// the very hash given for each resource that did not change. A resource
-/// holding a value that cannot go to PowerShell comes back as given
-/// (canonicalize runs while Puppet builds the catalog, where an exception
-/// would abort every resource): its insync?/set raise the error.
+/// (`systems`: the Puppet hash, or nil when the Get failed, of each
+/// resource `_canonicalize_plan` named, in its order) or the run read
+/// already; the given array when nothing changed, and within it the very
+/// hash given for each resource that did not change. A resource holding a
+/// value that cannot go to PowerShell comes back as given (canonicalize
+/// runs while Puppet builds the catalog, where an exception would abort
+/// every resource): its insync?/set raise the error.
 fn canonicalize_all(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     resources: RArray,
-    systems: RHash,
+    systems: RArray,
 ) -> BindingResult<RValue> {
     let provider = Session::new(ruby, rb_self, context)?;
     let mut planned = std::mem::take(&mut *rb_self.canonicalizing.borrow_mut());
@@ -139,52 +158,65 @@ fn canonicalize_all(
             .into_iter()
             .map(|resource| Planned {
                 resource: hash_arg(ruby, resource, "resource").map_err(|error| error.to_string()),
-                wants_system: false,
+                system: SystemFrom::Nowhere,
             })
             .collect();
     }
     let namevars = provider.typedef.identity_namevars();
-    let out = ruby.ary_new_capa(resources.len());
-    let mut shown = Vec::with_capacity(resources.len());
-    let mut changed_any = false;
+    let keeps_debug = provider.keeps_debug();
+    // Made at the first resource that changes: a call that changes nothing
+    // answers the given array.
+    let mut out: Option<RArray> = None;
+    let mut shown = Vec::new();
+    let mut answers = systems.into_iter();
     for (index, (given, plan)) in resources.into_iter().zip(planned).enumerate() {
         let map = match plan.resource {
             Ok(map) => map,
             Err(message) => {
                 provider.debug_message(&message)?;
-                out.push(given)?;
+                if let Some(out) = out {
+                    out.push(given)?;
+                }
                 continue;
             }
         };
-        let system = if let Some(answer) = systems.get(index) {
-            option_hash_arg(ruby, answer, "system").ok().flatten()
-        } else if plan.wants_system {
-            match lifecycle::known_system(&provider, &Identity::of(namevars, &map)) {
-                Known::Read(system) => Some(system),
-                Known::Failed | Known::Unknown => None,
+        let system = match plan.system {
+            SystemFrom::Nowhere => None,
+            SystemFrom::SpineGet => answers
+                .next()
+                .and_then(|answer| option_hash_arg(ruby, answer, "system").ok().flatten()),
+            SystemFrom::Run => {
+                match lifecycle::known_system(&provider, &Identity::of(namevars, &map)) {
+                    Known::Read(system) => Some(system),
+                    Known::Failed | Known::Unknown => None,
+                }
             }
-        } else {
-            None
         };
         let (canonical, changed) = lifecycle::canonicalize_one(&provider, map, system)?;
         if changed {
-            changed_any = true;
-            out.push(map_to_ruby(ruby, &canonical)?)?;
-        } else {
+            let array = match out {
+                Some(array) => array,
+                None => {
+                    let array = ruby.ary_new_capa(resources.len());
+                    for earlier in resources.into_iter().take(index) {
+                        array.push(earlier)?;
+                    }
+                    out = Some(array);
+                    array
+                }
+            };
+            array.push(map_to_ruby(ruby, &canonical)?)?;
+        } else if let Some(out) = out {
             out.push(given)?;
         }
-        if provider.keeps_debug() {
+        if keeps_debug {
             shown.push(canonical);
         }
     }
-    if provider.keeps_debug() {
+    if keeps_debug {
         lifecycle::canonicalized_all(&provider, &shown)?;
     }
-    Ok(if changed_any {
-        out.as_value()
-    } else {
-        resources.as_value()
-    })
+    Ok(out.map_or(resources.as_value(), |out| out.as_value()))
 }
 
 /// `_get_passed_attributes`: the names (Symbols) of the attributes a Get

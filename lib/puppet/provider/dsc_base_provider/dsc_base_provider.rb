@@ -36,13 +36,14 @@ module Puppet
       # resource comes back as given, found by its namevars alone. The
       # session reads the resources once (`_canonicalize_plan`: the indexes
       # of those whose system state is still to be read), and canonicalizes
-      # them all with what the Gets answered (`_canonicalize_all`: the given
-      # array when nothing changed, as a provider that changes nothing answers).
+      # them all with what their Gets answered, in that order
+      # (`_canonicalize_all`: the given array when nothing changed, as a
+      # provider that changes nothing answers).
       def canonicalize(context, resources)
         to_read = _canonicalize_plan(context, resources)
         return resources if to_read.nil?
 
-        systems = to_read.to_h { |index| [index, invoke_get_method_for_canonicalize(context, resources[index])] }
+        systems = to_read.map { |index| invoke_get_method_for_canonicalize(context, resources[index]) }
         _canonicalize_all(context, resources, systems)
       end
 
