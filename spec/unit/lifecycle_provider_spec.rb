@@ -167,6 +167,12 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(manager.methods_called).to eq(%w[Get Get])
     end
 
+    it 'reads a resource the run read already from the run, without a second Get' do
+      provider.get(context, [{ name: 'Title', dsc_destinationpath: 'c:\\foo' }])
+      expect(provider.canonicalize(context, [manifest]).first).to include(dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present')
+      expect(manager.methods_called).to eq(%w[Get])
+    end
+
     it 'uses the manifest when the resource is absent on the system' do
       manager.get_result = { 'Ensure' => 'Absent' }
       expect(provider.canonicalize(context, [manifest]).first).to eq(manifest)
