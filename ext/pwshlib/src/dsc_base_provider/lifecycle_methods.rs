@@ -194,16 +194,15 @@ fn canonicalize_all(
         };
         let (canonical, changed) = lifecycle::canonicalize_one(&provider, map, system)?;
         if changed {
-            let array = match out {
-                Some(array) => array,
-                None => {
-                    let array = ruby.ary_new_capa(resources.len());
-                    for earlier in resources.into_iter().take(index) {
-                        array.push(earlier)?;
-                    }
-                    out = Some(array);
-                    array
+            let array = if let Some(array) = out {
+                array
+            } else {
+                let array = ruby.ary_new_capa(resources.len());
+                for earlier in resources.into_iter().take(index) {
+                    array.push(earlier)?;
                 }
+                out = Some(array);
+                array
             };
             array.push(map_to_ruby(ruby, &canonical)?)?;
         } else if let Some(out) = out {
