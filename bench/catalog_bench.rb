@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# pwshlib against Puppet's own floor (issue 15), side by side in one run:
+# pwshlib against Puppet's own floor, side by side in one run:
 # per-resource time of an in-sync catalog at N = 100, 1,000 and 5,000 through
 # DscBaseProvider (with an in-process fake manager, so the host's cost is
 # out) and through a provider that does no work (bench/support/lib), on the

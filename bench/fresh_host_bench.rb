@@ -7,8 +7,7 @@
 # * first call: a puppet apply's first DSC Get (the host's start included)
 #   against `pwsh -NoProfile -c 1`'s own start, timed right before each
 #   apply (in turns); target at most 2x. With the host's assembly cache
-#   warm, and once without a cache (PWSHLIB_HOST_CACHE empty), as before
-#   issue 39.
+#   warm, and once without a cache (PWSHLIB_HOST_CACHE empty).
 # * per call: the in-sync Gets after the first, through the whole provider
 #   (the provider's own "Invoke-DscResource Get took" debug line, from
 #   handing the call to the manager until its answer), against the
@@ -148,7 +147,7 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
   env = { 'PWSHLIB_POWERSHELL' => pwsh, 'PSModulePath' => File.join(REAL_DSC, 'standin'),
           'PWSHLIB_REAL_DSC_STATE' => state, 'PWSHLIB_HOST_CACHE' => cache }
   begin
-    puts "fresh host bench (issue 39): #{pwsh}, N=#{SIZE} in-sync resources, #{ROUNDS} puppet applies per kind " \
+    puts "fresh host bench: #{pwsh}, N=#{SIZE} in-sync resources, #{ROUNDS} puppet applies per kind " \
          "(each a fresh host), load #{load_average}"
     firsts = []
     KINDS.each do |name, (type, floor_kind, properties)|
@@ -156,8 +155,8 @@ Dir.mktmpdir('pwshlib-fresh-bench') do |scratch|
       created = machine.apply(text, env: env)
       raise "#{name}: the first run failed:\n#{created.output}" unless created.exitcode == 2
 
-      # The data form and the script text (PWSHLIB_DSC_DATA=0, the before
-      # of issue 39) take turns, so that the machine's load drifts alike.
+      # The data form and the script text (PWSHLIB_DSC_DATA=0) take
+      # turns, so that the machine's load drifts alike.
       # The resource's own Get too, right after each apply of the data
       # form: the target sets the two against each other, so both are
       # timed under the load of the same moment.

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# The host's own cost (issue 32): a Pwsh::Manager round trip through the real
+# The host's own cost: a Pwsh::Manager round trip through the real
 # pwsh (script/find-pwsh) against PowerShell's own in-process invoke of the
 # same code in a warm runspace (bench/support/inprocess_invoke.ps1), both
 # measured in this run, per-call medians and their ratio. Target: at most 3x.

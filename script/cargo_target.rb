@@ -4,7 +4,7 @@ require 'json'
 require 'open3'
 require 'rbconfig'
 
-# Where cargo builds this checkout: the one place that asks (issue 43).
+# Where cargo builds this checkout: the one place that asks.
 # Cargo decides: CARGO_TARGET_DIR, else build.target-dir of a
 # .cargo/config.toml (the checkout's, a folder above it, or CARGO_HOME's),
 # else <checkout>/target; `cargo metadata` says which. Every rake task,

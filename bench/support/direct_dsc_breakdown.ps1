@@ -1,4 +1,4 @@
-# Where a direct DSC Get spends its time inside PowerShell (issue 32): the
+# Where a direct DSC Get spends its time inside PowerShell: the
 # prelude's functions timed one by one in this process, on the real-PowerShell
 # tier's RealSetting resource. Run by hand, not by `rake bench`:
 #

@@ -1,5 +1,5 @@
 # The resource's own Get, the floor bench/fresh_host_bench.rb sets an
-# in-sync Get through the whole provider against (issue 39): in this
+# in-sync Get through the whole provider against, in this
 # process, in a warm runspace (one untimed call first), each of -Count
 # calls timed with a Stopwatch; prints one line of JSON:
 # {"times_ms": [...]}.

@@ -4,8 +4,8 @@
 # prefix included) that the real Pwsh::Manager writes to pwshlib-sim for one
 # fixture resource (dsc_fixturefile): the first Get of a host session (which
 # carries the prelude), a Set, then an in-sync Get, which carries the desired
-# state as a run's does (issue 40), and a keys-only Get (a listing, or an
-# absent desired state, and every Get before issue 40). Once with a host that
+# state as a run's does, and a keys-only Get (a listing, or an
+# absent desired state). Once with a host that
 # offers the prelude, once with one that does not (what every call cost
 # before the prelude). Prints one JSON line.
 require 'json'

@@ -36,11 +36,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # Each call the provider makes, with the bytes of its request frame.
   def record_calls(manager)
     sent = []
-    # The provider hands this library's manager a Pwshlib::DscScript
-    # (execute_dsc, issue 38): its lines, and its secrets as data.
+    # The provider hands this library's manager the whole call
+    # (execute_dsc): its lines, and its secrets as data.
     allow(manager).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
-      sent << { body: args[0].body, bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
+      sent << { body: args[0].script.body, bytes: manager.wire_stats[:last_sent], prelude: manager.wire_stats[:prelude] }
       result
     end
     allow(provider).to receive(:ps_manager).and_return(manager)
@@ -50,7 +50,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # The request frame for a body run with the prelude held: a 4-byte length,
   # then the JSON the manager writes (serde's field order). A host numbers
   # its requests from 1, and each example starts a fresh host.
-  # With dsc: the call as data (issue 39), its code then empty.
+  # With dsc: the call as data, its code then empty.
   def frame_bytes(body, id, request:, prelude_code: nil, dsc: nil)
     prelude = { id: id }
     prelude[:code] = prelude_code if prelude_code
@@ -70,7 +70,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   end
 
   # Every body's call carries the vendored folder, which the prelude puts
-  # on PSModulePath and restores (issue 10, item 11; issue 32).
+  # on PSModulePath and restores.
   def body_for(method, properties)
     "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n" \
       "$InvokeParams = @{Name = 'FixtureFile'; Method = '#{method}'; Property = @{#{properties}}; " \
@@ -104,7 +104,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     allow(second_run).to receive(:ps_manager).and_return(provider.ps_manager)
     expect(drive(second_run, recording_context(:dsc_fixturefile), manifest)).to be(false) # one in-sync Get
 
-    # The Get is handed the desired state, as the Set (issue 40).
+    # The Get is handed the desired state, as the Set.
     desired = "destinationpath = 'C:\\Temp\\Chain.txt'; ensure = 'Present'; contents = 'it''s here'"
     get = body_for('Get', desired)
     set = body_for('Set', desired)
@@ -118,10 +118,8 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     set_call = sent[1][:bytes]
     # Exact, apart from the checkout's path to the vendored module, which
     # each body holds twice (request ids below 10 take 7 bytes: `"id":3,`).
-    # The call's -VendoredPath (issue 10, item 11) adds 17 bytes to each
-    # frame besides the path; with a line of its own and a try/finally
-    # around the call, before issue 32, it added 167.
-    # 459 when a Get passed the keys alone, before issue 40.
+    # The call's -VendoredPath adds 17 bytes to each frame besides the
+    # path; a Get carries the desired state, as a Set does.
     expect(in_sync_get - module_path.bytesize - vendored.bytesize).to eq(504)
     expect(set_call - module_path.bytesize - vendored.bytesize).to eq(504)
     expect(in_sync_get).to be <= 1024 + vendored.bytesize
@@ -177,13 +175,14 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     sent_again = []
     allow(fresh).to receive(:execute_dsc).and_wrap_original do |original, *args|
       result = original.call(*args)
-      sent_again << fresh.wire_stats.merge(stdout: result[:stdout], errormessage: result[:errormessage])
+      sent_again << fresh.wire_stats.merge(data: result)
       result
     end
     allow(restarted).to receive(:ps_manager).and_return(fresh)
     expect(restarted.get(context, [{ name: 'chain', dsc_destinationpath: path }]).first).to include(dsc_ensure: 'Absent')
     expect(sent_again.size).to eq(1)
-    expect(sent_again.first[:errormessage]).to be_nil
+    # The call's data: it did not fail.
+    expect(sent_again.first[:data]).to be_a(Hash)
     expect(sent_again.first[:last_sent]).to be > prelude.bytesize
     expect(sent_again.first[:prelude]).to eq(sent.first[:prelude])
   end

@@ -23,7 +23,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
       @log_file = File.join(dir, 'calls.jsonl')
       saved = ENV.to_h.slice('PWSHLIB_POWERSHELL', 'PWSHLIB_SIM_STATE', 'PWSHLIB_SIM_LOG', 'PWSHLIB_SIM_PSVERSION')
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => @state_file, 'PWSHLIB_SIM_LOG' => @log_file)
-      # A Get is handed the desired state (issue 40): the simulator cannot
+      # A Get is handed the desired state: the simulator cannot
       # learn the keys from the first one, so they are declared.
       File.write(@state_file, JSON.generate(keys: { FixtureFile: ['destinationpath'], FixtureUser: ['username'] }))
       begin

@@ -40,7 +40,7 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
       keys = %w[PWSHLIB_POWERSHELL PWSHLIB_SIM_STATE PWSHLIB_SIM_NO_SECRETS]
       saved = ENV.to_h.slice(*keys)
       state = File.join(dir, 'state.json')
-      # A Get is handed the desired state (issue 40): the simulator cannot
+      # A Get is handed the desired state: the simulator cannot
       # learn the keys from it, so they are declared.
       File.write(state, JSON.generate(keys: { FixtureVault: ['vaultname'] }))
       ENV.update('PWSHLIB_POWERSHELL' => PWSHLIB_SIM, 'PWSHLIB_SIM_STATE' => state)
@@ -58,8 +58,9 @@ RSpec.describe 'Secrets sent as data through Pwsh::Manager and pwshlib-sim' do
   def apply_and_read(secrets)
     manager = provider.ps_manager
     calls = []
-    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, script, *rest|
-      result = original.call(script, *rest)
+    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, call|
+      result = original.call(call)
+      script = call.script
       calls << { body: script.body, names: script.secret_names, shown: script.inspect,
                  binds: manager.wire_stats[:secrets_version] }
       result

@@ -231,7 +231,7 @@ RSpec.describe Pwsh::Manager do
 
   # pwshlib 2.x's constructor is public: `new` gives a manager of the
   # caller's own, with the options of `instance`, that `instance` does not
-  # cache (issue 28, item 6; it raised `TypeError: allocator undefined`).
+  # cache (it raised `TypeError: allocator undefined`).
   describe '.new' do
     it 'starts a host of its own that instance neither caches nor returns' do
       cached = new_manager

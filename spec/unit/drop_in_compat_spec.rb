@@ -102,7 +102,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider drop-in compatibility' do
       scripts = manager.calls.map(&:script)
       expect(manager.methods_called).to eq(%w[Get Set])
       properties = scripts.map { |script| script[/Property = @\{(.*?)\}; ModuleName/, 1].scan(/(\w+) = /).flatten }
-      # Get is handed the desired state too (issue 40), never `ensurable`.
+      # Get is handed the desired state too, never `ensurable`.
       expect(properties[0]).to contain_exactly('settingname', 'value', 'maxsizekb')
       expect(properties[1]).to contain_exactly('settingname', 'value', 'maxsizekb')
     end

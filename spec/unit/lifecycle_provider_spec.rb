@@ -63,7 +63,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     end
   end
 
-  describe 'what a Get is handed (issue 40)' do
+  describe 'what a Get is handed' do
     def property_table(call)
       call.script[/Property = @\{(.*?)\}; ModuleName/, 1]
     end
@@ -89,7 +89,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
     end
   end
 
-  describe 'a Get() that returned the instance it was called on (issue 40)' do
+  describe 'a Get() that returned the instance it was called on' do
     let(:title) { { name: 'Title', dsc_destinationpath: 'c:\\foo' } }
 
     before(:each) { manager.get_result = manager.get_result.merge('pwshlib_get_returned_this' => true) }
@@ -165,6 +165,12 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider lifecycle' do
       expect(answer.first).to equal(known)
       expect(answer.last).to eq(changed.merge(dsc_destinationpath: 'C:\\Other', dsc_ensure: 'Present'))
       expect(manager.methods_called).to eq(%w[Get Get])
+    end
+
+    it 'reads a resource the run read already from the run, without a second Get' do
+      provider.get(context, [{ name: 'Title', dsc_destinationpath: 'c:\\foo' }])
+      expect(provider.canonicalize(context, [manifest]).first).to include(dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present')
+      expect(manager.methods_called).to eq(%w[Get])
     end
 
     it 'uses the manifest when the resource is absent on the system' do

@@ -27,7 +27,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
     "'#{secret.gsub(/['\u2018\u2019\u201A\u201B]/) { |q| q * 2 }}'"
   end
 
-  # In a script's inline form (issue 38), the line that sets the variable
+  # In a script's inline form, the line that sets the variable
   # a property names (`secret = $secret_…` in the call's lines) to `value`,
   # in front of the call's lines.
   def inline_assignment(property, value)

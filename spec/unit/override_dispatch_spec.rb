@@ -141,14 +141,16 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider overridable methods' do
       expect(manager.calls.map(&:script)).to all(start_with("# stubbed\n"))
     end
 
-    it 'ps_script_content: with no override, the session script goes to execute_dsc as data' do
+    it 'ps_script_content: with no override, the session call goes to execute_dsc whole' do
       sent = []
-      manager.define_singleton_method(:execute_dsc) do |script, timeout_ms = nil|
-        sent << script
-        execute(script.body, timeout_ms)
+      manager.define_singleton_method(:execute_dsc) do |call|
+        sent << call
+        execute(call.script_text, call.timeout_ms)
+        { 'DestinationPath' => 'C:\\Foo', 'Ensure' => 'Present', 'Contents' => 'hello' }
       end
       canonicalize_path(with_manager(provider_class_for(type_name).new))
-      expect(sent.map(&:class)).to eq([Pwshlib::DscScript])
+      expect(sent.map(&:class)).to eq([Pwshlib::DscCall])
+      expect(manager.methods_called).to eq(%w[Get])
     end
 
     it 'load_path: an override decides where the vendored resources are sought' do

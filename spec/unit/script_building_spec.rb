@@ -65,7 +65,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       )
     end
 
-    it 'passes the desired state to Get, as to Set and Test (issue 40)' do
+    it 'passes the desired state to Get, as to Set and Test' do
       expect(invoke_params_line(script_for(:dsc_fixturefile, should, 'get'))).to eq(
         "$InvokeParams = @{Name = 'FixtureFile'; Method = 'Get'; Property = @{destinationpath = 'C:\\Windows\\it''s here'; " \
         "ensure = 'Present'; contents = 'hello'; force = $true; attributes = @('Hidden', 'ReadOnly')}; " \
@@ -105,9 +105,9 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
                    '$InvokeParams = @{', 'Invoke-PwshlibDscResource -InvokeParams $InvokeParams'].map { |needle| script.index(needle) }
       expect(positions).to all(be_an(Integer))
       expect(positions).to eq(positions.sort)
-      # Every resource puts its vendored folder on PSModulePath (issue 10,
-      # item 11): the call carries it, and the prelude restores the
-      # machine-level value in its own finally (issue 32).
+      # Every resource puts its vendored folder on PSModulePath:
+      # the call carries it, and the prelude restores the
+      # machine-level value in its own finally.
       munge = " -VendoredPath '#{dsc_vendored}'"
       expect(provider.munge_psmodulepath(provider.invocable_resource(should, context_for(:dsc_fixturefile), 'set'))).to eq(munge)
       expect(body).to end_with("Invoke-PwshlibDscResource -InvokeParams $InvokeParams#{munge}\n")
@@ -174,7 +174,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(line).to match(/Property = @\{username = 'bob'; ensure = 'Absent'; password = \$cred_\h{32}\}/)
     end
 
-    it 'hands Get the password as Set gets it, never shown (issue 40)' do
+    it 'hands Get the password as Set gets it, never shown' do
       redacted = provider.redact_secrets(script_for(:dsc_fixtureuser, should, 'get'))
       expect(redacted).not_to include('s3cr')
       expect(redacted).not_to include('runas-secret')
@@ -249,7 +249,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
         "$#{first} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
         "-Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $#{auth}}"
       )
-      # A Sensitive member is a variable the host binds (issue 38).
+      # A Sensitive member is a variable the host binds.
       hidden = cims[2][/hostname = \$(secret_\h{32})/, 1]
       expect(cims[2]).to eq(
         "$#{second} = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureBindingInformation' " \
@@ -275,7 +275,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       cims = provider.remove_secret_identifiers(script).lines.map(&:chomp).grep(/\A\$cim_/)
       expect(cims.size).to eq(2)
       login = cims[0][/\A\$(cim_\h{32})/, 1]
-      # Made from the PSCredential the host binds (issue 38): no command is
+      # Made from the PSCredential the host binds: no command is
       # handed the password as a string.
       credential = cims[0][/-Credential \$(cred_\h{32})\z/, 1]
       expect(cims[0]).to end_with("= New-PwshlibCredentialInstance -Credential $#{credential}")

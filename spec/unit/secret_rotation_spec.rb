@@ -2,7 +2,7 @@
 
 require 'spec_helper'
 
-# A rotated secret (issue 28): run 1 stores secret A, run 2 declares secret
+# A rotated secret: run 1 stores secret A, run 2 declares secret
 # B where the manifest marks it Sensitive inside a free-form hash (a member,
 # an array item), an embedded CIM instance and a plain String attribute,
 # while the system still holds A. Neither may show in any form, through the

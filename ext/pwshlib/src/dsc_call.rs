@@ -1,35 +1,65 @@
 //! `Pwshlib::DscCall`: one DSC call the provider's session prepared
-//! (`_dsc_call`), held by the Ruby spine while the manager runs it: its
-//! script, as a `Pwshlib::DscScript` for `Pwsh::Manager#execute_dsc`, and
-//! what reading the answer needs (`pwshlib_core::lifecycle::DscCall`). Its
-//! text becomes a Ruby String only when asked (`script_text`, for a manager
-//! without `execute_dsc`).
+//! (`_dsc_call`), held by the Ruby spine while the manager runs it
+//! (`Pwsh::Manager#execute_dsc(call)`, one native call that answers the
+//! result's data): its script, what reading the answer needs
+//! (`pwshlib_core::lifecycle::DscCall`), and the provider and context the
+//! answer is read for. Its text becomes a Ruby String only when asked
+//! (`script_text`, for a manager without `execute_dsc`).
 //!
-//! It holds owned Rust data only (no Ruby value), so it needs no marking.
+//! It holds two Ruby values, the provider and the context, marked below.
 
 use std::cell::{Cell, Ref, RefCell, RefMut};
 
-use magnus::{method, prelude::*, Error, RString, Ruby};
+use magnus::{
+    gc::Marker, method, prelude::*, typed_data::DataTypeFunctions, value::Opaque, Error, RString,
+    Ruby, Value as RValue,
+};
 use pwshlib_core::lifecycle;
 use pwshlib_core::script::Script;
 use pwshlib_core::templates;
 
 use crate::dsc_script::DscScript;
 
-#[magnus::wrap(class = "Pwshlib::DscCall", free_immediately, size)]
+#[derive(magnus::TypedData)]
+#[magnus(class = "Pwshlib::DscCall", free_immediately, size, mark)]
 pub struct DscCall {
     call: RefCell<lifecycle::DscCall>,
     script: Script,
     collided: Cell<bool>,
+    /// The `Puppet::Provider::DscBaseProvider` whose session made the call.
+    provider: Opaque<RValue>,
+    /// The Resource API context the call's answer is reported to.
+    context: Opaque<RValue>,
+}
+
+impl DataTypeFunctions for DscCall {
+    // The call lives as long as the spine holds it; the provider and the
+    // context must live (and stay put) as long.
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.provider);
+        marker.mark(self.context);
+    }
 }
 
 impl DscCall {
-    pub fn new(call: lifecycle::DscCall, script: Script) -> Self {
+    pub fn new(
+        call: lifecycle::DscCall,
+        script: Script,
+        provider: RValue,
+        context: RValue,
+    ) -> Self {
         DscCall {
             call: RefCell::new(call),
             script,
             collided: Cell::new(false),
+            provider: provider.into(),
+            context: context.into(),
         }
+    }
+
+    /// The provider and the context the call's answer is read for.
+    pub fn reader(&self, ruby: &Ruby) -> (RValue, RValue) {
+        (ruby.get_inner(self.provider), ruby.get_inner(self.context))
     }
 
     pub fn call(&self) -> Ref<'_, lifecycle::DscCall> {
@@ -68,7 +98,7 @@ impl DscCall {
         self.script.has_prelude()
     }
 
-    fn timeout_ms(&self) -> Option<u64> {
+    pub fn timeout_ms(&self) -> Option<u64> {
         self.call.borrow().timeout_ms()
     }
 

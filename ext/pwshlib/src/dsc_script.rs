@@ -37,7 +37,7 @@ impl RequestCode<'_> {
 }
 
 /// `PWSHLIB_DSC_DATA` set to `0`, `false`, `no` or `off` (read per call)
-/// sends every DSC call as script text: the before of issue 39, for
+/// sends every DSC call as script text, as before DSC calls went as data, for
 /// bench/fresh_host_bench.rb's comparison and as an escape hatch.
 fn data_enabled() -> bool {
     !std::env::var("PWSHLIB_DSC_DATA")
@@ -66,25 +66,20 @@ impl DscScript {
             self.0.body()
         )
     }
+}
 
-    /// The request's code for the call: its lines in the data form, the
-    /// secrets they bind, the inline form for a host that cannot bind, and
-    /// the call as data for a host that takes it (issue 39).
-    pub fn request_code(&self) -> RequestCode<'_> {
-        let secrets = self.secrets();
-        RequestCode {
-            inline: (!secrets.is_empty()).then(|| self.0.inline_body()),
-            code: self.0.body().to_owned(),
-            secrets,
-            dsc: data_enabled()
-                .then(|| pwshlib_core::script::dsc_data(self.0.body()))
-                .flatten(),
-        }
-    }
-
-    /// What the host binds before the call, in the wire's form.
-    pub fn secrets(&self) -> Vec<BoundSecret> {
-        self.0.bindings().iter().map(wire_secret).collect()
+/// The request's code for a DSC call's script: its lines in the data form,
+/// the secrets they bind, the inline form for a host that cannot bind, and
+/// the call as data for a host that takes it.
+pub fn request_code(script: &Script) -> RequestCode<'_> {
+    let secrets: Vec<BoundSecret> = script.bindings().iter().map(wire_secret).collect();
+    RequestCode {
+        inline: (!secrets.is_empty()).then(|| script.inline_body()),
+        code: script.body().to_owned(),
+        secrets,
+        dsc: data_enabled()
+            .then(|| pwshlib_core::script::dsc_data(script.body()))
+            .flatten(),
     }
 }
 

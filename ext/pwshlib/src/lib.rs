@@ -9,6 +9,7 @@ mod error;
 mod gvl;
 mod literal;
 mod manager;
+mod manager_values;
 
 use magnus::{Error, Ruby};
 

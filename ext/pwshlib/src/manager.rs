@@ -20,6 +20,7 @@ use magnus::{
     RArray, RClass, RHash, RString, Ruby, Value,
 };
 use parking_lot::{Mutex, MutexGuard};
+use pwshlib_core::lifecycle::ExecuteOutput;
 use pwshlib_core::templates;
 use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
@@ -28,9 +29,12 @@ use pwshlib_transport::host::{
 use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 
 use crate::convert::{id, lossy_string, names};
-use crate::dsc_script::{DscScript, RequestCode};
+use crate::dsc_base_provider;
+use crate::dsc_call::DscCall;
+use crate::dsc_script::{request_code, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
+use crate::manager_values::{optional_timeout, result_to_ruby};
 
 /// Every manager that has not been dropped, for `shutdown_all`.
 static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
@@ -316,26 +320,41 @@ impl Manager {
         )
     }
 
-    /// `execute_dsc(script, timeout_ms = nil)`: runs one DSC call's
-    /// `Pwshlib::DscScript` after the DSC prelude. Its lines go as the code
-    /// and its secrets in the request's `secrets`, bound by the host before
-    /// the code runs (docs/protocol.md, "Secrets"); a host that cannot
-    /// bind gets the inline form, the secrets set by literals. A host that
-    /// offers DSC calls as data gets the call as data instead of its lines
-    /// (docs/protocol.md, "DSC calls as data"). The script never becomes a
-    /// Ruby String.
-    fn execute_dsc(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> BindingResult<RHash> {
-        let args = scan_args::<(&DscScript,), (Option<Value>,), (), (), (), ()>(args)?;
-        let (script,) = args.required;
-        let (timeout,) = args.optional;
-        let code = script.request_code();
-        rb_self.run(ruby, code, timeout, None, None, Some(dsc_prelude()))
+    /// `execute_dsc(call)`: runs one `Pwshlib::DscCall` after the DSC
+    /// prelude and answers what the provider's session read of it: the
+    /// result's data, or nil when the call failed (reported to the call's
+    /// context; a collision leaves the call `collided?`). Its lines go as
+    /// the code and its secrets in the request's `secrets`, bound by the
+    /// host before the code runs (docs/protocol.md, "Secrets"); a host that
+    /// cannot bind gets the inline form, the secrets set by literals. A
+    /// host that offers DSC calls as data gets the call as data instead of
+    /// its lines (docs/protocol.md, "DSC calls as data"). The script never
+    /// becomes a Ruby String, nor the answer a Ruby Hash. A failure to
+    /// reach the host raises, as `execute` does.
+    fn execute_dsc(ruby: &Ruby, rb_self: &Self, call: Obj<DscCall>) -> BindingResult<Value> {
+        dsc_base_provider::show_before_sending(ruby, &call, &rb_self.shared.endpoint)?;
+        let script = call.script_ref();
+        let mut code = request_code(script);
+        let request = ExecuteRequest::new(
+            std::mem::take(&mut code.code),
+            call.timeout_ms(),
+            None,
+            &[] as &[&str],
+        );
+        let prelude = script.has_prelude().then(dsc_prelude);
+        let result = rb_self.wait(code, request, prelude)?;
+        let output = ExecuteOutput {
+            stdout: result.stdout,
+            errormessage: result.errormessage,
+            native_stdout: result.native_stdout,
+        };
+        dsc_base_provider::answer(ruby, &call, Ok(output))
     }
 
     fn run(
         &self,
         ruby: &Ruby,
-        code: RequestCode<'_>,
+        mut code: RequestCode<'_>,
         timeout: Option<Value>,
         working_dir: Option<Value>,
         env_vars: Option<Value>,
@@ -353,7 +372,24 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
+        let request = ExecuteRequest::new(
+            std::mem::take(&mut code.code),
+            timeout_ms,
+            working_dir,
+            &env_vars,
+        );
+        let result = self.wait(code, request, prelude)?;
+        result_to_ruby(ruby, &result)
+    }
+
+    /// Sends one request (its code's secrets and data added) and waits for
+    /// its result, the GVL released.
+    fn wait(
+        &self,
+        code: RequestCode<'_>,
+        mut request: ExecuteRequest,
+        prelude: Option<Prelude<'static>>,
+    ) -> BindingResult<ExecuteResult> {
         request.secrets = code.secrets;
         request.dsc = code.dsc;
         let shared = Arc::clone(&self.shared);
@@ -385,7 +421,7 @@ impl Manager {
             }
         };
         drop(pending);
-        result_to_ruby(ruby, &result)
+        Ok(result)
     }
 
     /// `{requests:, bytes_sent:, bytes_received:, last_sent:, last_received:,
@@ -504,75 +540,6 @@ fn validated(options: SpawnOptions) -> Result<SpawnOptions, BindingError> {
     Ok(options)
 }
 
-/// nil → default; Integer or Float milliseconds, truncated; negative → floor.
-fn optional_timeout(value: Option<Value>) -> BindingResult<Option<u64>> {
-    let Some(value) = value.filter(|v| !v.is_nil()) else {
-        return Ok(None);
-    };
-    let millis = f64::try_convert(value)?;
-    if !millis.is_finite() || millis < 0.0 {
-        return Ok(Some(protocol::MIN_TIMEOUT_MS));
-    }
-    Ok(Some(whole_millis(millis)))
-}
-
-/// A finite, non-negative count of milliseconds without its fraction.
-// Rust's float-to-integer `as` saturates (values beyond u64::MAX become
-// u64::MAX) and drops the fraction, which is the rule here; the caller has
-// ruled out NaN, infinities and negatives, so nothing is truncated or loses
-// a sign in a way that matters.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn whole_millis(millis: f64) -> u64 {
-    millis as u64
-}
-
-/// The pwshlib 2.x result shape, which other modules rely on (the
-/// powershell module's exec provider calls `stderr.each`):
-/// `exitcode` an Integer; `stdout` a String or nil; `stderr` an Array of
-/// Strings, each with its line end (the host's `stderr_items` when it
-/// sends them, else one per line), empty when there is none;
-/// `native_stdout` a String or nil; `errormessage` present only when the
-/// call failed.
-fn result_to_ruby(ruby: &Ruby, result: &ExecuteResult) -> BindingResult<RHash> {
-    let hash = ruby.hash_new();
-    let optional = |text: &Option<String>| -> Value {
-        match text {
-            Some(text) => ruby.str_new(text).as_value(),
-            None => ruby.qnil().as_value(),
-        }
-    };
-    hash.aset(ruby.to_symbol("exitcode"), result.exitcode)?;
-    hash.aset(ruby.to_symbol("stdout"), optional(&result.stdout))?;
-    let stderr = ruby.ary_new();
-    match &result.stderr_items {
-        Some(items) => {
-            for item in items {
-                stderr.push(ruby.str_new(item))?;
-            }
-        }
-        None => {
-            for line in stderr_lines(&result.stderr) {
-                stderr.push(ruby.str_new(line))?;
-            }
-        }
-    }
-    hash.aset(ruby.to_symbol("stderr"), stderr)?;
-    if let Some(message) = &result.errormessage {
-        hash.aset(ruby.to_symbol("errormessage"), ruby.str_new(message))?;
-    }
-    hash.aset(
-        ruby.to_symbol("native_stdout"),
-        optional(&result.native_stdout),
-    )?;
-    Ok(hash)
-}
-
-/// The host's stderr text as lines, each keeping its line end (a last line
-/// without one stays as it is).
-fn stderr_lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split_inclusive('\n')
-}
-
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let pwsh = ruby.define_module("Pwsh")?;
     let class = pwsh.define_class("Manager", ruby.class_object())?;
@@ -586,7 +553,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         "execute_with_prelude",
         method!(Manager::execute_with_prelude, -1),
     )?;
-    class.define_method("execute_dsc", method!(Manager::execute_dsc, -1))?;
+    class.define_method("execute_dsc", method!(Manager::execute_dsc, 1))?;
     class.define_method("wire_stats", method!(Manager::wire_stats, 0))?;
     class.define_method("alive?", method!(Manager::is_alive, 0))?;
     class.define_method("exit", method!(Manager::exit, 0))?;

@@ -1,6 +1,6 @@
 //! Secrets sent as data: the values a DSC call's script refers to by
 //! variable, which the host binds in the runspace before the script runs
-//! (docs/protocol.md, "Secrets"; issue 38).
+//! (docs/protocol.md, "Secrets").
 //!
 //! PowerShell keeps logs of what it compiles and runs: script block
 //! logging records every script's text, transcription the commands, module

@@ -2,8 +2,9 @@
 //! binding crate (`ext/pwshlib`) converts Ruby values into [`value::Value`]
 //! and [`typedef::TypeDef`] and calls in here. Nothing here talks to a
 //! PowerShell host either: the lifecycle asks for each DSC call through
-//! [`lifecycle::ProviderCallbacks`]; the binding answers through Ruby and
+//! [`lifecycle::Provider`]; the binding answers through Ruby and
 //! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
+#![forbid(unsafe_code)]
 
 pub mod bound;
 pub mod cim_type;

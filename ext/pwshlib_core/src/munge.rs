@@ -393,7 +393,7 @@ fn munge_value(
 /// A value in the shape its MOF type gives it, as the LCM made it: the
 /// 5.1 LCM converted Get-TargetResource's hashtable to an instance of the
 /// resource's MOF class, and pwshlib 2.x wrapped a one-item value of an
-/// array property (issue 41, item 3). Without it, Puppet's type check
+/// array property. Without it, Puppet's type check
 /// (`strict=error`, Puppet 8's default) raises "Provider returned data
 /// that does not match the Type Schema", and otherwise the resource
 /// changes every run. A one-item value of a `[]` property becomes an

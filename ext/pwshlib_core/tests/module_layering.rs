@@ -1,4 +1,4 @@
-//! The core's modules import each other in one direction only (issue 29):
+//! The core's modules import each other in one direction only:
 //! no `use` circle, and `secrecy`, the home of everything about secrets, is
 //! a leaf that the others use and that uses none of them but `value`.
 //!

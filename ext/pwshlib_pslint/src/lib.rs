@@ -19,6 +19,7 @@
 //!
 //! Nothing here recurses over the tree: hostile input can nest deeper than
 //! the stack allows.
+#![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::cell::RefCell;

@@ -20,8 +20,9 @@ RSpec.describe 'DSC calls as data, on the real pwsh' do
   # Each execute_dsc call: its lines and the bytes its request frame took.
   def record(manager)
     sent = []
-    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, script, *rest|
-      result = original.call(script, *rest)
+    allow(manager).to receive(:execute_dsc).and_wrap_original do |original, call|
+      result = original.call(call)
+      script = call.script
       stats = manager.wire_stats
       sent << { body: script.body, names: script.secret_names, bytes: stats[:last_sent], dsc: stats[:dsc_version],
                 prelude: stats[:prelude], request: stats[:requests] }

@@ -71,7 +71,6 @@ pub mod names {
     pub static CONST_GET: LazyId = LazyId::new("const_get");
     pub static DEFINITION: LazyId = LazyId::new("definition");
     pub static DESTINATIONS: LazyId = LazyId::new("destinations");
-    pub static LOAD_PATH: LazyId = LazyId::new("load_path");
     pub static LOOKUP: LazyId = LazyId::new("lookup");
     pub static METAPARAMS: LazyId = LazyId::new("metaparams");
     pub static METHOD: LazyId = LazyId::new("method");
@@ -85,7 +84,6 @@ pub mod names {
     pub static TO_S: LazyId = LazyId::new("to_s");
     pub static TYPE: LazyId = LazyId::new("type");
     pub static UNWRAP: LazyId = LazyId::new("unwrap");
-    pub static VENDORED_MODULES_PATH: LazyId = LazyId::new("vendored_modules_path");
     pub static NOTICE: LazyId = LazyId::new("notice");
     pub static WARNING: LazyId = LazyId::new("warning");
     pub static ERR: LazyId = LazyId::new("err");

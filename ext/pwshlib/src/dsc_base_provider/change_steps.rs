@@ -3,16 +3,34 @@
 //! `invoke_set_method` and `invoke_test_method` (`lifecycle_methods`
 //! registers them).
 
-use magnus::{prelude::*, typed_data::Obj, RArray, RHash, RString, Ruby, Value as RValue};
+use magnus::{
+    method, prelude::*, typed_data::Obj, Error, RArray, RClass, RHash, RString, Ruby,
+    Value as RValue,
+};
 use pwshlib_core::lifecycle;
 use pwshlib_core::redact;
 use pwshlib_core::Map;
 
-use super::lifecycle_methods::{insync_to_ruby, option_hash_arg, option_result_arg, resource_arg};
 use super::session::Session;
+use super::step_args::{insync_to_ruby, option_hash_arg, option_result_arg, resource_arg};
 use super::DscBaseProvider;
 use crate::convert::{from_ruby, hash_arg, map_to_ruby, symbol};
 use crate::error::BindingResult;
+
+/// Defines the steps of `set` and of a Set or Test call, private, with
+/// their arities.
+pub(super) fn define(class: RClass) -> Result<(), Error> {
+    class.define_private_method("_set_begins", method!(set_begins, 1))?;
+    class.define_private_method("_set_plan", method!(set_plan, 4))?;
+    class.define_private_method("_set_failure", method!(set_failure, 2))?;
+    class.define_private_method("_log_change", method!(log_change, 4))?;
+    class.define_private_method("_delete_should", method!(delete_should, 2))?;
+    class.define_private_method("_set_call", method!(set_call, 3))?;
+    class.define_private_method("_set_result", method!(set_result, 4))?;
+    class.define_private_method("_test_call", method!(test_call, 3))?;
+    class.define_private_method("_test_result", method!(test_result, 3))?;
+    Ok(())
+}
 
 /// `_set_begins(context)`: a run's work on a type may begin here.
 pub(super) fn set_begins(

@@ -1,4 +1,5 @@
-//! The session's steps: the native methods the Ruby spine
+//! The session's steps of `canonicalize`, `get` and `insync?`: native
+//! methods the Ruby spine
 //! (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb) calls, each
 //! one way, from Ruby into Rust. Each converts its arguments, runs one step
 //! of `pwshlib_core::lifecycle` over the provider's state, and converts the
@@ -6,166 +7,70 @@
 //! leading underscore: the overridable methods are the spine's.
 
 use magnus::{
-    method, prelude::*, typed_data::Obj, Error, IntoValue, RArray, RClass, RHash, Ruby,
-    Value as RValue,
+    method, prelude::*, typed_data::Obj, Error, RArray, RClass, RHash, Ruby, Value as RValue,
 };
 use pwshlib_core::cache::Identity;
-use pwshlib_core::lifecycle::{self, GetStep, Insync, InsyncStep, Known, Unconvertible};
-use pwshlib_core::{Map, TypeDef, Value};
+use pwshlib_core::lifecycle::{self, GetStep, InsyncStep, Known, Unconvertible};
+use pwshlib_core::{Map, Value};
 
 use super::session::{insync_from_ruby, Session};
-use super::{call_steps, change_steps, DscBaseProvider};
+use super::step_args::{
+    insync_to_ruby, nil, option_hash_arg, option_result_arg, resource_arg, resource_label, title_in,
+};
+use super::DscBaseProvider;
 use crate::convert::{
-    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol, to_ruby,
+    from_ruby, hash_arg, hash_entries, hash_entry, map_to_ruby, names, static_symbol,
 };
 use crate::error::{BindingError, BindingResult};
 
-/// Defines the steps, private, with their arities.
+/// Defines the steps of `canonicalize`, `get` and `insync?`, private, with
+/// their arities.
 pub(super) fn define(class: RClass) -> Result<(), Error> {
-    class.define_private_method("_canonical_as_given", method!(canonical_as_given, 2))?;
-    class.define_private_method("_system_wanted", method!(system_wanted, 2))?;
-    class.define_private_method("_canonicalize_one", method!(canonicalize_one, 3))?;
-    class.define_private_method("_canonicalized_all", method!(canonicalized_all, 2))?;
-    class.define_private_method("_known_system", method!(known_system, 2))?;
+    class.define_private_method("_canonicalize_plan", method!(canonicalize_plan, 2))?;
+    class.define_private_method("_canonicalize_all", method!(canonicalize_all, 3))?;
+    class.define_private_method("_get_passed_attributes", method!(get_passed_attributes, 1))?;
     class.define_private_method("_note_get_failed", method!(note_get_failed, 2))?;
     class.define_private_method("_get_begins", method!(get_begins, 1))?;
     class.define_private_method("_get_known", method!(get_known, 2))?;
     class.define_private_method("_get_query", method!(get_query, 2))?;
-    class.define_private_method("_get_props", method!(get_props, 2))?;
     class.define_private_method("_get_result", method!(get_result, 3))?;
-    class.define_private_method("_set_begins", method!(change_steps::set_begins, 1))?;
-    class.define_private_method("_set_plan", method!(change_steps::set_plan, 4))?;
-    class.define_private_method("_set_failure", method!(change_steps::set_failure, 2))?;
-    class.define_private_method("_log_change", method!(change_steps::log_change, 4))?;
-    class.define_private_method("_delete_should", method!(change_steps::delete_should, 2))?;
-    class.define_private_method("_set_call", method!(change_steps::set_call, 3))?;
-    class.define_private_method("_set_result", method!(change_steps::set_result, 4))?;
-    class.define_private_method("_test_call", method!(change_steps::test_call, 3))?;
-    class.define_private_method("_test_result", method!(change_steps::test_result, 3))?;
     class.define_private_method("_insync", method!(insync::<false>, 6))?;
     class.define_private_method("_insync_tested", method!(insync::<true>, 6))?;
-    class.define_private_method(
-        "_load_path_wanted?",
-        method!(call_steps::load_path_wanted, 0),
-    )?;
-    class.define_private_method("_use_load_path", method!(call_steps::use_load_path, 1))?;
-    class.define_private_method("_dsc_call", method!(call_steps::dsc_call, 4))?;
-    class.define_private_method("_dsc_outcome", method!(call_steps::dsc_outcome, 3))?;
-    class.define_private_method("_dsc_failed", method!(call_steps::dsc_failed, 3))?;
-    class.define_private_method("_collision_wait", method!(call_steps::collision_wait, 3))?;
-    class.define_private_method("_retrying", method!(call_steps::retrying, 3))?;
-    class.define_private_method("_show_script", method!(call_steps::show_script, 3))?;
     Ok(())
 }
 
-pub(super) fn nil(ruby: &Ruby) -> RValue {
-    ruby.qnil().as_value()
+/// What `_canonicalize_plan` read of one resource of a `canonicalize`
+/// call, for `_canonicalize_all`: the resource converted (or why it cannot
+/// go to PowerShell), and where its system state comes from.
+pub(super) struct Planned {
+    resource: Result<Map, String>,
+    system: SystemFrom,
 }
 
-pub(super) fn insync_to_ruby(ruby: &Ruby, answer: &Insync) -> BindingResult<RValue> {
-    Ok(match answer {
-        Insync::UseDefault => nil(ruby),
-        Insync::InSync => true.into_value_with(ruby),
-        Insync::OutOfSync(None) => false.into_value_with(ruby),
-        Insync::OutOfSync(Some(message)) => {
-            let array = ruby.ary_new_capa(2);
-            array.push(false)?;
-            array.push(message.as_str())?;
-            array.as_value()
-        }
-    })
+/// Where `_canonicalize_all` finds a resource's system state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SystemFrom {
+    /// It is not read (canonicalized earlier, absent, or not convertible).
+    Nowhere,
+    /// The spine's Get of it (`invoke_get_method_for_canonicalize`).
+    SpineGet,
+    /// What the run read already (this call's Get of an earlier resource
+    /// of the same identity included).
+    Run,
 }
 
-/// A resource's hash (the desired state). A value that cannot go to
-/// PowerShell fails this resource only: the error names the resource in
-/// front of the attribute path, and Puppet reports it against the resource
-/// and goes on with the others.
-pub(super) fn resource_arg(
-    ruby: &Ruby,
-    typedef: &TypeDef,
-    title: &Value,
-    value: RValue,
-    what: &str,
-) -> BindingResult<Map> {
-    hash_arg(ruby, value, what).map_err(|error| match error {
-        BindingError::Core(source) => BindingError::Core(pwshlib_core::Error::InResource {
-            resource: resource_label(typedef, title),
-            source: Box::new(source),
-        }),
-        ruby_error => ruby_error,
-    })
-}
-
-/// `dsc_foo[title]`, as Puppet names a resource.
-fn resource_label(typedef: &TypeDef, title: &Value) -> String {
-    let title = match lifecycle::title_of(title) {
-        Some(Value::Str(text)) | Some(Value::Symbol(text)) => text,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    format!("{}[{title}]", typedef.name)
-}
-
-/// The title of a resource hash (its `name`), for messages.
-fn title_in(ruby: &Ruby, resource: RValue) -> Value {
-    RHash::from_value(resource)
-        .and_then(|hash| hash.get(static_symbol(ruby, &names::NAME)))
-        .and_then(|name| from_ruby(ruby, name, "name").ok())
-        .unwrap_or(Value::Nil)
-}
-
-pub(super) fn option_value_to_ruby(ruby: &Ruby, value: Option<Value>) -> BindingResult<RValue> {
-    match value {
-        Some(value) => to_ruby(ruby, &value),
-        None => Ok(nil(ruby)),
-    }
-}
-
-pub(super) fn option_hash_arg(
-    ruby: &Ruby,
-    value: RValue,
-    what: &str,
-) -> BindingResult<Option<Map>> {
-    if value.is_nil() {
-        Ok(None)
-    } else {
-        hash_arg(ruby, value, what).map(Some)
-    }
-}
-
-/// A DSC call's answer handed back by the spine: nil (the call failed) or
-/// its data.
-pub(super) fn option_result_arg(ruby: &Ruby, value: RValue) -> BindingResult<Option<Value>> {
-    if value.is_nil() {
-        Ok(None)
-    } else {
-        from_ruby(ruby, value, "result").map(Some)
-    }
-}
-
-/// The identity of a resource hash from its namevars alone, None when it
-/// is not a hash or one does not convert.
-fn identity_in(ruby: &Ruby, typedef: &TypeDef, resource: RValue) -> Option<Identity> {
-    let hash = RHash::from_value(resource)?;
-    let mut readable = true;
-    let identity = Identity::from_lookup(typedef.identity_namevars(), |name| {
-        let found = hash_entry(ruby, hash, name);
-        readable &= found.is_ok();
-        found.ok().flatten().map(std::borrow::Cow::Owned)
-    });
-    readable.then_some(identity)
-}
-
-/// `_canonical_as_given(context, resources)`: whether every resource of a
-/// `canonicalize` call comes back as given (each canonicalized earlier in
-/// this run), read from their namevars alone. A run's work on a type may
-/// begin here: the run is observed first.
-fn canonical_as_given(
+/// `_canonicalize_plan(context, resources)`: nil when every resource comes
+/// back as given (each canonicalized earlier in this run, read from its
+/// namevars alone); else the indexes of the resources whose system state
+/// is still to be read (`invoke_get_method_for_canonicalize`), each
+/// resource read once and kept for `_canonicalize_all`. A run's work on a
+/// type may begin here: the run is observed first.
+fn canonicalize_plan(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     resources: RArray,
-) -> BindingResult<bool> {
+) -> BindingResult<RValue> {
     let provider = Session::at_run_entry(ruby, rb_self, context)?;
     let given = lifecycle::canonical_as_given(&provider, resources.len(), |index, name| {
         let hash = resources
@@ -175,103 +80,155 @@ fn canonical_as_given(
             .ok_or(Unconvertible)?;
         hash_entry(ruby, hash, name).map_err(|_| Unconvertible)
     })?;
-    Ok(given.iter().all(|known| *known))
-}
-
-/// `_system_wanted(context, resource)`: whether `canonicalize` reads the
-/// system for this resource (not canonicalized earlier, not absent).
-fn system_wanted(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    resource: RValue,
-) -> BindingResult<bool> {
-    let provider = Session::new(ruby, rb_self, context)?;
-    let Some(identity) = identity_in(ruby, &provider.typedef, resource) else {
-        return Ok(false);
-    };
-    let ensure = RHash::from_value(resource)
-        .and_then(|hash| hash_entry(ruby, hash, "dsc_ensure").ok())
-        .flatten();
-    // A resource holding a value that cannot go to PowerShell is not read:
-    // `_canonicalize_one` returns it as given (and says why at debug).
-    Ok(
-        lifecycle::system_wanted(&provider, &identity, ensure.as_ref())
-            && hash_arg(ruby, resource, "resource").is_ok(),
-    )
-}
-
-/// `_canonicalize_one(context, resource, system)`: the resource as
-/// canonicalize returns it; the very hash given when nothing changes. A
-/// resource holding a value that cannot go to PowerShell comes back as
-/// given (canonicalize runs while Puppet builds the catalog, where an
-/// exception would abort every resource): its insync?/set raise the error.
-fn canonicalize_one(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    resource: RValue,
-    system: RValue,
-) -> BindingResult<RValue> {
-    let provider = Session::new(ruby, rb_self, context)?;
-    let map = match hash_arg(ruby, resource, "resource") {
-        Ok(map) => map,
-        Err(BindingError::Core(error)) => {
-            provider.debug_message(&format!(
+    if given.iter().all(|known| *known) {
+        return Ok(nil(ruby));
+    }
+    let namevars = provider.typedef.identity_namevars();
+    let to_read = ruby.ary_new();
+    let mut reading: Vec<Identity> = Vec::new();
+    let mut planned = Vec::with_capacity(resources.len());
+    for (index, resource) in resources.into_iter().enumerate() {
+        let resource = match hash_arg(ruby, resource, "resource") {
+            Ok(map) => Ok(map),
+            // A resource holding a value that cannot go to PowerShell is not
+            // read, and comes back as given (`_canonicalize_all`).
+            Err(BindingError::Core(error)) => Err(format!(
                 "{}: not canonicalized: {error}",
                 resource_label(&provider.typedef, &title_in(ruby, resource))
-            ))?;
-            return Ok(resource);
+            )),
+            Err(ruby_error) => return Err(ruby_error),
+        };
+        let system = match &resource {
+            Ok(map) => {
+                let identity = Identity::of(namevars, map);
+                if !lifecycle::system_wanted(&provider, &identity, map.get_named("dsc_ensure")) {
+                    SystemFrom::Nowhere
+                } else if read_once(&provider, &mut reading, identity) {
+                    SystemFrom::SpineGet
+                } else {
+                    SystemFrom::Run
+                }
+            }
+            Err(_) => SystemFrom::Nowhere,
+        };
+        if system == SystemFrom::SpineGet {
+            to_read.push(index)?;
         }
-        Err(ruby_error) => return Err(ruby_error),
-    };
-    let system = option_hash_arg(ruby, system, "system").ok().flatten();
-    let (canonical, changed) = lifecycle::canonicalize_one(&provider, map, system)?;
-    if changed {
-        Ok(map_to_ruby(ruby, &canonical)?.as_value())
-    } else {
-        Ok(resource)
+        planned.push(Planned { resource, system });
     }
+    *rb_self.canonicalizing.borrow_mut() = planned;
+    Ok(to_read.as_value())
 }
 
-/// `_canonicalized_all(context, resources)`: the debug line after a
-/// `canonicalize` call, converted only when debug messages are kept.
-fn canonicalized_all(
+/// Whether the spine reads the resource of `identity` for this
+/// `canonicalize` call: not read earlier in the run (nor failed), nor by
+/// an earlier resource of the call.
+fn read_once(provider: &Session<'_>, reading: &mut Vec<Identity>, identity: Identity) -> bool {
+    if !matches!(lifecycle::known_system(provider, &identity), Known::Unknown)
+        || reading.contains(&identity)
+    {
+        return false;
+    }
+    reading.push(identity);
+    true
+}
+
+/// `_canonicalize_all(context, resources, systems)`: the resources as
+/// canonicalize returns them, each with the system state its Get answered
+/// (`systems`: the Puppet hash, or nil when the Get failed, of each
+/// resource `_canonicalize_plan` named, in its order) or the run read
+/// already; the given array when nothing changed, and within it the very
+/// hash given for each resource that did not change. A resource holding a
+/// value that cannot go to PowerShell comes back as given (canonicalize
+/// runs while Puppet builds the catalog, where an exception would abort
+/// every resource): its insync?/set raise the error.
+fn canonicalize_all(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
     resources: RArray,
-) -> BindingResult<()> {
+    systems: RArray,
+) -> BindingResult<RValue> {
     let provider = Session::new(ruby, rb_self, context)?;
-    if !provider.keeps_debug() {
-        return Ok(());
+    let mut planned = std::mem::take(&mut *rb_self.canonicalizing.borrow_mut());
+    if planned.len() != resources.len() {
+        // Not the resources the plan read (an override called this step
+        // alone): read them now, and none is read from the system.
+        planned = resources
+            .into_iter()
+            .map(|resource| Planned {
+                resource: hash_arg(ruby, resource, "resource").map_err(|error| error.to_string()),
+                system: SystemFrom::Nowhere,
+            })
+            .collect();
     }
-    let mut maps = Vec::with_capacity(resources.len());
-    for resource in resources.into_iter() {
-        if let Ok(map) = hash_arg(ruby, resource, "resource") {
-            maps.push(map);
+    let namevars = provider.typedef.identity_namevars();
+    let keeps_debug = provider.keeps_debug();
+    // Made at the first resource that changes: a call that changes nothing
+    // answers the given array.
+    let mut out: Option<RArray> = None;
+    let mut shown = Vec::new();
+    let mut answers = systems.into_iter();
+    for (index, (given, plan)) in resources.into_iter().zip(planned).enumerate() {
+        let map = match plan.resource {
+            Ok(map) => map,
+            Err(message) => {
+                provider.debug_message(&message)?;
+                if let Some(out) = out {
+                    out.push(given)?;
+                }
+                continue;
+            }
+        };
+        let system = match plan.system {
+            SystemFrom::Nowhere => None,
+            SystemFrom::SpineGet => answers
+                .next()
+                .and_then(|answer| option_hash_arg(ruby, answer, "system").ok().flatten()),
+            SystemFrom::Run => {
+                match lifecycle::known_system(&provider, &Identity::of(namevars, &map)) {
+                    Known::Read(system) => Some(system),
+                    Known::Failed | Known::Unknown => None,
+                }
+            }
+        };
+        let (canonical, changed) = lifecycle::canonicalize_one(&provider, map, system)?;
+        if changed {
+            let array = if let Some(array) = out {
+                array
+            } else {
+                let array = ruby.ary_new_capa(resources.len());
+                for earlier in resources.into_iter().take(index) {
+                    array.push(earlier)?;
+                }
+                out = Some(array);
+                array
+            };
+            array.push(map_to_ruby(ruby, &canonical)?)?;
+        } else if let Some(out) = out {
+            out.push(given)?;
+        }
+        if keeps_debug {
+            shown.push(canonical);
         }
     }
-    lifecycle::canonicalized_all(&provider, &maps)
+    if keeps_debug {
+        lifecycle::canonicalized_all(&provider, &shown)?;
+    }
+    Ok(out.map_or(resources.as_value(), |out| out.as_value()))
 }
 
-/// `_known_system(context, resource)`: the run's Get result of the
-/// resource, `false` when its Get failed, nil when none was made.
-fn known_system(
+/// `_get_passed_attributes`: the names (Symbols) of the attributes a Get
+/// passes when they are set; the spine selects a Get's props by them.
+fn get_passed_attributes(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
     context: RValue,
-    resource: RValue,
-) -> BindingResult<RValue> {
+) -> BindingResult<RArray> {
     let provider = Session::new(ruby, rb_self, context)?;
-    let Some(identity) = identity_in(ruby, &provider.typedef, resource) else {
-        return Ok(nil(ruby));
-    };
-    Ok(match lifecycle::known_system(&provider, &identity) {
-        Known::Read(map) => map_to_ruby(ruby, &map)?.as_value(),
-        Known::Failed => false.into_value_with(ruby),
-        Known::Unknown => nil(ruby),
-    })
+    Ok(ruby.ary_from_iter(
+        lifecycle::attributes_passed_to_get(&provider.typedef).map(|name| ruby.to_symbol(name)),
+    ))
 }
 
 /// `_note_get_failed(context, resource)`.
@@ -330,31 +287,6 @@ fn get_step_part<const QUERY: bool>(
         }
         _ => Ok(nil(ruby)),
     }
-}
-
-/// `_get_props(context, name_hash)`: what a Get sends.
-fn get_props(
-    ruby: &Ruby,
-    rb_self: Obj<DscBaseProvider>,
-    context: RValue,
-    name_hash: RValue,
-) -> BindingResult<RHash> {
-    let provider = Session::new(ruby, rb_self, context)?;
-    let given = RHash::from_value(name_hash);
-    let name_hash = hash_arg(ruby, name_hash, "name_hash")?;
-    let props = lifecycle::get_props(&provider, &name_hash)?;
-    // The props are entries of name_hash, unchanged: each passed as the
-    // value name_hash holds (as pwshlib 2.x selected them), not a copy.
-    let out = ruby.hash_new();
-    for (key, value) in props.iter() {
-        let key = to_ruby(ruby, key)?;
-        let value = match given.and_then(|hash| hash.get(key)) {
-            Some(held) => held,
-            None => to_ruby(ruby, value)?,
-        };
-        out.aset(key, value)?;
-    }
-    Ok(out)
 }
 
 /// `_get_result(context, name_hash, data)`: the Puppet hash of a Get's

@@ -7,15 +7,17 @@
 //! `invoke_dsc_resource`, `ps_manager` …), plain Ruby, calling the
 //! session's private steps. No native method calls a provider method.
 //!
-//! - `lifecycle_methods`: the steps of `canonicalize`, `get` and `insync?`
-//!   (and the registration of every step);
+//! - `lifecycle_methods`: the steps of `canonicalize`, `get` and `insync?`;
 //! - `change_steps`: the steps of `set`, `invoke_set_method` and
 //!   `invoke_test_method`;
-//! - `call_steps`: the steps of one DSC call (`invoke_dsc_resource`);
+//! - `call_steps`: the steps of one DSC call (`invoke_dsc_resource`), and
+//!   the reading of its answer for `Pwsh::Manager#execute_dsc`;
+//! - `step_args`: the arguments and answers the steps share (each steps
+//!   file uses it and registers its own steps: no file imports another's);
 //! - `helper_methods`: the pwshlib 2.x helpers (`same?`, caches, …);
 //! - `script_methods`: the pwshlib 2.x script-building surface;
 //! - `session`: the provider's state and its context's log methods as the
-//!   core lifecycle sees them (`pwshlib_core::lifecycle::ProviderCallbacks`);
+//!   core lifecycle sees them (`pwshlib_core::lifecycle::Provider`);
 //! - `run`: which Puppet run a call belongs to; `logon_memo`: the accounts
 //!   whose logon failed in it; `constants`: Puppet's constants, found once;
 //! - `state`: the provider's state, by how long each part lives;
@@ -33,11 +35,13 @@ mod run;
 mod script_methods;
 mod session;
 mod state;
+mod step_args;
 
 use std::cell::RefCell;
 
 use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
 
+pub(crate) use call_steps::{answer, show_before_sending};
 use state::{ProviderFacts, RunCaches};
 
 /// The Ruby instance variable holding the resolved PowerShell command
@@ -52,6 +56,9 @@ pub struct DscBaseProvider {
     facts: RefCell<ProviderFacts>,
     /// The caches of the current run.
     run: RefCell<RunCaches>,
+    /// The resources of the `canonicalize` call under way, read by
+    /// `_canonicalize_plan` for `_canonicalize_all`.
+    canonicalizing: RefCell<Vec<lifecycle_methods::Planned>>,
 }
 
 impl DscBaseProvider {
@@ -60,6 +67,7 @@ impl DscBaseProvider {
     fn initialize(&self) {
         *self.facts.borrow_mut() = ProviderFacts::default();
         *self.run.borrow_mut() = RunCaches::default();
+        self.canonicalizing.borrow_mut().clear();
     }
 }
 
@@ -79,6 +87,8 @@ fn define_dsc_base_provider(ruby: &Ruby) -> Result<bool, Error> {
     class.define_alloc_func::<DscBaseProvider>();
     class.define_method("initialize", method!(DscBaseProvider::initialize, 0))?;
     lifecycle_methods::define(class)?;
+    change_steps::define(class)?;
+    call_steps::define(class)?;
     helper_methods::define(class)?;
     script_methods::define(class)?;
     Ok(true)

@@ -17,7 +17,7 @@ use pwshlib_core::script::{
 use pwshlib_core::{vendored, TypeDef, Value};
 
 use super::DscBaseProvider;
-use crate::convert::{from_ruby, id, names, to_ruby, type_definition_from_context};
+use crate::convert::{from_ruby, to_ruby, type_definition_from_context};
 use crate::error::BindingResult;
 
 fn invalid(attribute: &str, message: impl Into<String>) -> pwshlib_core::Error {
@@ -74,15 +74,19 @@ fn typedef(ruby: &Ruby, context: RValue) -> BindingResult<TypeDef> {
     type_definition_from_context(ruby, context)
 }
 
-/// `invocable_resource(should, context, method)`: the 2.x resource hash
-/// (`dscmeta_*`, `dsc_invoke_method`, `vendored_modules_path`,
-/// `parameters`) for a Get, Set or Test of `should`.
+/// `_invocable_resource(should, context, method, vendored)`: the 2.x
+/// resource hash (`dscmeta_*`, `dsc_invoke_method`,
+/// `vendored_modules_path`, `parameters`) for a Get, Set or Test of
+/// `should`. `vendored` is where the type's vendored module is: the load
+/// path to search (an Array), or the folder an override of
+/// `vendored_modules_path` named (a String); the spine chooses.
 fn invocable_resource(
     ruby: &Ruby,
-    rb_self: RValue,
+    _rb_self: RValue,
     should: RValue,
     context: RValue,
     dsc_method: RValue,
+    vendored: RValue,
 ) -> BindingResult<RValue> {
     let typedef = typedef(ruby, context)?;
     let method_text = text_argument(ruby, dsc_method, "method")?;
@@ -92,19 +96,32 @@ fn invocable_resource(
         Value::Hash(map) => map,
         other => return Err(invalid("should", format!("expected a Hash, got {other}")).into()),
     };
-    let needs_path = typedef.is_class_based() || typedef.module_version.is_some();
-    let path = if needs_path {
-        // Through Ruby, so that a subclass or a spec can override it.
-        let path: RValue = rb_self.funcall(
-            id(ruby, &names::VENDORED_MODULES_PATH),
-            (typedef.module_name.as_str(),),
-        )?;
-        text_argument(ruby, path, "vendored_modules_path")?
-    } else {
+    let path = if !needs_vendored_path(&typedef) {
         String::new()
+    } else if RArray::from_value(vendored).is_some() {
+        search_load_path(ruby, &typedef.module_name, vendored)?
+    } else {
+        text_argument(ruby, vendored, "vendored_modules_path")?
     };
     let resource = InvocableResource::new(&typedef, &should, method, &path)?;
     to_ruby(ruby, &resource.to_value())
+}
+
+/// Whether the type's scripts name its vendored module by path: a
+/// class-based resource, or one of a pinned module version.
+fn needs_vendored_path(typedef: &TypeDef) -> bool {
+    typedef.is_class_based() || typedef.module_version.is_some()
+}
+
+/// `_vendored_module_name(context)`: the module whose vendored folder the
+/// type's scripts name, nil when they name none.
+fn vendored_module_name(
+    ruby: &Ruby,
+    _rb_self: RValue,
+    context: RValue,
+) -> BindingResult<Option<String>> {
+    let typedef = typedef(ruby, context)?;
+    Ok(needs_vendored_path(&typedef).then(|| typedef.module_name.clone()))
 }
 
 /// `ps_script_content(resource)`: the whole script for an invocable
@@ -152,16 +169,20 @@ fn remove_secret_identifiers(
     Ok(ruby.str_new(Script::from_marked(&text).text()))
 }
 
-/// `vendored_modules_path(module_name)`: the module's vendored
+/// `_vendored_modules_path(module_name, load_path)`: the module's vendored
 /// `dsc_resources` folder, searched along `load_path`; raises naming the
 /// module and the folders searched when it is missing.
 fn vendored_modules_path(
     ruby: &Ruby,
-    rb_self: RValue,
+    _rb_self: RValue,
     module_name: RValue,
+    load_path: RValue,
 ) -> BindingResult<RString> {
     let module_name = text_argument(ruby, module_name, "module_name")?;
-    let entries: RValue = rb_self.funcall(id(ruby, &names::LOAD_PATH), ())?;
+    Ok(ruby.str_new(&search_load_path(ruby, &module_name, load_path)?))
+}
+
+fn search_load_path(ruby: &Ruby, module_name: &str, entries: RValue) -> BindingResult<String> {
     let load_path = match from_ruby(ruby, entries, "load_path")? {
         Value::Array(items) => items
             .into_iter()
@@ -174,7 +195,7 @@ fn vendored_modules_path(
             return Err(invalid("load_path", format!("expected an Array, got {other}")).into())
         }
     };
-    Ok(ruby.str_new(&vendored::vendored_modules_path(&load_path, &module_name)?))
+    Ok(vendored::vendored_modules_path(&load_path, module_name)?)
 }
 
 /// `puppetize_name(name)`: lowercase, `[^a-z0-9_]` → `_`, `a` before a leading digit.
@@ -274,7 +295,8 @@ fn enum_values(
 
 /// Defines the script-building methods (pwshlib 2.x names and arities).
 pub(super) fn define(class: RClass) -> Result<(), Error> {
-    class.define_method("invocable_resource", method!(invocable_resource, 3))?;
+    class.define_private_method("_invocable_resource", method!(invocable_resource, 4))?;
+    class.define_private_method("_vendored_module_name", method!(vendored_module_name, 1))?;
     class.define_method("ps_script_content", method!(ps_script_content, 1))?;
     class.define_method("format", method!(format, 1))?;
     class.define_method("unwrap", method!(unwrap, 1))?;
@@ -284,7 +306,7 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
         "remove_secret_identifiers",
         method!(remove_secret_identifiers, 1),
     )?;
-    class.define_method("vendored_modules_path", method!(vendored_modules_path, 1))?;
+    class.define_private_method("_vendored_modules_path", method!(vendored_modules_path, 2))?;
     class.define_method("puppetize_name", method!(puppetize_name, 1))?;
     class.define_method("random_variable_name", method!(random_variable_name, 0))?;
     class.define_method("munge_psmodulepath", method!(munge_psmodulepath, 1))?;

@@ -1,5 +1,5 @@
 //! The provider's session as the core lifecycle sees it: [`Session`]
-//! implements `pwshlib_core::lifecycle::ProviderCallbacks` with the
+//! implements `pwshlib_core::lifecycle::Provider` with the
 //! provider's state and the `context`'s log methods. It calls no provider
 //! method: the overridable methods are the Ruby spine's, which calls the
 //! session's steps (`lifecycle_methods`).
@@ -11,7 +11,7 @@ use magnus::{
     prelude::*, rb_sys::AsRawValue, typed_data::Obj, value::LazyId, RArray, RClass, RHash, RModule,
     RString, Ruby, Value as RValue,
 };
-use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, ProviderCallbacks};
+use pwshlib_core::lifecycle::{ExecuteOutput, Insync, LifecycleState, Provider};
 use pwshlib_core::vendored;
 use pwshlib_core::{TypeDef, Value};
 use rustc_hash::FxHashSet;
@@ -200,7 +200,7 @@ fn output_field(
     }
 }
 
-impl ProviderCallbacks for Session<'_> {
+impl Provider for Session<'_> {
     type Error = BindingError;
 
     fn typedef(&self) -> BindingResult<Arc<TypeDef>> {

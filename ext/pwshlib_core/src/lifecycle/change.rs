@@ -5,7 +5,7 @@
 use super::redaction::shown;
 use super::{
     debug_lazy, dsc_props, invocation_identity, invocation_name_hash, name_hash_of, title_of,
-    title_text, Insync, LifecycleState, ProviderCallbacks, NOT_IN_DESIRED_STATE,
+    title_text, Insync, LifecycleState, Provider, NOT_IN_DESIRED_STATE,
 };
 use crate::cache::PackedMap;
 use crate::redact::shown_resource;
@@ -26,7 +26,7 @@ pub fn get_failed_message(typedef: &TypeDef, title: Option<&Value>) -> String {
 /// `set`'s change of the resource titled `name` (desired state `should`)
 /// when its Get failed earlier in the run (already reported): the message
 /// of the error that fails it, instead of a blind Set. None: set it.
-pub fn set_refused_after_failed_get<P: ProviderCallbacks>(
+pub fn set_refused_after_failed_get<P: Provider>(
     provider: &P,
     name: &Value,
     should: &Map,
@@ -104,7 +104,7 @@ pub fn set_action(typedef: &TypeDef, is: Option<&Map>, should: &Map) -> SetActio
 /// among them: a resource may need a non-key property to find what it
 /// removes, as its Get needs it to look in the right place), with
 /// `Ensure = 'Absent'`.
-pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result<Map, P::Error> {
+pub fn delete_should<P: Provider>(provider: &P, name: &Value) -> Result<Map, P::Error> {
     let mut should = name_hash_of(name);
     if let Some(canonical) =
         provider.with_state(|s| s.canonicalized.get(&should).map(PackedMap::unpack))
@@ -124,7 +124,7 @@ pub fn delete_should<P: ProviderCallbacks>(provider: &P, name: &Value) -> Result
 
 /// `invoke_set_method`'s first step: the name hash the Set runs under and
 /// the props it sends.
-pub fn set_call<P: ProviderCallbacks>(
+pub fn set_call<P: Provider>(
     provider: &P,
     name: &Value,
     should: &Map,
@@ -144,7 +144,7 @@ pub fn set_call<P: ProviderCallbacks>(
 
 /// `invoke_set_method`'s last step, with the Set's answer `data` (None: it
 /// failed, reported): the run forgets what it read of the resource.
-pub fn set_result<P: ProviderCallbacks>(
+pub fn set_result<P: Provider>(
     provider: &P,
     name: &Value,
     name_hash: &Map,
@@ -165,7 +165,7 @@ pub fn set_result<P: ProviderCallbacks>(
 
 /// `invoke_test_method`'s first step: the name hash the Test runs under and
 /// the props it sends.
-pub fn test_call<P: ProviderCallbacks>(
+pub fn test_call<P: Provider>(
     provider: &P,
     name: &Value,
     should: &Map,
@@ -181,11 +181,7 @@ pub fn test_call<P: ProviderCallbacks>(
 
 /// `invoke_test_method`'s last step, with the Test's answer `data`: the
 /// answer, kept for the run.
-pub fn test_result<P: ProviderCallbacks>(
-    provider: &P,
-    name_hash: &Map,
-    data: Option<&Value>,
-) -> Insync {
+pub fn test_result<P: Provider>(provider: &P, name_hash: &Map, data: Option<&Value>) -> Insync {
     let in_desired_state = data
         .and_then(Value::as_map)
         .and_then(|m| m.get_named("indesiredstate"))

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use super::resource_api::{
     canonicalized_earlier, insync_step, judgement_of, validates_whole_resource,
 };
-use super::{invocation_identity, Insync, InsyncStep, ProviderCallbacks};
+use super::{invocation_identity, Insync, InsyncStep, Provider};
 use crate::cache::Identity;
 use crate::value::{Map, Value};
 
@@ -29,7 +29,7 @@ pub struct Unconvertible;
 /// converted resource, which returns such a resource unchanged. All false
 /// when debug messages are kept: the full path logs every resource it
 /// returns.
-pub fn canonical_as_given<P: ProviderCallbacks>(
+pub fn canonical_as_given<P: Provider>(
     provider: &P,
     count: usize,
     mut namevar: impl FnMut(usize, &str) -> Result<Option<Value>, Unconvertible>,
@@ -70,7 +70,7 @@ fn attributes_read<'a>(property: &'a str, namevars: &'a [String]) -> Vec<&'a str
 /// resource is unknown, which is also where a value that cannot go to
 /// PowerShell is reported, or a value does not convert); the caller
 /// converts the whole hashes and calls [`super::insync_step`].
-pub fn insync_in_brief<P: ProviderCallbacks>(
+pub fn insync_in_brief<P: Provider>(
     provider: &P,
     name: &Value,
     property: &str,

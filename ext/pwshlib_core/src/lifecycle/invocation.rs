@@ -7,8 +7,7 @@ use std::time::Instant;
 use super::dsc_failure::{failure_kind, FailureKind};
 use super::redaction::{add_known_state, redactor_for};
 use super::{
-    debug_lazy, title_of_map, ExecuteOutput, ProviderCallbacks, COLLISION_MAX_RETRIES,
-    COLLISION_MESSAGE,
+    debug_lazy, title_of_map, ExecuteOutput, Provider, COLLISION_MAX_RETRIES, COLLISION_MESSAGE,
 };
 use crate::munge::parse_json;
 use crate::redact::{mark_result, shown_resource, Redactor};
@@ -63,7 +62,7 @@ const STREAMS_PREFIX: &str = "{\"pwshlib_streams\":";
 
 /// The record the prelude adds to the streams line of a direct call made
 /// on Windows PowerShell 5.1 by a host that is not SYSTEM, its text the
-/// account (issue 41, item 5): warned about once per run, not per resource.
+/// account: warned about once per run, not per resource.
 const IDENTITY_KIND: &str = "identity";
 
 /// The warning for [`IDENTITY_KIND`]: who runs the resources now, what the
@@ -127,7 +126,7 @@ pub struct DscCall {
 /// resource `name_hash` with `props`, and its script; None when it is not
 /// made (an account that failed to log on earlier, a script that cannot be
 /// built: reported).
-pub fn dsc_call<P: ProviderCallbacks>(
+pub fn dsc_call<P: Provider>(
     provider: &P,
     name_hash: &Map,
     props: &Map,
@@ -187,7 +186,7 @@ pub fn dsc_call<P: ProviderCallbacks>(
 
 /// `invoke_dsc_resource`'s second step: what the host answered (`Err`: the
 /// message of the error the manager raised), judged.
-pub fn dsc_outcome<P: ProviderCallbacks>(
+pub fn dsc_outcome<P: Provider>(
     provider: &P,
     call: &DscCall,
     output: Result<ExecuteOutput, String>,
@@ -220,7 +219,7 @@ pub fn dsc_outcome<P: ProviderCallbacks>(
 
 /// After the `attempt`th collision (from 1): the seconds to wait before
 /// sending the call again, or None when the retries ran out (reported).
-pub fn collision_wait<P: ProviderCallbacks>(
+pub fn collision_wait<P: Provider>(
     provider: &P,
     call: &DscCall,
     attempt: u32,
@@ -254,7 +253,7 @@ pub fn collision_wait<P: ProviderCallbacks>(
 /// as the transport sends it (docs/protocol.md, "Preludes"); then, for
 /// every call, its own lines, redacted. Without a session (a stand-in
 /// manager) the prelude shows with every call.
-pub fn show_script<P: ProviderCallbacks>(
+pub fn show_script<P: Provider>(
     provider: &P,
     call: &mut DscCall,
     script: &Script,
@@ -269,7 +268,7 @@ pub fn show_script<P: ProviderCallbacks>(
     shown
 }
 
-fn show_script_text<P: ProviderCallbacks>(
+fn show_script_text<P: Provider>(
     provider: &P,
     script: &Script,
     host_session: Option<&str>,
@@ -294,7 +293,7 @@ fn show_script_text<P: ProviderCallbacks>(
 
 /// Notes that the call is sent again, the `attempt`th time (from 1), after
 /// the wait.
-pub fn retrying<P: ProviderCallbacks>(
+pub fn retrying<P: Provider>(
     provider: &P,
     call: &mut DscCall,
     attempt: u32,
@@ -333,7 +332,7 @@ impl DscCall {
     /// well: an error may quote what the system holds (a rotated secret's
     /// old value), which the desired state does not. Made only when there
     /// is an error to scrub.
-    fn error_redactor<P: ProviderCallbacks>(&self, provider: &P) -> Redactor {
+    fn error_redactor<P: Provider>(&self, provider: &P) -> Redactor {
         let mut redactor = self.redactor.clone();
         add_known_state(&mut redactor, provider, &self.desired_refs());
         redactor
@@ -341,7 +340,7 @@ impl DscCall {
 
     /// The JSON the call printed, or None when it printed nothing or no
     /// JSON (reported, with the host's error or an excerpt).
-    fn read_output<P: ProviderCallbacks>(
+    fn read_output<P: Provider>(
         &self,
         provider: &P,
         output: &ExecuteOutput,
@@ -380,7 +379,7 @@ impl DscCall {
 
     /// Shows at debug, line by line and scrubbed, what the call wrote to
     /// the console: the host keeps it apart from the result's stdout.
-    fn show_console<P: ProviderCallbacks>(
+    fn show_console<P: Provider>(
         &self,
         provider: &P,
         output: &ExecuteOutput,
@@ -405,12 +404,12 @@ impl DscCall {
 
     /// Shows what the resource wrote, from the line of stream records the
     /// prelude prints before its result when there are any
-    /// (`{"pwshlib_streams":[{"kind":…,"text":…}…]}`, issue 32 item 4):
+    /// (`{"pwshlib_streams":[{"kind":…,"text":…}…]}`):
     /// a warning as a Puppet warning on this resource, everything else
     /// (verbose, debug, information, Write-Host, non-terminating errors)
     /// at debug, in order, each scrubbed of the resource's secrets as its
     /// errors are. Returns the rest of the output: the result's line.
-    fn show_streams<'o, P: ProviderCallbacks>(
+    fn show_streams<'o, P: Provider>(
         &self,
         provider: &P,
         stdout: &'o str,
@@ -466,7 +465,7 @@ impl DscCall {
 
     /// Data, a collision to retry, or a failure that DSC reported in
     /// `errormessage` (a logon failure is remembered for the run).
-    fn judge<P: ProviderCallbacks>(&self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
+    fn judge<P: Provider>(&self, provider: &P, data: Value) -> Result<Outcome, P::Error> {
         let reported_error = data
             .as_map()
             .and_then(|m| m.get_named("errormessage"))

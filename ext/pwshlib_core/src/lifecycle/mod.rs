@@ -1,5 +1,5 @@
 //! The provider lifecycle (docs/behavior.md §3 and §4 "Errors") as pure Rust
-//! steps over a [`ProviderCallbacks`] (the provider's session: its state,
+//! steps over a [`Provider`] (the provider's session: its state,
 //! type and messages). The overridable methods (`canonicalize`, `get`,
 //! `invoke_get_method`, …, `invoke_dsc_resource`, `ps_manager`) are plain
 //! Ruby (lib/puppet/provider/dsc_base_provider/dsc_base_provider.rb): each
@@ -54,8 +54,9 @@ pub use invocation::{
 pub use judged_by_test::{JudgedByTest, CUSTOM_INSYNC_TRIGGER, TEST_SAYS_NOT_IN_DESIRED_STATE};
 pub use redaction::{mirror_sensitivity, scrub_with_known_secrets};
 pub use resource_api::{
-    canonicalize_one, canonicalized_all, get_begins, get_failed, get_props, get_result, get_step,
-    insync_step, known_system, note_get_failed, system_wanted, GetStep, InsyncStep, Known,
+    attributes_passed_to_get, canonicalize_one, canonicalized_all, get_begins, get_failed,
+    get_props, get_result, get_step, insync_step, known_system, note_get_failed, retrieving,
+    system_wanted, GetStep, InsyncStep, Known,
 };
 
 pub const COLLISION_MESSAGE: &str =
@@ -76,7 +77,7 @@ pub struct ExecuteOutput {
     pub errormessage: Option<String>,
     /// What the call wrote to the console (`[Console]::WriteLine`, native
     /// programs), which the host keeps out of `stdout` for DSC calls: shown
-    /// at debug (issue 32 item 4).
+    /// at debug.
     pub native_stdout: Option<String>,
 }
 
@@ -142,10 +143,7 @@ impl LifecycleState {
 }
 
 /// Builds and logs a debug message only when debug messages are kept.
-fn debug_lazy<P: ProviderCallbacks>(
-    provider: &P,
-    message: impl FnOnce() -> String,
-) -> Result<(), P::Error> {
+fn debug_lazy<P: Provider>(provider: &P, message: impl FnOnce() -> String) -> Result<(), P::Error> {
     if provider.debug_enabled() {
         provider.debug(&message())
     } else {
@@ -161,7 +159,7 @@ fn debug_lazy<P: ProviderCallbacks>(
 ///
 /// Rule for implementors: `with_state` must not call back into the
 /// provider, and no state borrow is held across a call of another method.
-pub trait ProviderCallbacks {
+pub trait Provider {
     type Error: From<Error>;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Self::Error>;
@@ -204,8 +202,8 @@ pub trait ProviderCallbacks {
     fn logon_failed_already(&self, pair: &(String, String)) -> bool;
     fn remember_logon_failure(&self, pair: (String, String));
     /// True the first time `notice` is asked for in this run, false after:
-    /// for a warning about the run rather than a resource (issue 41, item
-    /// 5). The binding keeps these with the logon memo.
+    /// for a warning about the run rather than a resource. The binding
+    /// keeps these with the logon memo.
     fn first_in_run(&self, notice: &str) -> bool;
 
     fn debug(&self, message: &str) -> Result<(), Self::Error>;

@@ -2,7 +2,7 @@
 //! the secrecy of the desired state, change messages show secrets as the
 //! marker, and an invocation's errors are scrubbed of its own values.
 
-use super::ProviderCallbacks;
+use super::Provider;
 use crate::cache::PackedMap;
 use crate::redact::{attribute_secrecy, desired_value, key_secrecy, mark_attributes, Redactor};
 use crate::secrecy::{mark, secrecy_of_value, Secrecy, REDACTED_SENSITIVE};
@@ -100,7 +100,7 @@ pub(super) fn mirrors_secrets(typedef: &TypeDef, result: &Map, desired: &Map) ->
 /// desired state): an error of a later call may quote what the system
 /// holds, a rotated secret's old value too. `desired` are the call's
 /// name_hash and props; the first names the resource.
-pub(super) fn add_known_state<P: ProviderCallbacks>(
+pub(super) fn add_known_state<P: Provider>(
     redactor: &mut Redactor,
     provider: &P,
     desired: &[&Map],
@@ -120,10 +120,7 @@ pub(super) fn add_known_state<P: ProviderCallbacks>(
 /// For text the lifecycle did not make, such as the error that a pwshlib
 /// 2.x override's `retry_invoke_dsc_resource` reports: it may be about any
 /// resource of the type. Made only when there is such text to scrub.
-pub fn scrub_with_known_secrets<P: ProviderCallbacks>(
-    provider: &P,
-    text: &str,
-) -> Result<String, P::Error> {
+pub fn scrub_with_known_secrets<P: Provider>(provider: &P, text: &str) -> Result<String, P::Error> {
     let typedef = provider.typedef()?;
     let known: Vec<Map> = provider.with_state(|s| {
         s.canonicalized

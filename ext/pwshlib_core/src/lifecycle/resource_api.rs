@@ -10,7 +10,7 @@ use super::redaction::{
 };
 use super::{
     debug_lazy, invocation_identity, invocation_name_hash, name_hash_of, title_of_map, title_text,
-    with_attributes_of, Insync, ProviderCallbacks, GET_RETURNED_THIS, NOT_IN_DESIRED_STATE,
+    with_attributes_of, Insync, Provider, GET_RETURNED_THIS, NOT_IN_DESIRED_STATE,
 };
 use crate::cache::{Identity, PackedMap};
 use crate::canonical::{canonicalize_resource, is_absent, is_empty_value, values_equal};
@@ -26,7 +26,7 @@ use crate::value::{Map, Value};
 /// state, a Get result) comes back unchanged at no cost; one meant to be
 /// absent comes back as the manifest says. The bool says whether the
 /// answer differs from the resource given.
-pub fn canonicalize_one<P: ProviderCallbacks>(
+pub fn canonicalize_one<P: Provider>(
     provider: &P,
     resource: Map,
     system: Option<Map>,
@@ -62,16 +62,12 @@ pub fn canonicalize_one<P: ProviderCallbacks>(
 /// Whether `canonicalize` asks the system about a resource: not when it was
 /// canonicalized earlier in this run (`id`), nor when it is meant to be
 /// absent (its `dsc_ensure`).
-pub fn system_wanted<P: ProviderCallbacks>(
-    provider: &P,
-    id: &Identity,
-    ensure: Option<&Value>,
-) -> bool {
+pub fn system_wanted<P: Provider>(provider: &P, id: &Identity, ensure: Option<&Value>) -> bool {
     !is_absent(ensure) && !canonicalized_earlier(provider, id)
 }
 
 /// The debug line after a `canonicalize` call, when one is kept.
-pub fn canonicalized_all<P: ProviderCallbacks>(provider: &P, out: &[Map]) -> Result<(), P::Error> {
+pub fn canonicalized_all<P: Provider>(provider: &P, out: &[Map]) -> Result<(), P::Error> {
     let typedef = provider.typedef()?;
     debug_lazy(provider, || {
         let shown_out: Vec<Value> = out
@@ -88,7 +84,7 @@ pub fn canonicalized_all<P: ProviderCallbacks>(provider: &P, out: &[Map]) -> Res
 /// Whether the resource of `id` was canonicalized earlier in this run:
 /// `canonicalize` returns it unchanged, and `insync?` may read it in brief
 /// (`in_brief`).
-pub(super) fn canonicalized_earlier<P: ProviderCallbacks>(provider: &P, id: &Identity) -> bool {
+pub(super) fn canonicalized_earlier<P: Provider>(provider: &P, id: &Identity) -> bool {
     provider.with_state(|s| s.canonicalized.get_identity(id).is_some())
 }
 
@@ -105,7 +101,7 @@ pub enum Known {
 
 /// 2.x `invoke_get_method_for_canonicalize`'s first step: the run's one Get
 /// of the resource of `id`, when it was made.
-pub fn known_system<P: ProviderCallbacks>(provider: &P, id: &Identity) -> Known {
+pub fn known_system<P: Provider>(provider: &P, id: &Identity) -> Known {
     provider.with_state(|s| {
         if let Some(cached) = s.query_results.get_identity(id) {
             Known::Read(cached.unpack())
@@ -119,17 +115,17 @@ pub fn known_system<P: ProviderCallbacks>(provider: &P, id: &Identity) -> Known 
 
 /// Notes that the Get of `resource` failed in this run (reported): no
 /// further PowerShell call is made for it, and its Set is marked failed.
-pub fn note_get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) {
+pub fn note_get_failed<P: Provider>(provider: &P, resource: &Map) {
     provider.with_state(|s| s.failed_gets.insert(resource, ()));
 }
 
 /// Whether this resource's Get failed earlier in the run (already reported).
-pub fn get_failed<P: ProviderCallbacks>(provider: &P, resource: &Map) -> bool {
+pub fn get_failed<P: Provider>(provider: &P, resource: &Map) -> bool {
     provider.with_state(|s| s.failed_gets.get(resource).is_some())
 }
 
 /// `get`'s first line.
-pub fn get_begins<P: ProviderCallbacks>(provider: &P) -> Result<(), P::Error> {
+pub fn get_begins<P: Provider>(provider: &P) -> Result<(), P::Error> {
     debug_lazy(provider, || {
         "Collecting data from the DSC Resource".to_owned()
     })
@@ -149,7 +145,7 @@ pub enum GetStep {
 }
 
 /// `get`'s step for one name (a title, or a hash of namevars).
-pub fn get_step<P: ProviderCallbacks>(provider: &P, name: &Value) -> GetStep {
+pub fn get_step<P: Provider>(provider: &P, name: &Value) -> GetStep {
     let name_hash = name_hash_of(name);
     if let Some(mut cached) =
         provider.with_state(|s| s.query_results.get(&name_hash).map(PackedMap::unpack))
@@ -174,11 +170,9 @@ pub fn get_step<P: ProviderCallbacks>(provider: &P, name: &Value) -> GetStep {
 /// `invoke_get_method`'s first step: the props a Get sends, the desired
 /// state as Set and Test get it (an absent one too; the keys alone for a
 /// listing, whose hash holds no more).
-pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<Map, P::Error> {
+pub fn get_props<P: Provider>(provider: &P, name_hash: &Map) -> Result<Map, P::Error> {
     let typedef = provider.typedef()?;
-    debug_lazy(provider, || {
-        format!("retrieving {}", shown_resource(&typedef, name_hash))
-    })?;
+    retrieving(provider, name_hash)?;
     Ok(name_hash
         .iter()
         .filter(|(k, v)| {
@@ -191,10 +185,28 @@ pub fn get_props<P: ProviderCallbacks>(provider: &P, name_hash: &Map) -> Result<
         .collect())
 }
 
+/// The names of the attributes a Get passes when they are set: the keys
+/// [`get_props`] keeps.
+pub fn attributes_passed_to_get(typedef: &TypeDef) -> impl Iterator<Item = &str> {
+    typedef
+        .attributes
+        .iter()
+        .filter(|attr| passed_to_get(attr))
+        .map(|attr| attr.name.as_str())
+}
+
+/// The debug line before a Get of `name_hash` is made.
+pub fn retrieving<P: Provider>(provider: &P, name_hash: &Map) -> Result<(), P::Error> {
+    let typedef = provider.typedef()?;
+    debug_lazy(provider, || {
+        format!("retrieving {}", shown_resource(&typedef, name_hash))
+    })
+}
+
 /// `invoke_get_method`'s last step: the DSC answer `data` of the Get of
 /// `name_hash` as the Puppet hash (kept for the run), or None when there is
 /// none.
-pub fn get_result<P: ProviderCallbacks>(
+pub fn get_result<P: Provider>(
     provider: &P,
     name_hash: &Map,
     data: Option<Value>,
@@ -271,7 +283,7 @@ pub enum InsyncStep {
 
 /// `insync?` of `property`. `test` is the answer of the resource's
 /// `invoke_test_method` when the spine made it after a [`InsyncStep::Test`].
-pub fn insync_step<P: ProviderCallbacks>(
+pub fn insync_step<P: Provider>(
     provider: &P,
     name: &Value,
     property: &str,
@@ -355,10 +367,7 @@ pub(super) fn validates_whole_resource(should_hash: &Map) -> bool {
 /// Why this run's Get of the resource cannot be compared property by
 /// property, when it cannot: its Test judges it (docs/behavior.md §3
 /// "insync?").
-pub(super) fn judgement_of<P: ProviderCallbacks>(
-    provider: &P,
-    identity: &Identity,
-) -> Option<JudgedByTest> {
+pub(super) fn judgement_of<P: Provider>(provider: &P, identity: &Identity) -> Option<JudgedByTest> {
     provider.with_state(|s| s.judged_by_test.get_identity(identity).cloned())
 }
 
@@ -391,7 +400,7 @@ fn shown_cause<'a>(should_hash: &Map, judgement: Option<&'a JudgedByTest>) -> Sh
 /// The resource's one Test in this run: Some(in desired state), or None
 /// when it failed; None outside when it is yet to be made (`test`: the
 /// answer of the one just made).
-fn test_answer<P: ProviderCallbacks>(
+fn test_answer<P: Provider>(
     provider: &P,
     name: &Value,
     should_hash: &Map,

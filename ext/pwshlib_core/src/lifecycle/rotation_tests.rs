@@ -1,4 +1,4 @@
-//! A rotated secret (issue 28): run 1 stores secret A, run 2 declares
+//! A rotated secret: run 1 stores secret A, run 2 declares
 //! secret B where the manifest marks it Sensitive inside a free-form hash,
 //! an array in it, an embedded CIM instance and a plain String attribute,
 //! while the system still holds A. Neither A nor B may show in any form,

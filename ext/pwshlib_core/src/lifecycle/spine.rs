@@ -8,7 +8,7 @@ use super::{
     canonicalize_one, canonicalized_all, collision_wait, dsc_call, dsc_outcome, get_begins,
     get_props, get_result, get_step, insync_step, known_system, note_get_failed, retrying,
     set_call, set_result, show_script, system_wanted, test_call, test_result, ExecuteOutput,
-    GetStep, Insync, InsyncStep, Known, ProviderCallbacks,
+    GetStep, Insync, InsyncStep, Known, Provider,
 };
 use crate::cache::Identity;
 use crate::error::Error;
@@ -16,7 +16,7 @@ use crate::script::{DscMethod, Script};
 use crate::value::{Map, Value};
 
 /// What the tests' provider adds to the session: the manager and `sleep`.
-pub trait Spine: ProviderCallbacks<Error = Error> {
+pub trait Spine: Provider<Error = Error> {
     /// `ps_manager.execute_dsc(script, timeout_ms)`.
     fn execute_script(
         &self,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::lifecycle::{ExecuteOutput, LifecycleState, ProviderCallbacks, Spine};
+use crate::lifecycle::{ExecuteOutput, LifecycleState, Provider, Spine};
 use crate::script::{build_script, DscMethod, InvocableResource, Script};
 use crate::typedef::TypeDef;
 use crate::value::{Map, Value};
@@ -180,7 +180,7 @@ impl FakeProvider {
     }
 }
 
-impl ProviderCallbacks for FakeProvider {
+impl Provider for FakeProvider {
     type Error = Error;
 
     fn typedef(&self) -> Result<Arc<TypeDef>, Error> {

@@ -33,29 +33,23 @@ module Puppet
 
       # Resource API `canonicalize(context, resources)`. The Resource API
       # asks three times per resource in a run; after the first, every
-      # resource comes back as given, found by its namevars alone.
+      # resource comes back as given, found by its namevars alone. The
+      # session reads the resources once (`_canonicalize_plan`: the indexes
+      # of those whose system state is still to be read), and canonicalizes
+      # them all with what their Gets answered, in that order
+      # (`_canonicalize_all`: the given array when nothing changed, as a
+      # provider that changes nothing answers).
       def canonicalize(context, resources)
-        return resources if _canonical_as_given(context, resources)
+        to_read = _canonicalize_plan(context, resources)
+        return resources if to_read.nil?
 
-        changed = false
-        canonical = resources.map do |resource|
-          system = invoke_get_method_for_canonicalize(context, resource) if _system_wanted(context, resource)
-          answer = _canonicalize_one(context, resource, system)
-          changed ||= !answer.equal?(resource)
-          answer
-        end
-        _canonicalized_all(context, canonical)
-        # Nothing changed: the given array, as a provider that changes nothing answers.
-        changed ? canonical : resources
+        systems = to_read.map { |index| invoke_get_method_for_canonicalize(context, resources[index]) }
+        _canonicalize_all(context, resources, systems)
       end
 
-      # The run's one Get of a resource being canonicalized: what the run
-      # read of it already, else `invoke_get_method` (a failed Get is not
-      # made twice).
+      # The run's one Get of a resource being canonicalized, nil when it
+      # failed (a failed Get is not made twice in a run).
       def invoke_get_method_for_canonicalize(context, resource)
-        known = _known_system(context, resource)
-        return known || nil unless known.nil?
-
         result = invoke_get_method(context, resource)
         _note_get_failed(context, resource) if result.nil?
         result
@@ -130,7 +124,7 @@ module Puppet
 
       # The Puppet hash of the resource's current state, nil when the Get failed.
       def invoke_get_method(context, name_hash)
-        data = invoke_dsc_resource(context, name_hash, _get_props(context, name_hash), 'get')
+        data = invoke_dsc_resource(context, name_hash, get_props(context, name_hash), 'get')
         _get_result(context, name_hash, data)
       end
 
@@ -149,20 +143,18 @@ module Puppet
       end
 
       # One DSC call: the session builds it (a `Pwshlib::DscCall`, its script
-      # inside), `ps_manager` runs it, the session reads the answer: the
-      # result's data, or nil (the error reported). A collision with another
-      # DSC run is waited out and retried.
+      # inside), `ps_manager` runs it and answers the result's data, or nil
+      # (the error reported). A collision with another DSC run is waited
+      # out and retried.
       def invoke_dsc_resource(context, name_hash, props, method)
-        _use_load_path(load_path) if _load_path_wanted?
-        call = _dsc_call(context, name_hash, props, method)
+        call = _dsc_call(context, name_hash, props, method, load_path)
         return nil if call.nil?
 
         script = overridden_script(context, props, method)
         attempt = 0
         loop do
-          output = script ? send_script_text(context, script, call) : send_dsc_call(context, call)
-          data = output.is_a?(Exception) ? _dsc_failed(context, call, output.message) : _dsc_outcome(context, call, output)
-          return data unless call.collided?
+          data = script ? send_script_text(context, script, call) : send_dsc_call(context, call)
+          return data unless data.nil? && call.collided?
 
           wait = _collision_wait(context, call, attempt += 1)
           return nil if wait.nil?
@@ -192,6 +184,27 @@ module Puppet
         $LOAD_PATH
       end
 
+      # pwshlib 2.x `vendored_modules_path(module_name)`: the module's
+      # vendored `dsc_resources` folder, searched along `load_path`; raises
+      # naming the module and the folders searched when it is missing.
+      def vendored_modules_path(module_name)
+        _vendored_modules_path(module_name, load_path)
+      end
+
+      # pwshlib 2.x `invocable_resource(should, context, dsc_method)`: the
+      # resource hash `ps_script_content` builds a script from. The session
+      # searches `load_path` for the vendored module, unless a provider
+      # overrides `vendored_modules_path`, whose answer it then takes.
+      def invocable_resource(should, context, dsc_method)
+        vendored = if method(:vendored_modules_path).owner.equal?(DscBaseProvider)
+                     load_path
+                   else
+                     module_name = _vendored_module_name(context)
+                     module_name && vendored_modules_path(module_name)
+                   end
+        _invocable_resource(should, context, dsc_method, vendored)
+      end
+
       # pwshlib 2.x `retry_invoke_dsc_resource(context, max_retry_count,
       # retry_wait_interval_secs, error_matcher) { json }`: notices, waits and
       # yields for a fresh JSON result until it has no error, the error no
@@ -218,23 +231,25 @@ module Puppet
 
       private
 
-      # The manager's answer to one DSC call, or the exception it raised.
-      # This library's manager takes the script as it is (`execute_dsc`: its
-      # lines, and its secrets as data, never a Ruby String); a manager with
-      # `execute_with_prelude` only gets this call's lines, any other (a
-      # pwshlib 2.x manager, a test double) the whole text.
+      # The data of one DSC call's answer, nil when it failed (reported).
+      # This library's manager takes the call whole (`execute_dsc`: its lines
+      # and secrets as data, never a Ruby String, and the answer read by
+      # the session); a manager with `execute_with_prelude` only gets this
+      # call's lines, any other (a pwshlib 2.x manager, a test double) the
+      # whole text, and the session reads what it answers.
       def send_dsc_call(context, call)
         manager = ps_manager
+        return manager.execute_dsc(call) if manager.respond_to?(:execute_dsc)
+
         _show_script(context, call, host_session(manager)) if call.shows_script?
-        if call.prelude? && manager.respond_to?(:execute_dsc)
-          manager.execute_dsc(call.script, call.timeout_ms)
-        elsif call.prelude? && manager.respond_to?(:execute_with_prelude)
-          manager.execute_with_prelude(Pwshlib::PRELUDE_NAME, call.inline_body, call.timeout_ms)
-        else
-          manager.execute(call.script_text, call.timeout_ms)
-        end
+        output = if call.prelude? && manager.respond_to?(:execute_with_prelude)
+                   manager.execute_with_prelude(Pwshlib::PRELUDE_NAME, call.inline_body, call.timeout_ms)
+                 else
+                   manager.execute(call.script_text, call.timeout_ms)
+                 end
+        _dsc_outcome(context, call, output)
       rescue StandardError => e
-        e
+        _dsc_failed(context, call, e.message)
       end
 
       # The script of a provider (or an RSpec stub) that overrides
@@ -251,9 +266,16 @@ module Puppet
       # `--debug` shows it redacted, the manager gets it through `execute`.
       def send_script_text(context, script, call)
         context.debug("Script:\n#{redact_secrets(script)}") if call.shows_script?
-        ps_manager.execute(remove_secret_identifiers(script), call.timeout_ms)
+        _dsc_outcome(context, call, ps_manager.execute(remove_secret_identifiers(script), call.timeout_ms))
       rescue StandardError => e
-        e
+        _dsc_failed(context, call, e.message)
+      end
+
+      # The props a Get sends: the entries of `name_hash` that are set and
+      # that a Get passes (the session names them once per provider).
+      def get_props(context, name_hash)
+        passed = (@get_props_passed ||= _get_passed_attributes(context).flat_map { |name| [[name, true], [name.to_s, true]] }.to_h)
+        name_hash.select { |key, value| !value.nil? && passed[key] }
       end
 
       # The host process the manager sends to (its endpoint, new for each
