@@ -245,64 +245,6 @@ fn embedded_instances_are_cim_instances_unless_on_powershell_core() {
     .unwrap();
 }
 
-/// Item 12: on PowerShell 7 (PSVersion.Major above 5) a call that carries
-/// PsDscRunAsCredential throws, naming the resource and the reason, as
-/// the first statement of the try block: before the call is made,
-/// and inside the try so that the catch turns it into the result's
-/// errormessage. The throw is Assert-PwshlibRunAsCredential's (issue 39:
-/// out of the body every call compiles).
-#[test]
-fn powershell_7_refuses_psdscrunascredential_naming_the_resource() {
-    let code = templates::PRELUDE;
-    with_tree(code, |tree| {
-        let invoke = function(code, tree.root_node(), "Invoke-PwshlibDscResource");
-        let tries = all(invoke, "try_statement");
-        assert_eq!(tries.len(), 1);
-        let block = tries[0].child(1).unwrap();
-        assert_eq!(block.kind(), "statement_block");
-        let list = block.child_by_field_name("statement_list").unwrap();
-        let mut cursor = list.walk();
-        let statements: Vec<Node> = list
-            .named_children(&mut cursor)
-            .filter(|s| s.kind() != "comment")
-            .collect();
-        let first = statements[0];
-        assert_eq!(first.kind(), "if_statement");
-        assert_eq!(
-            flat(text(code, first.child_by_field_name("condition").unwrap())),
-            "$InvokeParams.Property.ContainsKey('PsDscRunAsCredential')"
-        );
-        assert_eq!(
-            block_statements(code, first),
-            ["Assert-PwshlibRunAsCredential -InvokeParams $InvokeParams"]
-        );
-        let assert_fn = function(code, tree.root_node(), "Assert-PwshlibRunAsCredential");
-        let ifs = all(assert_fn, "if_statement");
-        assert_eq!(ifs.len(), 1);
-        assert_eq!(
-            flat(text(code, ifs[0].child_by_field_name("condition").unwrap())),
-            "$PSVersionTable.PSVersion.Major -gt 5"
-        );
-        let thrown = block_statements(code, ifs[0]);
-        assert_eq!(thrown.len(), 1);
-        assert!(thrown[0].starts_with("throw \"The DSC resource '$($InvokeParams.Name)' cannot run as PsDscRunAsCredential on PowerShell $($PSVersionTable.PSVersion): "), "{}", thrown[0]);
-        assert!(thrown[0].contains("does not support PsDscRunAsCredential"));
-        // Then the vendored folder on PSModulePath, then the call (issue
-        // 32: direct, or through Invoke-DscResource).
-        assert!(
-            flat(text(code, statements[1])).contains("Add-PwshlibVendoredModulePath -Path $VendoredPath"),
-            "{}",
-            text(code, statements[1])
-        );
-        assert!(
-            flat(text(code, statements[2])).starts_with("Invoke-PwshlibDscCall -InvokeParams $InvokeParams "),
-            "{}",
-            text(code, statements[2])
-        );
-    })
-    .unwrap();
-}
-
 /// Item 11, the functions: the process value always; the machine value
 /// only on 5.1 (a `return $null` for PSVersion.Major above 5 comes before
 /// any registry access), through Microsoft.Win32.Registry with
