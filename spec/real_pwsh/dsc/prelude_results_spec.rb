@@ -22,7 +22,7 @@ RSpec.describe "the prelude's result functions, on the real pwsh" do
 
   it 'writes enums as their names: alone, a [Flags] set, in an array, in a hashtable' do
     table = canonical('', "@{ Day = [System.DayOfWeek]::Monday; Flags = [System.IO.FileAttributes] 'ReadOnly, Hidden'; " \
-                          "Days = @([System.DayOfWeek]::Friday, [System.DayOfWeek]::Sunday); Nested = @{ Day = [System.DayOfWeek]::Tuesday } }")
+                          'Days = @([System.DayOfWeek]::Friday, [System.DayOfWeek]::Sunday); Nested = @{ Day = [System.DayOfWeek]::Tuesday } }')
     expect(table).to eq('Day' => 'Monday', 'Flags' => 'ReadOnly, Hidden', 'Days' => %w[Friday Sunday], 'Nested' => { 'Day' => 'Tuesday' })
   end
 
