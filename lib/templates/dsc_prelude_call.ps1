@@ -57,6 +57,8 @@ function Invoke-PwshlibDscCallThroughCmdlet {
     # class's Get() returns $this is read from its syntax tree
     # ($Seen.GetReturnedThis, as the direct call sets it).
     param([hashtable] $InvokeParams, [string] $VendoredPath, [hashtable] $Seen = @{})
+    # Our own statements stop at an error (Invoke-PwshlibDscCall's reasons).
+    $ErrorActionPreference = 'Stop'
     if ($InvokeParams.Method -eq 'Get') {
         $Seen.GetReturnedThis = Test-PwshlibGetReturnsThis -InvokeParams $InvokeParams
         $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
