@@ -157,7 +157,10 @@ module PowerShellLoggingSpec
 
       # A nested MSFT_Credential hash, as the script of a class-based
       # resource makes its embedded instance, its password read from the
-      # environment (the script's text is logged whole).
+      # environment (the script's text is logged whole). Then a table
+      # holding it through ConvertTo-Json, as the prelude hands a Get's
+      # table when the host's compiled writer cannot: module logging
+      # records the table's type name as -InputObject, not its values.
       ENV['PWSHLIB_NESTED_SECRET'] = NESTED_SECRET
       manager = Pwsh::Manager.new(@pwsh.command, Pwsh::Manager.pwsh_args)
       @nested = manager.execute_with_prelude(
@@ -165,7 +168,9 @@ module PowerShellLoggingSpec
         "$PwshlibNested = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Credential' " \
         "-Property @{ UserName = 'svc-nested'; Password = $env:PWSHLIB_NESTED_SECRET }\n" \
         "'{0}|{1}|{2}' -f $PwshlibNested.GetType().Name, $PwshlibNested.UserName, " \
-        "($PwshlibNested.GetNetworkCredential().Password -ceq $env:PWSHLIB_NESTED_SECRET)\n"
+        "($PwshlibNested.GetNetworkCredential().Password -ceq $env:PWSHLIB_NESTED_SECRET)\n" \
+        "$PwshlibJson = ConvertTo-Json -InputObject ([ordered]@{ Secret = $env:PWSHLIB_NESTED_SECRET }) -Compress\n" \
+        "'json ' + ($PwshlibJson.Length -gt 12)\n"
       )
       manager.exit
       ENV.delete('PWSHLIB_NESTED_SECRET')
@@ -198,7 +203,7 @@ module PowerShellLoggingSpec
     end
 
     it 'a nested MSFT_Credential hash becomes the PSCredential of its user and password' do
-      expect(@nested[:stdout]).to eq("PSCredential|svc-nested|True\n"), @nested.inspect
+      expect(@nested[:stdout]).to eq("PSCredential|svc-nested|True\njson True\n"), @nested.inspect
     end
 
     it 'applies the vaults: run 1 creates them, run 2 finds them in sync' do
