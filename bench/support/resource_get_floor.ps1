@@ -15,6 +15,11 @@ param(
 $ErrorActionPreference = 'Stop'
 $Root = Split-Path -Parent (Split-Path -Parent $PSScriptRoot)
 $Module = Join-Path $Root 'spec/real_pwsh/dsc/modules/realdsc/lib/puppet_x/pwshlibrealdsc/dsc_resources/PwshlibRealDsc'
+# The module's RealVault names [Microsoft.PowerShell.Commands.JsonObject],
+# which PowerShell resolves when it parses the module: its assembly is
+# Microsoft.PowerShell.Utility's, loaded here first (in a fresh process
+# nothing has loaded it yet).
+Import-Module -Name Microsoft.PowerShell.Utility
 if ($Kind -eq 'Class') {
     $Loaded = Import-Module -Name (Join-Path $Module 'PwshlibRealDsc.psd1') -PassThru
     # Classes are not exported to the caller: the type from inside.

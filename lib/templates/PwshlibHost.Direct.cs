@@ -121,7 +121,13 @@ namespace PwshlibHost
 
         private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request, bool firstCalls)
         {
-            if (request.ThroughInvokeDscResource || request.InvokeParams == null) { return null; }
+            if (request.InvokeParams == null) { return null; }
+            // A call through Invoke-DscResource is made in its first-call
+            // form (FirstCall): the prelude's Invoke-PwshlibDscCall takes
+            // that route itself, and the envelope is compiled as for a
+            // direct call.
+            bool through = request.ThroughInvokeDscResource;
+            if (through && !firstCalls) { return null; }
             string name = request.InvokeParams["Name"] as string;
             string method = request.InvokeParams["Method"] as string;
             Hashtable property = request.InvokeParams["Property"] as Hashtable;
@@ -135,10 +141,12 @@ namespace PwshlibHost
                 // (Get-PwshlibNonSystemUser, Clear-PwshlibStaleModulePath).
                 identity = AppDomain.CurrentDomain.GetData("pwshlib.identity") as string;
                 if (identity == null || AppDomain.CurrentDomain.GetData("pwshlib.modulepath.cleared") == null) { return null; }
-                if (identity.Length == 0) { identity = null; }
+                // The LCM runs the resource as SYSTEM: the identity record
+                // is a direct call's only.
+                if (identity.Length == 0 || through) { identity = null; }
             }
             string modulePath = WithVendoredPath(Environment.GetEnvironmentVariable("PSModulePath"), request.VendoredPath);
-            Hashtable entry = CachedEntry(runspace, request.InvokeParams, name, modulePath);
+            Hashtable entry = through ? null : CachedEntry(runspace, request.InvokeParams, name, modulePath);
             if (entry == null && !firstCalls) { return null; }
             DirectCall call = new DirectCall();
             call.Name = name;
@@ -205,20 +213,20 @@ namespace PwshlibHost
         // (Finish), and Invoke-PwshlibDscCall itself is called, so that
         // the resolution, the module's import, the preferences, the call
         // and its merged streams are the prelude's, and a resource it does
-        // not resolve goes through Invoke-DscResource there. A fresh host's
+        // not resolve, or a request through Invoke-DscResource, goes that
+        // way there. A fresh host's
         // first call so compiles two prelude functions fewer
         // (Invoke-PwshlibDscResource, Split-PwshlibStreams), nor
         // Add-PwshlibVendoredModulePath (TryPrepare sets PSModulePath), nor
-        // the call's script. Its $PwshlibDirect is true: the request is not
-        // through Invoke-DscResource and has no run-as credential
-        // (TryPrepare), and -LcmUnlessSystem is never part of a call as
-        // data.
+        // the call's script. Its $PwshlibDirect is the request's: it has no
+        // run-as credential (TryPrepare), and -LcmUnlessSystem is never
+        // part of a call as data.
         private static void FirstCall(DirectCall call, DscRequest request)
         {
             call.First = true;
             call.Function = "Invoke-PwshlibDscCall";
             call.Parameters.Add(new KeyValuePair<string, object>("InvokeParams", request.InvokeParams));
-            call.Parameters.Add(new KeyValuePair<string, object>("Direct", true));
+            call.Parameters.Add(new KeyValuePair<string, object>("Direct", !request.ThroughInvokeDscResource));
             call.Parameters.Add(new KeyValuePair<string, object>("Seen", call.Seen));
             if (request.VendoredPath != null) { call.Parameters.Add(new KeyValuePair<string, object>("VendoredPath", request.VendoredPath)); }
             call.Parameters.Add(new KeyValuePair<string, object>("Strict", call.Strict));

@@ -48,6 +48,17 @@ namespace PwshlibHost
             }
         }
 
+        // Write for the prelude's own Get, its result read from the variable
+        // $PwshlibDscResult where the prelude called this (the current scope
+        // of state): a .NET method called from script hands AMSI each of
+        // its arguments as text on PowerShell 7.3+ (method-invocation
+        // logging, PowerShell/PowerShell#16496), and a Get's result may
+        // hold what the system keeps secret.
+        public static string WriteVariable(SessionState state, bool returnedThis)
+        {
+            return Write(state.PSVariable.GetValue("PwshlibDscResult"), returnedThis);
+        }
+
         // The prelude's functions on the result, in the call's runspace
         // (idle again): the line comes back through a variable, never the
         // pipeline's output, which transcription records.

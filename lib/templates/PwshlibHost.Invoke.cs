@@ -73,7 +73,10 @@ namespace PwshlibHost
                         code = DscCall.Bind(state, call);
                         return null;
                     }
-                    return DirectDsc.ForStandby(direct, state);
+                    // Only a standby's pipeline makes the call from this
+                    // (its preferences set there); a new pipeline gets it
+                    // from DirectDsc.AddTo, which sets them itself.
+                    return standby != null ? DirectDsc.ForStandby(direct, state) : null;
                 };
                 IAsyncResult running = null;
                 PSDataCollection<PSObject> output = null;

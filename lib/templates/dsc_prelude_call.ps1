@@ -57,6 +57,8 @@ function Invoke-PwshlibDscCallThroughCmdlet {
     # class's Get() returns $this is read from its syntax tree
     # ($Seen.GetReturnedThis, as the direct call sets it).
     param([hashtable] $InvokeParams, [string] $VendoredPath, [hashtable] $Seen = @{})
+    # Our own statements stop at an error (Invoke-PwshlibDscCall's reasons).
+    $ErrorActionPreference = 'Stop'
     if ($InvokeParams.Method -eq 'Get') {
         $Seen.GetReturnedThis = Test-PwshlibGetReturnsThis -InvokeParams $InvokeParams
         $InvokeParams = Select-PwshlibGetTargetResourceProperty -InvokeParams $InvokeParams
@@ -72,28 +74,33 @@ function Invoke-PwshlibDscCallThroughCmdlet {
 function Split-PwshlibStreams {
     # Separates the records of the merged streams of a call from its output:
     # returns @{ Output = the values; Streams = @({kind; text}, ...) }.
+    # Collected by foreach statements, never List.Add: on PowerShell 7.3+
+    # AMSI's method-invocation logging receives each argument of a .NET
+    # method called from script as text (PowerShell/PowerShell#16496), and
+    # these are the resource's values and stream texts.
     param([object[]] $Items)
-    $Values = [System.Collections.Generic.List[object]]::new()
-    $Streams = [System.Collections.Generic.List[object]]::new()
-    foreach ($Item in $Items) {
-        $Kind = $null
-        $Text = $null
-        if ($Item -is [System.Management.Automation.WarningRecord]) { $Kind = 'warning'; $Text = $Item.Message }
-        elseif ($Item -is [System.Management.Automation.VerboseRecord]) { $Kind = 'verbose'; $Text = $Item.Message }
-        elseif ($Item -is [System.Management.Automation.DebugRecord]) { $Kind = 'debug'; $Text = $Item.Message }
-        elseif ($Item -is [System.Management.Automation.InformationRecord]) {
-            # Write-Host writes an information record tagged PSHOST.
-            $Kind = if ($Item.Tags -contains 'PSHOST') { 'host' } else { 'information' }
-            $Text = [string] $Item.MessageData
-        }
-        elseif ($Item -is [System.Management.Automation.ErrorRecord]) { $Kind = 'error'; $Text = $Item.ToString() }
-        if ($null -ne $Kind) {
-            $Streams.Add([ordered]@{ kind = $Kind; text = [string] $Text })
-        }
-        else {
-            $Values.Add($Item)
-        }
-    }
+    $Streams = @(foreach ($Item in $Items) {
+            $Kind = $null
+            $Text = $null
+            if ($Item -is [System.Management.Automation.WarningRecord]) { $Kind = 'warning'; $Text = $Item.Message }
+            elseif ($Item -is [System.Management.Automation.VerboseRecord]) { $Kind = 'verbose'; $Text = $Item.Message }
+            elseif ($Item -is [System.Management.Automation.DebugRecord]) { $Kind = 'debug'; $Text = $Item.Message }
+            elseif ($Item -is [System.Management.Automation.InformationRecord]) {
+                # Write-Host writes an information record tagged PSHOST.
+                $Kind = if ($Item.Tags -contains 'PSHOST') { 'host' } else { 'information' }
+                $Text = [string] $Item.MessageData
+            }
+            # A string conversion, not ToString(): the record's text as an
+            # ErrorRecord renders it, with no method call from script.
+            elseif ($Item -is [System.Management.Automation.ErrorRecord]) { $Kind = 'error'; $Text = "$Item" }
+            if ($null -ne $Kind) { [ordered]@{ kind = $Kind; text = [string] $Text } }
+        })
+    # The comma keeps each value one item, whatever it enumerates.
+    $Values = @(foreach ($Item in $Items) {
+            if (-not ($Item -is [System.Management.Automation.WarningRecord] -or $Item -is [System.Management.Automation.VerboseRecord] -or
+                    $Item -is [System.Management.Automation.DebugRecord] -or $Item -is [System.Management.Automation.InformationRecord] -or
+                    $Item -is [System.Management.Automation.ErrorRecord])) { , $Item }
+        })
     @{ Output = $Values; Streams = $Streams }
 }
 
@@ -139,7 +146,7 @@ function Invoke-PwshlibDscResource {
     $PwshlibLine = $null
     # The output of the call and the records of its streams, collected as they
     # come, so that what the resource wrote before it failed is shown too.
-    $Merged = [System.Collections.Generic.List[object]]::new()
+    $Merged = @()
     # What the direct call saw of the resource (Invoke-PwshlibDirect).
     $Seen = @{}
     # On Windows PowerShell 5.1 as strict as its LCM, on 7 as lenient as
@@ -166,13 +173,19 @@ function Invoke-PwshlibDscResource {
         if (-not [string]::IsNullOrEmpty($VendoredPath)) {
             Add-PwshlibVendoredModulePath -Path $VendoredPath
         }
-        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct $PwshlibDirect -Seen $Seen -VendoredPath $VendoredPath -Strict $Strict | & { process { $Merged.Add($_) } }
-        $Split = Split-PwshlibStreams -Items $Merged.ToArray()
+        # Collected by a dot-sourced process block (in this scope: += adds
+        # to this $Merged), neither a cmdlet (module logging records each
+        # object a cmdlet such as Out-Null receives) nor a .NET method
+        # such as List.Add (AMSI, Split-PwshlibStreams) receiving each
+        # value. -OutVariable would do neither, but it misses the merged
+        # error and warning records (tried on pwsh 7.6.9).
+        Invoke-PwshlibDscCall -InvokeParams $InvokeParams -Direct $PwshlibDirect -Seen $Seen -VendoredPath $VendoredPath -Strict $Strict | . { process { $Merged += , $_ } }
+        $Split = Split-PwshlibStreams -Items @($Merged)
         $Streams = @($Split.Streams)
         if ($Strict) {
             Assert-PwshlibNoResourceError -InvokeParams $InvokeParams -Streams $Split.Streams
         }
-        $PwshlibResult = if ($Split.Output.Count -eq 1) { $Split.Output[0] } else { $Split.Output | Select-Object -Last 1 }
+        $PwshlibResult = if ($Split.Output.Count -gt 0) { $Split.Output[$Split.Output.Count - 1] } else { $null }
         if ($InvokeParams.Method -eq 'Get') {
             # pwshlib's host writes the line in compiled code when it
             # knows every value of the result (DirectResult, as for its
@@ -181,8 +194,12 @@ function Invoke-PwshlibDscResource {
             # $PwshlibDscResultFunctions, when a script sets it, keeps
             # to the functions (a test's switch:
             # spec/real_pwsh/dsc/direct_compiled.ps1 compares the two).
+            # The result reaches the compiled code through a variable, not
+            # as an argument, which AMSI would receive as text.
             if ($PwshlibInHost -and -not $PwshlibDscResultFunctions) {
-                $PwshlibLine = [PwshlibHost.DirectResult]::Write($PwshlibResult, [bool] $Seen.GetReturnedThis)
+                $PwshlibDscResult = $PwshlibResult
+                $PwshlibLine = [PwshlibHost.DirectResult]::WriteVariable($ExecutionContext.SessionState, [bool] $Seen.GetReturnedThis)
+                $PwshlibDscResult = $null
             }
             if ($null -eq $PwshlibLine) {
                 $PwshlibOutput = ConvertTo-PwshlibCanonicalResult -Result $PwshlibResult
@@ -198,31 +215,30 @@ function Invoke-PwshlibDscResource {
     }
     catch {
         $PwshlibLine = $null
-        $Streams = @((Split-PwshlibStreams -Items $Merged.ToArray()).Streams)
+        $Streams = @((Split-PwshlibStreams -Items @($Merged)).Streams)
         $PwshlibOutput = Get-PwshlibFailureOutcome -Method $InvokeParams.Method -Record $_
     }
     if ($PwshlibDirect -and $null -ne $PwshlibUser) {
         $Streams = @([ordered]@{ kind = 'identity'; text = $PwshlibUser }) + @($Streams)
     }
-    $Lines = [System.Collections.Generic.List[string]]::new()
-    if ($Streams.Count -gt 0) {
-        $Lines.Add((ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4))
+    # ConvertTo-Json's -InputObject is a table: module logging records
+    # its type name, never its values.
+    if ($null -eq $PwshlibLine) {
+        $PwshlibLine = ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10
     }
-    if ($null -ne $PwshlibLine) {
-        $Lines.Add($PwshlibLine)
-    }
-    else {
-        $Lines.Add((ConvertTo-Json -InputObject $PwshlibOutput -Compress -Depth 10))
-    }
+    $Lines = [string[]] @(
+        if ($Streams.Count -gt 0) { ConvertTo-Json -InputObject ([ordered]@{ pwshlib_streams = $Streams }) -Compress -Depth 4 }
+        $PwshlibLine
+    )
     if ($PwshlibInHost) {
         # pwshlib's host reads the lines from this variable after the call
         # (PwshlibHost.cs, DscOutputVariable): transcription records a
         # pipeline's output, and a Get's result may hold what the system
         # keeps secret. A variable's value is in no PowerShell log.
-        $global:PwshlibDscOutput = $Lines.ToArray()
+        $global:PwshlibDscOutput = $Lines
         return
     }
-    $Lines.ToArray()
+    $Lines
 }
 
 function Assert-PwshlibRunAsCredential {

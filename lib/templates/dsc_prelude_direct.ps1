@@ -222,10 +222,14 @@ function Invoke-PwshlibScriptMethod {
                 $Types = @(foreach ($Item in $Output) { if ($null -eq $Item) { 'null' } else { $Item.GetType().Name } })
                 throw "The DSC resource '$Name' returned $($Output.Count) value(s) from Test-TargetResource ($($Types -join ', ')), not one boolean: Windows PowerShell 5.1 takes exactly one `$true or `$false, as its LCM did."
             }
-            return [pscustomobject]@{ InDesiredState = [bool] ($Output | Select-Object -Last 1) }
+            # The last value by index, and a Set's output discarded by
+            # assignment: no cmdlet (Select-Object, Out-Null) receives
+            # what the resource wrote, which module logging would record.
+            $Last = if ($Output.Count -gt 0) { $Output[$Output.Count - 1] } else { $null }
+            return [pscustomobject]@{ InDesiredState = [bool] $Last }
         }
         'Set' {
-            & $Command @Arguments | Out-Null
+            $null = & $Command @Arguments
             return [pscustomobject]@{ RebootRequired = ($global:DSCMachineStatus -eq 1) }
         }
     }

@@ -162,25 +162,27 @@ function ConvertTo-PwshlibCanonicalResult {
     # this too.
     $Version = $PSVersionTable.PSVersion
     $PwshlibPlainStrings = $Version.Major -lt 7 -or ($Version.Major -eq 7 -and $Version.Minor -lt 2)
-    # Names and values in order, read with foreach statements (a pipeline
-    # per result cost more than the conversion itself).
-    $Names = [System.Collections.Generic.List[string]]::new()
-    $Values = [System.Collections.Generic.List[object]]::new()
-    if ($Result -is [Microsoft.Management.Infrastructure.CimInstance]) {
-        foreach ($Property in $Result.CimInstanceProperties) { $Names.Add($Property.Name); $Values.Add($Property.Value) }
-    }
-    elseif ($Result -is [System.Collections.IDictionary]) {
-        foreach ($Key in $Result.Keys) { $Names.Add([string] $Key); $Values.Add($Result[$Key]) }
-    }
-    else {
-        foreach ($Property in $Result.PSObject.Properties) { $Names.Add($Property.Name); $Values.Add($Property.Value) }
-    }
-    for ($Index = 0; $Index -lt $Names.Count; $Index++) {
-        $Name = $Names[$Index]
+    # Name and value pairs in order, read with foreach statements (a
+    # pipeline per result cost more than the conversion itself), never
+    # List.Add: AMSI's method-invocation logging (PowerShell 7.3+) receives
+    # a .NET method's arguments as text, and these are the result's values.
+    $Pairs = @(
+        if ($Result -is [Microsoft.Management.Infrastructure.CimInstance]) {
+            foreach ($Property in $Result.CimInstanceProperties) { , @($Property.Name, $Property.Value) }
+        }
+        elseif ($Result -is [System.Collections.IDictionary]) {
+            foreach ($Key in $Result.Keys) { , @([string] $Key, $Result[$Key]) }
+        }
+        else {
+            foreach ($Property in $Result.PSObject.Properties) { , @($Property.Name, $Property.Value) }
+        }
+    )
+    foreach ($Pair in $Pairs) {
+        $Name = $Pair[0]
         if ($Name -in 'PSComputerName', 'CimClass', 'CimInstanceProperties', 'CimSystemProperties') {
             continue
         }
-        $Value = $Values[$Index]
+        $Value = $Pair[1]
         # Text and plain numbers and booleans stay as they are (but empty
         # text, which reads as $null, and text copied before 7.2) without
         # a call of ConvertTo-PwshlibCanonicalValue, which would give the

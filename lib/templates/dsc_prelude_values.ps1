@@ -10,8 +10,7 @@
 
 function New-PsCredential {
     # DSC wants a PSCredential; Puppet hands over a user name and a plain
-    # password. ConvertTo-SecureString refuses an empty string, so an empty
-    # password becomes an empty SecureString instead.
+    # password.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)]
@@ -22,13 +21,18 @@ function New-PsCredential {
         [AllowEmptyString()]
         [string] $Password
     )
-    if ($Password.Length -eq 0) {
-        $SecurePassword = New-Object -TypeName System.Security.SecureString
-    }
-    else {
-        $SecurePassword = ConvertTo-SecureString -String $Password -AsPlainText -Force
-    }
-    New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $User, $SecurePassword
+    # The password reaches no command and no .NET method as an argument:
+    # module logging records every parameter a cmdlet binds
+    # (ConvertTo-SecureString -String would show it), and on PowerShell
+    # 7.3+ AMSI's method-invocation logging receives every argument of a
+    # .NET method called from script as text ("<Type>.Method(<argument>)",
+    # PowerShell/PowerShell#16496 and #25022). A hashtable converted to a
+    # NetworkCredential sets its properties by reflection
+    # (LanguagePrimitives' conversion through the default constructor),
+    # which neither logs; its SecurePassword is the SecureString, empty
+    # for an empty password.
+    $SecurePassword = ([System.Net.NetworkCredential] @{ Password = $Password }).SecurePassword
+    [System.Management.Automation.PSCredential]::new($User, $SecurePassword)
 }
 
 function New-PwshlibEmbeddedInstance {

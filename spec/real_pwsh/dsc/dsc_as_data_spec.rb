@@ -55,4 +55,29 @@ RSpec.describe 'DSC calls as data, on the real pwsh' do
                             'Expires' => '2030-01-02T03:04:05.0000000Z')
     expect(read['Credential']).to include('user' => 'svc')
   end
+
+  # PWSHLIB_DSC_DIRECT=0: the call goes through Invoke-DscResource (here the
+  # stand-in, which logs what it receives), still as data, and the host
+  # makes it in compiled code around the prelude's Invoke-PwshlibDscCall.
+  it 'makes a call through Invoke-DscResource as data, in the compiled envelope' do
+    manager = provider.ps_manager
+    sent = record(manager)
+    calls = -> { Integer(manager.execute('[PwshlibHost.DirectDsc]::Calls')[:stdout]) }
+    before = calls.call
+    title = { name: 'through', dsc_name: 'through' }
+    should = { dsc_name: 'through', dsc_ensure: 'Present', dsc_count: 3 }
+    ENV['PWSHLIB_DSC_DIRECT'] = '0'
+    begin
+      set = provider.invoke_dsc_resource(context, title, should, 'set')
+      read = provider.invoke_dsc_resource(context, title, should, 'get')
+    ensure
+      ENV.delete('PWSHLIB_DSC_DIRECT')
+    end
+    expect(sent.map { |call| call[:dsc] }).to eq([1, 1])
+    expect(calls.call - before).to eq(2)
+    expect(set).to include('indesiredstate' => true, 'errormessage' => '')
+    expect(read).to include('Name' => 'through', 'Ensure' => 'Present', 'Count' => 3)
+    standin = File.readlines(File.join(ENV.fetch('PWSHLIB_REAL_DSC_STATE'), 'standin.jsonl')).map { |line| JSON.parse(line) }
+    expect(standin.size).to eq(2), standin.inspect
+  end
 end

@@ -15,10 +15,10 @@ RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
 
   # The JSON lines the call printed: the result is the last one, and a
   # pwshlib_streams line comes first when the resource wrote records.
-  def call(resource, method, name, strict: nil)
+  def call(resource, method, name, strict: nil, more: '')
     body = +"$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\n"
     body << "$PwshlibDscStrict = $#{strict}\n" unless strict.nil?
-    body << "$InvokeParams = @{Name = '#{resource}'; Method = '#{method}'; Property = @{Name = '#{name}'}; " \
+    body << "$InvokeParams = @{Name = '#{resource}'; Method = '#{method}'; Property = @{Name = '#{name}'#{more}}; " \
             "ModuleName = @{ModuleName = '#{module_path}'; RequiredVersion = '1.0.0'}}\n" \
             "Invoke-PwshlibDscResource -InvokeParams $InvokeParams\n" \
             "'after the call: ' + $ErrorActionPreference\n"
@@ -47,6 +47,23 @@ RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
              "'{0}|{1}|{2}' -f ($null -ne $Line.PSPath), ($null -ne $Copy.PSPath), ($Copy -ceq $Line)\n"
       result = manager.execute_with_prelude('dsc', body)
       expect(result[:stdout]).to eq("True|False|True\n"), result.inspect
+    end
+  end
+
+  # PowerShell 7 has no LCM to start a resource as another account: the
+  # call fails before the resource runs, naming it and saying why.
+  it 'refuses PsDscRunAsCredential on PowerShell 7, naming the resource, before calling it' do
+    %w[LcmScript LcmClass].each do |resource|
+      lines = call(resource, 'Get', 'run-as', more: "; PsDscRunAsCredential = (New-PsCredential -User 'alice' -Password 'pw')")
+      version = manager.execute('$PSVersionTable.PSVersion.ToString()')[:stdout].chomp
+      # One line: the failure, with no record of a resource that ran.
+      expect(lines.size).to eq(1), lines.inspect
+      expect(lines.last).to eq(
+        'indesiredstate' => false, 'rebootrequired' => false,
+        'errormessage' => "The DSC resource '#{resource}' cannot run as PsDscRunAsCredential on PowerShell #{version}: " \
+                          'Invoke-DscResource in PowerShell 7 (PSDesiredStateConfiguration 2.x) does not support ' \
+                          'PsDscRunAsCredential. Remove dsc_psdscrunascredential, or run this resource with Windows PowerShell 5.1.'
+      )
     end
   end
 

@@ -76,7 +76,11 @@ module PowerShellLoggingSpec
   PROPERTY_SECRETS = Array.new(8) { |i| Acceptance.generate_secret("prop#{i}") }
   RESOURCE_SECRETS = Array.new(8) { |i| Acceptance.generate_secret("res#{i}") }
   GENERATED_SECRETS = generated_secrets(24, RNG)
-  SECRETS = PROPERTY_SECRETS + RESOURCE_SECRETS + GENERATED_SECRETS
+  # The password of a nested hash whose cim_instance_type is
+  # MSFT_Credential, made into a PSCredential by the prelude's
+  # New-PwshlibEmbeddedInstance on PowerShell 7.
+  NESTED_SECRET = Acceptance.generate_secret('nested')
+  SECRETS = PROPERTY_SECRETS + RESOURCE_SECRETS + GENERATED_SECRETS + [NESTED_SECRET]
 
   VAULTS = {
     'vault-property' => vault('vault-property', PROPERTY_SECRETS),
@@ -151,6 +155,26 @@ module PowerShellLoggingSpec
       @control_messages = @syslog.messages
       @control_transcripts = @pwsh.transcript_files
 
+      # A nested MSFT_Credential hash, as the script of a class-based
+      # resource makes its embedded instance, its password read from the
+      # environment (the script's text is logged whole). Then a table
+      # holding it through ConvertTo-Json, as the prelude hands a Get's
+      # table when the host's compiled writer cannot: module logging
+      # records the table's type name as -InputObject, not its values.
+      ENV['PWSHLIB_NESTED_SECRET'] = NESTED_SECRET
+      manager = Pwsh::Manager.new(@pwsh.command, Pwsh::Manager.pwsh_args)
+      @nested = manager.execute_with_prelude(
+        Pwshlib::PRELUDE_NAME,
+        "$PwshlibNested = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Credential' " \
+        "-Property @{ UserName = 'svc-nested'; Password = $env:PWSHLIB_NESTED_SECRET }\n" \
+        "'{0}|{1}|{2}' -f $PwshlibNested.GetType().Name, $PwshlibNested.UserName, " \
+        "($PwshlibNested.GetNetworkCredential().Password -ceq $env:PWSHLIB_NESTED_SECRET)\n" \
+        "$PwshlibJson = ConvertTo-Json -InputObject ([ordered]@{ Secret = $env:PWSHLIB_NESTED_SECRET }) -Compress\n" \
+        "'json ' + ($PwshlibJson.Length -gt 12)\n"
+      )
+      manager.exit
+      ENV.delete('PWSHLIB_NESTED_SECRET')
+
       @machine = RealPwshDsc::Machine.new('powershell-logging', powershell: @pwsh.command)
       @runs = Array.new(2) { @machine.apply(PowerShellLoggingSpec.manifest) }
       # The same, in sync, through Invoke-DscResource (the stand-in writes
@@ -179,6 +203,10 @@ module PowerShellLoggingSpec
       expect(lines.map { |line| PowerShellLogs.kind(line) }.uniq.sort).to eq(['module log', 'script block log']), lines.join("\n")
       expect(lines.grep(/ParameterBinding\(Write-Output\): name="InputObject"; value="#{@control}"/).size).to eq(1)
       expect(@control_transcripts.select { |path| File.read(path).include?(@control) }.size).to eq(1), @control_transcripts.join("\n")
+    end
+
+    it 'a nested MSFT_Credential hash becomes the PSCredential of its user and password' do
+      expect(@nested[:stdout]).to eq("PSCredential|svc-nested|True\njson True\n"), @nested.inspect
     end
 
     it 'applies the vaults: run 1 creates them, run 2 finds them in sync' do

@@ -326,7 +326,8 @@ class RealVaultEndpoint {
 # that Get needs too (Mandatory: the type says mandatory_for_get), a
 # Sensitive string, a hashtable with secrets inside (and an array and a
 # hashtable within it), an array of nested class objects with a secret
-# member, and an array of secrets. Get returns them all, as stored.
+# member, and an array of secrets. Get returns them all, as stored, and
+# echoes its Secret and Phrases back when nothing is stored yet.
 #
 # Unlike the resources above, its code never hands a value to a command
 # (cmdlet or function): module logging records every command's parameter
@@ -452,7 +453,12 @@ class RealVault {
         $Result = [RealVault]::new()
         $Result.Name = $this.Name
         if ($null -eq $Stored) {
+            # Echoes its Sensitive input back, as a resource that reports
+            # the desired value it was handed does: the Get's result then
+            # holds the secret on the first run too.
             $Result.Ensure = [RealEnsure]::Absent
+            $Result.Secret = $this.Secret
+            $Result.Phrases = $this.Phrases
             return $Result
         }
         $Result.Ensure = [RealEnsure]::Present
