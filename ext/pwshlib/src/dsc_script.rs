@@ -8,13 +8,15 @@
 
 use magnus::{method, prelude::*, Error, RArray, RString, Ruby};
 use pwshlib_core::bound::{BoundValue, SecretBinding};
+use pwshlib_core::call_data::DscCallData;
 use pwshlib_core::script::Script;
 use pwshlib_transport::protocol::{BoundSecret, SecretValue};
 
 use crate::convert::lossy_string;
 
-/// A request's code: as given, or a DSC call's data form with the secrets
-/// it binds and its inline form for a host that cannot bind.
+/// A request's code: as given, or a DSC call's script with the secrets it
+/// binds, its inline form for a host that cannot bind, and the call as
+/// data with the secrets the data names.
 pub struct RequestCode<'s> {
     pub code: String,
     pub secrets: Vec<BoundSecret>,
@@ -23,6 +25,8 @@ pub struct RequestCode<'s> {
     pub inline: Option<&'s str>,
     /// The call as data, for a host that offers it.
     pub dsc: Option<serde_json::Value>,
+    /// The variables `dsc` names: the request's `secrets` when it goes.
+    pub dsc_secrets: Vec<BoundSecret>,
 }
 
 impl RequestCode<'_> {
@@ -32,6 +36,7 @@ impl RequestCode<'_> {
             secrets: Vec::new(),
             inline: None,
             dsc: None,
+            dsc_secrets: Vec::new(),
         }
     }
 }
@@ -69,16 +74,19 @@ impl DscScript {
 
     /// The request's code for the call: its lines in the data form, the
     /// secrets they bind, the inline form for a host that cannot bind, and
-    /// the call as data for a host that takes it (issue 39).
+    /// the call as data (`pwshlib_core::call_data`) for a host that takes
+    /// it, with the secrets it names.
     pub fn request_code(&self) -> RequestCode<'_> {
         let secrets = self.secrets();
+        let call = self.0.call().filter(|_| data_enabled());
         RequestCode {
             inline: (!secrets.is_empty()).then(|| self.0.inline_body()),
             code: self.0.body().to_owned(),
             secrets,
-            dsc: data_enabled()
-                .then(|| pwshlib_core::script::dsc_data(self.0.body()))
-                .flatten(),
+            dsc: call.map(DscCallData::to_json),
+            dsc_secrets: call.map_or_else(Vec::new, |call| {
+                call.secrets.iter().map(wire_secret).collect()
+            }),
         }
     }
 

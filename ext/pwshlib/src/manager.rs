@@ -356,6 +356,7 @@ impl Manager {
         let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
         request.secrets = code.secrets;
         request.dsc = code.dsc;
+        request.dsc_secrets = code.dsc_secrets;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {

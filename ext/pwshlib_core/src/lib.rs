@@ -6,6 +6,7 @@
 //! `Pwsh::Manager`, which talks to the host with `ext/pwshlib_transport`.
 
 pub mod bound;
+pub mod call_data;
 pub mod cim_type;
 pub mod error;
 pub mod literal;

@@ -11,18 +11,19 @@
 //! hash); `parts.rs` the [`ScriptParts`] and the entry points
 //! ([`script_for`], [`build_script`]); `builder.rs` the `$InvokeParams`
 //! line and each property's value by its CIM type; `cim.rs` the embedded
-//! CIM instances and credentials, as New-CimInstance takes them; `data.rs`
-//! the call as data ([`dsc_data`], issue 39).
+//! CIM instances and credentials, as New-CimInstance takes them. The call
+//! as data is [`crate::call_data`], built beside the script from the same
+//! resource.
 
 mod builder;
 mod cim;
-mod data;
 mod inline;
 mod parts;
 mod resource;
 mod text;
 
-pub use data::{body_of, dsc_data};
+pub(crate) use builder::{credential_parts, is_cim_hash, is_credential_hash, named_entry};
+pub(crate) use cim::cim_kinds;
 pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
 pub use resource::{passed_to_get, InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};

@@ -8,6 +8,7 @@ use super::{
     INVOKE_CALL, LCM_UNLESS_SYSTEM, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::bound::{bind_leaves, SecretBinding};
+use crate::call_data::{call_data, DscCallData};
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;
 use crate::typedef::TypeDef;
@@ -35,6 +36,8 @@ pub struct ScriptParts {
     /// The call goes through the LCM unless the host runs as SYSTEM
     /// (`PWSHLIB_DSC_DIRECT=system`).
     pub lcm_unless_system: bool,
+    /// The same call as data (its secrets bound under their own names).
+    pub call: Option<DscCallData>,
 }
 
 /// A section whose secret leaves are variables: its text, the leaves
@@ -88,6 +91,7 @@ impl ScriptParts {
             String::new()
         };
         let route = route_by_env();
+        let call = call_data(resource, route, &mut *builder.names)?;
         let Builder {
             names,
             credentials,
@@ -101,6 +105,7 @@ impl ScriptParts {
             invoke_params: BoundText::new(invoke_params, names),
             through_invoke_dsc_resource: route == Route::Through,
             lcm_unless_system: route == Route::LcmUnlessSystem,
+            call: Some(call),
         })
     }
 
@@ -140,7 +145,11 @@ impl ScriptParts {
         bindings.extend(self.invoke_params.bindings);
         let mut secrets = self.cim_instances.secrets;
         secrets.extend(self.invoke_params.secrets);
-        Ok(Script::bound(body, bindings, secrets)?.with_prelude())
+        let script = Script::bound(body, bindings, secrets)?.with_prelude();
+        Ok(match self.call {
+            Some(call) => script.with_call(call),
+            None => script,
+        })
     }
 }
 
