@@ -121,7 +121,10 @@ namespace PwshlibHost
 
         private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request, bool firstCalls)
         {
-            if (request.ThroughInvokeDscResource || request.InvokeParams == null) { return null; }
+            // PWSHLIB_DSC_DIRECT=system: the prelude decides by edition and
+            // account whether the LCM makes the call. A Sensitive leaf:
+            // DscRequest.CarriesSecretLeaf says why the prelude makes it.
+            if (request.ThroughInvokeDscResource || request.LcmUnlessSystem || request.CarriesSecretLeaf || request.InvokeParams == null) { return null; }
             string name = request.InvokeParams["Name"] as string;
             string method = request.InvokeParams["Method"] as string;
             Hashtable property = request.InvokeParams["Property"] as Hashtable;

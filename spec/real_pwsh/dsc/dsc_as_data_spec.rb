@@ -40,7 +40,7 @@ RSpec.describe 'DSC calls as data, on the real pwsh' do
     provider.invoke_dsc_resource(context, title, should, 'set')
     read = provider.invoke_dsc_resource(context, title, should, 'get')
 
-    expect(sent.map { |call| call[:dsc] }).to eq([1, 1])
+    expect(sent.map { |call| call[:dsc] }).to eq([2, 2])
     # The Get's frame holds the data, not the lines: smaller than the frame
     # of its lines would be (docs/protocol.md: the fields in serde's order).
     get = sent.last

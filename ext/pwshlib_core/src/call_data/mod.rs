@@ -5,22 +5,18 @@
 //! summary all read this one value; nothing reads script text back into
 //! data.
 //!
-//! By job: this file the value and its JSON; `building.rs` the value made
-//! from an [`InvocableResource`](crate::script::InvocableResource), each
-//! property typed by its CIM type as the script writer types it;
-//! `summary.rs` its redacted one-line rendering for `--debug`.
+//! By job: this file the value and its JSON; `summary.rs` its redacted
+//! one-line rendering for `--debug`. The script module makes it
+//! (`script::call_data`, from the same resource as the script) and
+//! depends on it, not the other way round.
 
-mod building;
 mod summary;
-
-pub use building::call_data;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map as JsonMap, Value as Json};
 
 use crate::bound::SecretBinding;
-use crate::script::{DscMethod, Route};
 
 /// One DSC call: the resource, its method, its module, how it is routed,
 /// the vendored folder, the timeout and the properties as typed values.
@@ -119,6 +115,52 @@ pub enum CallValue {
 pub struct Instance {
     pub class: String,
     pub properties: Vec<(String, CallValue)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DscMethod {
+    Get,
+    Set,
+    Test,
+}
+
+impl DscMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DscMethod::Get => "Get",
+            DscMethod::Set => "Set",
+            DscMethod::Test => "Test",
+        }
+    }
+
+    /// `get`, `set` or `test`: how pwshlib 2.x passes the method to
+    /// `invoke_dsc_resource`.
+    pub fn as_lowercase_str(self) -> &'static str {
+        match self {
+            DscMethod::Get => "get",
+            DscMethod::Set => "set",
+            DscMethod::Test => "test",
+        }
+    }
+
+    /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
+    pub fn parse(text: &str) -> Option<DscMethod> {
+        [DscMethod::Get, DscMethod::Set, DscMethod::Test]
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// How `PWSHLIB_DSC_DIRECT` routes a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Route {
+    /// Unset, or any other value: direct.
+    #[default]
+    Direct,
+    /// `0`, `false`, `no`, `off`: through `Invoke-DscResource`.
+    Through,
+    /// `system`: through the LCM unless the host runs as SYSTEM (5.1).
+    LcmUnlessSystem,
 }
 
 fn is_direct(route: &Route) -> bool {

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::bound::BoundValue;
 use crate::cim_type::MofType;
-use crate::script::{build_script_with, InvocableResource, InvokeParameter};
+use crate::script::{build_script_with, call_data, InvocableResource, InvokeParameter};
 use crate::value::{Map, Value};
 
 fn s(text: &str) -> Value {

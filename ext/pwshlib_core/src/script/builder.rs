@@ -10,13 +10,13 @@ use crate::literal::{powershell_type, quote, TrackedText};
 use crate::secrecy::peel;
 use crate::value::{Map, Value};
 
-pub(crate) fn named_entry<'m>(map: &'m Map, name: &str) -> Option<&'m (Value, Value)> {
+pub(super) fn named_entry<'m>(map: &'m Map, name: &str) -> Option<&'m (Value, Value)> {
     map.iter()
         .find(|(k, _)| k.key_name().is_some_and(|n| n.eq_ignore_ascii_case(name)))
 }
 
 /// A nested CIM instance: a hash that names its class.
-pub(crate) fn is_cim_hash(value: &Value) -> bool {
+pub(super) fn is_cim_hash(value: &Value) -> bool {
     peel(value)
         .0
         .as_map()
@@ -24,7 +24,7 @@ pub(crate) fn is_cim_hash(value: &Value) -> bool {
 }
 
 /// A credential nested in a CIM instance: a hash of exactly user and password.
-pub(crate) fn is_credential_hash(value: &Value) -> bool {
+pub(super) fn is_credential_hash(value: &Value) -> bool {
     peel(value).0.as_map().is_some_and(|m| {
         m.len() == 2 && named_entry(m, "user").is_some() && named_entry(m, "password").is_some()
     })
@@ -245,7 +245,7 @@ impl<'n> Builder<'n> {
 }
 
 /// The user, whether it is Sensitive, and the password of a credential hash.
-pub(crate) fn credential_parts<'v>(
+pub(super) fn credential_parts<'v>(
     value: &'v Value,
     attribute: &str,
 ) -> Result<(&'v str, bool, &'v str)> {

@@ -8,7 +8,8 @@ use super::{
     INVOKE_CALL, LCM_UNLESS_SYSTEM, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::bound::{bind_leaves, SecretBinding};
-use crate::call_data::{call_data, DscCallData};
+use super::calling::call_data;
+use crate::call_data::DscCallData;
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;
 use crate::typedef::TypeDef;

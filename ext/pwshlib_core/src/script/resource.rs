@@ -271,7 +271,7 @@ impl InvocableResource {
         })
     }
 
-    pub(crate) fn vendored_path(&self) -> Result<&str> {
+    pub(super) fn vendored_path(&self) -> Result<&str> {
         if self.vendored_modules_path.is_empty() {
             return Err(Error::MissingVendoredPath {
                 module: self.module_name.clone(),

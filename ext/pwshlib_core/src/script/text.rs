@@ -139,6 +139,13 @@ impl Script {
         }
     }
 
+    /// Sets the resource's timeout in the call as data.
+    pub fn set_call_timeout(&mut self, timeout_ms: Option<u64>) {
+        if let Some(call) = self.call.as_deref_mut() {
+            call.timeout_ms = timeout_ms;
+        }
+    }
+
     /// The call as data: what pwshlib's host receives (docs/protocol.md,
     /// "DSC calls as data"). None for a script read from text.
     pub fn call(&self) -> Option<&DscCallData> {

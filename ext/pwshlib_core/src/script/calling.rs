@@ -1,4 +1,4 @@
-//! [`DscCallData`] made from an [`InvocableResource`]: each property typed
+//! The call as data ([`DscCallData`]) made from an [`InvocableResource`]: each property typed
 //! by its CIM type, by the rules the script writer follows
 //! (`script/builder.rs`, `script/cim.rs` say why each is so): a credential
 //! bound as a PSCredential, embedded instances with their class (nil
@@ -10,15 +10,14 @@
 //! form can carry, naming the attribute; the errors here are the same
 //! refusals, for a caller that builds the data alone.
 
-use super::{CallValue, DscCallData, Instance, ModuleSpec};
+use super::builder::{credential_parts, is_cim_hash, is_credential_hash, named_entry};
+use super::cim::cim_kinds;
+use super::{InvocableResource, InvokeParameter, Route};
 use crate::bound::{BoundValue, SecretBinding, SECRET_PREFIX};
+use crate::call_data::{CallValue, DscCallData, Instance, ModuleSpec};
 use crate::cim_type::CimType;
 use crate::error::{Error, Result};
 use crate::literal::{format_float, powershell_type};
-use crate::script::{
-    credential_parts, is_cim_hash, is_credential_hash, named_entry, InvocableResource,
-    InvokeParameter, Route,
-};
 use crate::secrecy::peel;
 use crate::typedef::TypeShape;
 use crate::value::{Map, Value};
@@ -419,7 +418,7 @@ impl Values<'_> {
                 _ => typed.push(self.plain(item, secret, attribute)?),
             }
         }
-        if crate::script::cim_kinds(items) <= 1 {
+        if cim_kinds(items) <= 1 {
             return Ok(CallValue::Array(typed));
         }
         let element = shape.element().cim_element_type().ok_or_else(|| {
