@@ -64,7 +64,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # "DSC calls as data").
   def data_for(method)
     { name: 'FixtureFile', method: method,
-      module: { name: 'PwshlibFixtureDsc', version: '1.2.0', path: module_path },
+      module: { version: '1.2.0', path: module_path },
       vendored_path: vendored,
       properties: { destinationpath: path, ensure: 'Present', contents: "it's here" } }
   end
@@ -90,10 +90,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
       [frame_bytes(nil, id, request: 1, prelude_code: prelude, dsc: data_for('Get')),
        frame_bytes(nil, id, request: 2, dsc: data_for('Set')), frame_bytes(nil, id, request: 3, dsc: data_for('Get'))]
     )
-    # Exact, apart from the checkout's paths (as below): 155 bytes fewer
-    # than the call's lines (504).
-    expect(sent[2][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
-    expect(sent[1][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
+    # Exact, apart from the checkout's paths (as below): 178 bytes fewer
+    # than the call's lines (504); 349 with dsc version 1, whose module was
+    # a hash of ModuleName and RequiredVersion.
+    expect(sent[2][:bytes] - module_path.bytesize - vendored.bytesize).to eq(326)
+    expect(sent[1][:bytes] - module_path.bytesize - vendored.bytesize).to eq(326)
   end
 
   it 'sends a host that takes no data the call\'s lines, the prelude with the first call only' do

@@ -54,17 +54,62 @@ pub struct DscCallData {
     pub secrets: Vec<SecretBinding>,
 }
 
-/// The module a resource is loaded from.
+/// The module a resource is loaded from. On the wire `name` is left out
+/// when `path` is the manifest named after it (`…/Name/Name.psd1`), and
+/// read back from there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "ModuleWire", try_from = "ModuleWire")]
 pub struct ModuleSpec {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The module's manifest in the vendored folder, where
     /// `Invoke-DscResource` is to load it from (a MOF resource with a
     /// version): its `ModuleName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ModuleWire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+}
+
+/// `Name` of `…/Name/Name.psd1`.
+fn manifest_stem(path: &str) -> Option<&str> {
+    let file = path.rsplit(['/', '\\']).next()?;
+    file.strip_suffix(".psd1")
+}
+
+impl From<ModuleSpec> for ModuleWire {
+    fn from(module: ModuleSpec) -> ModuleWire {
+        let named_by_path = module.path.as_deref().and_then(manifest_stem) == Some(module.name.as_str());
+        ModuleWire {
+            name: (!named_by_path).then_some(module.name),
+            version: module.version,
+            path: module.path,
+        }
+    }
+}
+
+impl TryFrom<ModuleWire> for ModuleSpec {
+    type Error = String;
+
+    fn try_from(wire: ModuleWire) -> Result<ModuleSpec, String> {
+        let name = match (wire.name, wire.path.as_deref().and_then(manifest_stem)) {
+            (Some(name), _) => name,
+            (None, Some(stem)) => stem.to_owned(),
+            (None, None) => return Err("the module has no name".into()),
+        };
+        Ok(ModuleSpec {
+            name,
+            version: wire.version,
+            path: wire.path,
+        })
+    }
 }
 
 /// One property value, typed as PowerShell is to see it.

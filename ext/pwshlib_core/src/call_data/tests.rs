@@ -83,7 +83,7 @@ fn scalars_keep_their_types_and_secrets_are_bound_beside_the_value() {
         call.to_json(),
         json!({
             "name": "Thing", "method": "Set",
-            "module": {"name": "ThingDsc", "version": "1.2.3", "path": "/v/ThingDsc/ThingDsc.psd1"},
+            "module": {"version": "1.2.3", "path": "/v/ThingDsc/ThingDsc.psd1"},
             "vendored_path": "/v",
             "properties": {
                 "name": "it's", "count": 5, "big": {"int": "123456789012345678901234567890"},
