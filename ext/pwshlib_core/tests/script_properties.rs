@@ -16,8 +16,8 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use pwshlib_core::literal::quote;
 use pwshlib_core::call_data::DscCallData;
+use pwshlib_core::literal::quote;
 use pwshlib_core::script::{DscMethod, Script};
 use pwshlib_core::secrecy::{peel, REDACTION_FALLBACK, REDACTION_MARKER};
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};

@@ -314,9 +314,7 @@ fn run_code(
         Err(message) => return (ExecuteResult::failure(message), false),
     };
     let outcome = match (&request.dsc, &tree) {
-        (Some(data), _) => {
-            dsc::handle_data(data, request.timeout_ms, &request.secrets, functions)
-        }
+        (Some(data), _) => dsc::handle_data(data, request.timeout_ms, &request.secrets, functions),
         (None, Some(tree)) => dsc::handle_bound(
             &request.code,
             tree,

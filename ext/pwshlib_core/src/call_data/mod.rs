@@ -86,7 +86,8 @@ fn manifest_stem(path: &str) -> Option<&str> {
 
 impl From<ModuleSpec> for ModuleWire {
     fn from(module: ModuleSpec) -> ModuleWire {
-        let named_by_path = module.path.as_deref().and_then(manifest_stem) == Some(module.name.as_str());
+        let named_by_path =
+            module.path.as_deref().and_then(manifest_stem) == Some(module.name.as_str());
         ModuleWire {
             name: (!named_by_path).then_some(module.name),
             version: module.version,
@@ -380,7 +381,10 @@ impl Instance {
                 .and_then(Json::as_str)
                 .ok_or("an instance needs a class")?
                 .to_owned(),
-            properties: members_from(json.get("properties").ok_or("an instance needs properties")?)?,
+            properties: members_from(
+                json.get("properties")
+                    .ok_or("an instance needs properties")?,
+            )?,
         })
     }
 }

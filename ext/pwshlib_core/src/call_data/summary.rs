@@ -12,7 +12,13 @@ impl DscCallData {
     /// '…': {name => 'x', login => #<Sensitive [value redacted]>}`.
     pub fn summary(&self) -> String {
         let mut out = String::with_capacity(128);
-        let _ = write!(out, "{} {} from {}", self.method.as_str(), self.name, self.module.name);
+        let _ = write!(
+            out,
+            "{} {} from {}",
+            self.method.as_str(),
+            self.name,
+            self.module.name
+        );
         if let Some(version) = &self.module.version {
             let _ = write!(out, " {version}");
         }

@@ -64,12 +64,27 @@ fn scalars_keep_their_types_and_secrets_are_bound_beside_the_value() {
         vec![
             parameter("name", s("it's"), Some("String"), "String"),
             parameter("count", Value::Int(5), Some("UInt32"), "Integer"),
-            parameter("big", Value::BigInt("123456789012345678901234567890".into()), None, "Any"),
+            parameter(
+                "big",
+                Value::BigInt("123456789012345678901234567890".into()),
+                None,
+                "Any",
+            ),
             parameter("ratio", Value::Float(1.5), Some("Real64"), "Float"),
-            parameter("tags", Value::Array(vec![]), Some("String[]"), "Array[String]"),
+            parameter(
+                "tags",
+                Value::Array(vec![]),
+                Some("String[]"),
+                "Array[String]",
+            ),
             parameter("when", s("2024-01-02"), Some("DateTime"), "String"),
             parameter("on", Value::Bool(true), Some("Boolean"), "Boolean"),
-            parameter("token", secret(s("hunter2")), Some("String"), "Sensitive[String]"),
+            parameter(
+                "token",
+                secret(s("hunter2")),
+                Some("String"),
+                "Sensitive[String]",
+            ),
             parameter(
                 "login",
                 hash(vec![("user", s("svc")), ("password", secret(s("pw")))]),
@@ -95,9 +110,17 @@ fn scalars_keep_their_types_and_secrets_are_bound_beside_the_value() {
         })
     );
     assert_eq!(call.secrets[0].value, BoundValue::Text("hunter2".into()));
-    assert!(matches!(&call.secrets[1].value, BoundValue::Credential { user, password, .. } if user == "svc" && password == "pw"));
+    assert!(
+        matches!(&call.secrets[1].value, BoundValue::Credential { user, password, .. } if user == "svc" && password == "pw")
+    );
     assert!(!call.to_json().to_string().contains("hunter2"));
-    assert_eq!(DscCallData::from_json(&call.to_json()).unwrap(), DscCallData { secrets: vec![], ..call });
+    assert_eq!(
+        DscCallData::from_json(&call.to_json()).unwrap(),
+        DscCallData {
+            secrets: vec![],
+            ..call
+        }
+    );
 }
 
 #[test]
@@ -109,9 +132,15 @@ fn embedded_instances_nested_and_in_arrays_carry_their_class() {
         ("mixed", Value::Array(vec![Value::Int(1), s("a")])),
         (
             "cert",
-            hash(vec![("cim_instance_type", s("MSFT_Cert")), ("thumb", s("ab"))]),
+            hash(vec![
+                ("cim_instance_type", s("MSFT_Cert")),
+                ("thumb", s("ab")),
+            ]),
         ),
-        ("runas", hash(vec![("user", s("u")), ("password", secret(s("p4ss")))])),
+        (
+            "runas",
+            hash(vec![("user", s("u")), ("password", secret(s("p4ss")))]),
+        ),
     ]);
     let shape = "Array[Struct[{port => Integer, gone => Optional[String], names => Array[String], mixed => Array[String], cert => Struct[{thumb => String}], runas => Struct[{user => String, password => Sensitive[String]}]}]]";
     let call = built(&resource(
@@ -138,13 +167,20 @@ fn embedded_instances_nested_and_in_arrays_carry_their_class() {
 fn a_sensitive_hash_is_a_table_whose_keys_are_secrets_too() {
     let call = built(&resource(
         "MOF",
-        vec![parameter("opts", secret(hash(vec![("k", s("v"))])), None, "Any")],
+        vec![parameter(
+            "opts",
+            secret(hash(vec![("k", s("v"))])),
+            None,
+            "Any",
+        )],
     ));
     assert_eq!(
         call.to_json()["properties"]["opts"],
         json!({"table": [[{"var": "secret_1"}, {"var": "secret_2"}]]})
     );
-    assert!(call.summary().contains("opts => {#<Sensitive [value redacted]> => #<Sensitive [value redacted]>}"));
+    assert!(call
+        .summary()
+        .contains("opts => {#<Sensitive [value redacted]> => #<Sensitive [value redacted]>}"));
 }
 
 #[test]
@@ -153,7 +189,12 @@ fn the_summary_names_the_call_and_shows_no_secret() {
         "MOF",
         vec![
             parameter("name", s("x"), Some("String"), "String"),
-            parameter("token", secret(s("hunter2")), Some("String"), "Sensitive[String]"),
+            parameter(
+                "token",
+                secret(s("hunter2")),
+                Some("String"),
+                "Sensitive[String]",
+            ),
         ],
     ));
     call.route = Route::LcmUnlessSystem;
@@ -166,11 +207,17 @@ fn the_summary_names_the_call_and_shows_no_secret() {
 
 #[test]
 fn the_script_carries_the_same_call_as_data() {
-    let resource = resource("MOF", vec![parameter("name", s("x"), Some("String"), "String")]);
+    let resource = resource(
+        "MOF",
+        vec![parameter("name", s("x"), Some("String"), "String")],
+    );
     let script = build_script_with(&resource, &mut counter()).unwrap();
     let call = script.call().unwrap();
     assert_eq!(call.name, "Thing");
-    assert_eq!(call.properties, vec![("name".to_owned(), CallValue::Text("x".into()))]);
+    assert_eq!(
+        call.properties,
+        vec![("name".to_owned(), CallValue::Text("x".into()))]
+    );
 }
 
 #[test]

@@ -204,9 +204,7 @@ impl Values<'_> {
     fn plain(&mut self, value: &Value, secret: bool, attribute: &str) -> Result<CallValue> {
         Ok(match value {
             Value::Nil => CallValue::Null,
-            Value::Bool(flag) => {
-                self.leaf(secret, CallValue::Bool(*flag), BoundValue::Bool(*flag))
-            }
+            Value::Bool(flag) => self.leaf(secret, CallValue::Bool(*flag), BoundValue::Bool(*flag)),
             Value::Int(whole) => self.leaf(
                 secret,
                 CallValue::Int(*whole),
@@ -215,7 +213,10 @@ impl Values<'_> {
             Value::BigInt(text) => {
                 let digits = text.strip_prefix('-').unwrap_or(text);
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(invalid(attribute, "an integer that is not a decimal number"));
+                    return Err(invalid(
+                        attribute,
+                        "an integer that is not a decimal number",
+                    ));
                 }
                 self.leaf(
                     secret,
@@ -230,7 +231,11 @@ impl Values<'_> {
                         &format!("the number {real} has no PowerShell literal"),
                     )
                 })?;
-                self.leaf(secret, CallValue::Real(text.clone()), BoundValue::Real(text))
+                self.leaf(
+                    secret,
+                    CallValue::Real(text.clone()),
+                    BoundValue::Real(text),
+                )
             }
             Value::Str(text) | Value::Symbol(text) => {
                 if text.contains('\0') {

@@ -23,8 +23,8 @@ mod parts;
 mod resource;
 mod text;
 
-pub use calling::call_data;
 pub use crate::call_data::{DscMethod, Route};
+pub use calling::call_data;
 pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
 pub use resource::{passed_to_get, InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};

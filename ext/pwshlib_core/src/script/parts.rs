@@ -2,13 +2,13 @@
 //! [`Script`]; and the entry points that build one.
 
 use super::builder::Builder;
+use super::calling::call_data;
 use super::inline::inline_lines;
 use super::{
     random_variable_name, route_by_env, DscMethod, InvocableResource, Route, Script, HEADER,
     INVOKE_CALL, LCM_UNLESS_SYSTEM, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::bound::{bind_leaves, SecretBinding};
-use super::calling::call_data;
 use crate::call_data::DscCallData;
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;

@@ -81,9 +81,10 @@ impl Reader<'_> {
             CallValue::Null => PsValue::Null,
             CallValue::Bool(flag) => PsValue::Bool(*flag),
             CallValue::Int(whole) => PsValue::Int(*whole),
-            CallValue::BigInt(text) | CallValue::Real(text) => {
-                PsValue::Float(text.parse::<f64>().map_err(|_| format!("protocol error: {text} is no number"))?)
-            }
+            CallValue::BigInt(text) | CallValue::Real(text) => PsValue::Float(
+                text.parse::<f64>()
+                    .map_err(|_| format!("protocol error: {text} is no number"))?,
+            ),
             CallValue::Text(text) => PsValue::Str(text.clone()),
             CallValue::Array(items) => PsValue::Array(self.values(items)?),
             CallValue::Hash(members) => PsValue::Hash(self.members(members)?),
@@ -112,7 +113,9 @@ impl Reader<'_> {
             }
             CallValue::CredentialInstance(name) => {
                 let SecretValue::Credential { user, password } = self.variable(name)? else {
-                    return Err(format!("protocol error: the variable {name} holds no credential"));
+                    return Err(format!(
+                        "protocol error: the variable {name} holds no credential"
+                    ));
                 };
                 if self.as_class() {
                     PsValue::Credential {
@@ -174,5 +177,84 @@ fn key_text(key: &PsValue) -> Result<String, String> {
         PsValue::Float(real) => Ok(real.to_string()),
         PsValue::Bool(flag) => Ok(if *flag { "True" } else { "False" }.to_owned()),
         _ => Err("pwshlib-sim: a hashtable key must be a scalar".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(properties: &Json, class_based: bool) -> Json {
+        json!({"name": "Thing", "method": "Set", "module": {"name": "ThingDsc"},
+               "class_based": class_based, "route": "lcm_unless_system", "properties": properties})
+    }
+
+    fn credential() -> Vec<BoundSecret> {
+        vec![BoundSecret {
+            name: "cred_1".into(),
+            value: SecretValue::Credential {
+                user: "svc".into(),
+                password: "pw".into(),
+            },
+        }]
+    }
+
+    #[test]
+    fn embedded_instances_are_cim_instances_but_for_a_class_on_powershell_7() {
+        let properties = json!({"sites": {"instances": [{"instance": {"class": "MSFT_Site",
+            "properties": {"port": 80, "runas": {"msft_credential": "cred_1"}}}}]}});
+        let desktop =
+            invocation_of(&call(&properties, true), Edition::Desktop, &credential()).unwrap();
+        assert!(desktop.lcm_unless_system);
+        let PsValue::TypedArray { element, items } = &desktop.properties[0].1 else {
+            panic!("{desktop:?}")
+        };
+        assert_eq!(element, "ciminstance");
+        assert_eq!(
+            items[0],
+            PsValue::Cim {
+                class: "MSFT_Site".into(),
+                properties: vec![
+                    ("port".into(), PsValue::Int(80)),
+                    (
+                        "runas".into(),
+                        PsValue::Cim {
+                            class: "MSFT_Credential".into(),
+                            properties: vec![
+                                ("UserName".into(), PsValue::Str("svc".into())),
+                                ("Password".into(), PsValue::Str("pw".into())),
+                            ],
+                        }
+                    ),
+                ],
+            }
+        );
+        let core = invocation_of(&call(&properties, true), Edition::Core, &credential()).unwrap();
+        let PsValue::Array(items) = &core.properties[0].1 else {
+            panic!("{core:?}")
+        };
+        assert!(matches!(&items[0], PsValue::Cim { properties, .. }
+            if matches!(properties[1].1, PsValue::Credential { .. })));
+    }
+
+    #[test]
+    fn what_new_cim_instance_cannot_type_is_refused_and_unbound_names_too() {
+        let untyped =
+            json!({"site": {"instance": {"class": "MSFT_Site", "properties": {"tags": []}}}});
+        let error = invocation_of(&call(&untyped, false), Edition::Core, &[]).unwrap_err();
+        assert!(error.contains("Cannot infer CimType"), "{error}");
+        let unbound = json!({"login": {"var": "cred_9"}});
+        let error = invocation_of(&call(&unbound, false), Edition::Core, &[]).unwrap_err();
+        assert!(error.contains("do not bind"), "{error}");
+        let typed = json!({"tags": {"typed": {"type": "string", "items": []}}});
+        let read = invocation_of(&call(&typed, false), Edition::Core, &[]).unwrap();
+        assert_eq!(
+            read.properties[0].1,
+            PsValue::TypedArray {
+                element: "string".into(),
+                items: vec![]
+            }
+        );
     }
 }
