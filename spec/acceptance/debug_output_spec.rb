@@ -12,7 +12,7 @@ module AcceptanceDebugOutput
   def self.manifest
     PATHS.each_with_index.map do |path, i|
       Acceptance.resource('dsc_fixturefile', "debug-#{i}", {
-                            'dsc_destinationpath' => path, 'dsc_ensure' => 'Present', 'dsc_contents' => "n#{i}",
+                            'dsc_destinationpath' => path, 'dsc_ensure' => 'Present', 'dsc_contents' => "n#{i}"
                           })
     end.join("\n")
   end

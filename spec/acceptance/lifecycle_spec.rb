@@ -327,7 +327,7 @@ module AcceptanceLifecycle
         lib = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x')
         class_dir = File.join(lib, 'pwshlibfixtureclass', 'dsc_resources')
         dsc_dir = File.join(lib, 'pwshlibfixturedsc', 'dsc_resources')
-        additions = run.output.lines.grep(/\AInvoke-PwshlibDscResource -InvokeParams \$InvokeParams -VendoredPath /)
+        additions = run.output.lines.grep(/Sending Invoke-DscResource .* vendored path /)
         class_calls = run.calls_for('dsc_fixtureclassresource')
         expect(class_calls.size).to eq(2)
         expect(additions.size).to eq(run.calls.size)
