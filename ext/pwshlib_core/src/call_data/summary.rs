@@ -74,7 +74,7 @@ fn shown(out: &mut String, value: &CallValue) {
             out.push_str(text);
             out.push('\'');
         }
-        CallValue::Array(items) => list(out, items),
+        CallValue::Array(items) | CallValue::Instances(items) => list(out, items),
         CallValue::Hash(entries) => members(out, entries),
         CallValue::Table(pairs) => {
             out.push('{');
@@ -102,6 +102,5 @@ fn shown(out: &mut String, value: &CallValue) {
             out.push(' ');
             members(out, &instance.properties);
         }
-        CallValue::Instances(items) => list(out, items),
     }
 }
