@@ -10,7 +10,7 @@ use magnus::{method, prelude::*, Error, RArray, RString, Ruby};
 use pwshlib_core::bound::{BoundValue, SecretBinding};
 use pwshlib_core::call_data::DscCallData;
 use pwshlib_core::script::Script;
-use pwshlib_transport::protocol::{BoundSecret, SecretValue};
+use pwshlib_transport::protocol::{BoundSecret, ExecuteRequest, SecretValue};
 
 use crate::convert::lossy_string;
 
@@ -29,7 +29,22 @@ pub struct RequestCode<'s> {
     pub dsc_secrets: Vec<BoundSecret>,
 }
 
-impl RequestCode<'_> {
+impl<'s> RequestCode<'s> {
+    /// The request for this code, and its inline form for a host that
+    /// cannot bind.
+    pub fn into_request(
+        self,
+        timeout_ms: Option<u64>,
+        working_dir: Option<String>,
+        env_vars: &[String],
+    ) -> (ExecuteRequest, Option<&'s str>) {
+        let mut request = ExecuteRequest::new(self.code, timeout_ms, working_dir, env_vars);
+        request.secrets = self.secrets;
+        request.dsc = self.dsc;
+        request.dsc_secrets = self.dsc_secrets;
+        (request, self.inline)
+    }
+
     pub fn plain(code: RString) -> RequestCode<'static> {
         RequestCode {
             code: lossy_string(code),

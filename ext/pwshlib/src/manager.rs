@@ -353,10 +353,7 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let mut request = ExecuteRequest::new(code.code, timeout_ms, working_dir, &env_vars);
-        request.secrets = code.secrets;
-        request.dsc = code.dsc;
-        request.dsc_secrets = code.dsc_secrets;
+        let (request, inline) = code.into_request(timeout_ms, working_dir, &env_vars);
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {
@@ -365,7 +362,7 @@ impl Manager {
             call: None,
             request: Some(request),
             prelude,
-            inline: code.inline,
+            inline,
         };
         let result = loop {
             // Cleared with the GVL held, before Ruby installs the unblocking
