@@ -92,18 +92,21 @@ impl ScriptParts {
             String::new()
         };
         let route = route_by_env();
-        let call = call_data(resource, route, &mut *builder.names)?;
         let Builder {
             names,
             credentials,
             cim_instances,
             ..
         } = builder;
+        let cim_instances = BoundText::new(cim_instances, names);
+        let invoke_params = BoundText::new(invoke_params, names);
+        // After the script's names: the data's variables are its own.
+        let call = call_data(resource, route, names)?;
         Ok(ScriptParts {
             module_path,
             credentials,
-            cim_instances: BoundText::new(cim_instances, names),
-            invoke_params: BoundText::new(invoke_params, names),
+            cim_instances,
+            invoke_params,
             through_invoke_dsc_resource: route == Route::Through,
             lcm_unless_system: route == Route::LcmUnlessSystem,
             call: Some(call),
