@@ -122,6 +122,10 @@ namespace PwshlibHost
         private static DirectCall TryPrepare(RunspaceGlobals runspace, DscRequest request, bool firstCalls)
         {
             if (request.InvokeParams == null) { return null; }
+            // PWSHLIB_DSC_DIRECT=system: the prelude decides by edition and
+            // account whether the LCM makes the call. A Sensitive leaf:
+            // DscRequest.CarriesSecretLeaf says why the prelude makes it.
+            if (request.LcmUnlessSystem || request.CarriesSecretLeaf) { return null; }
             // A call through Invoke-DscResource is made in its first-call
             // form (FirstCall): the prelude's Invoke-PwshlibDscCall takes
             // that route itself, and the envelope is compiled as for a

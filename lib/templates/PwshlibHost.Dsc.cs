@@ -23,26 +23,35 @@ namespace PwshlibHost
     {
         public Hashtable InvokeParams;
         public bool ThroughInvokeDscResource;
+        // PWSHLIB_DSC_DIRECT=system: the prelude sends the call through the
+        // LCM on Windows PowerShell 5.1 unless the host runs as SYSTEM.
+        public bool LcmUnlessSystem;
         public string VendoredPath;
+        // A value is a Sensitive leaf bound from the request's secrets (not
+        // a credential, which shows as its type's name). The compiled
+        // executor's pipelines carry the resource's output, which module
+        // logging and transcription record (a Get that echoes its desired
+        // state would put the secret there: powershell_logging_spec.rb),
+        // so such a call goes the prelude's way, which keeps the output in
+        // a variable.
+        public bool CarriesSecretLeaf;
     }
 
-    // A DSC call as data (docs/protocol.md, "DSC calls as data"; issue
-    // 39): the manager sends the resource, the method, the module and the
-    // properties, each value typed as the same literal of the script
-    // would be, instead of the call's script text. A script whose text is
+    // A DSC call as data (docs/protocol.md, "DSC calls as data"): the
+    // core's one value of a call (pwshlib_core::call_data) as JSON, read
+    // into the values PowerShell is to bind. Every call comes so, on
+    // every route: nothing here reads script text. A script whose text is
     // new (every resource's is) is parsed, compiled and bound anew; this
     // class builds $InvokeParams itself and sets it (as SecretValues sets
     // the secrets: SessionStateProxy.SetVariable, no PowerShell runs for
-    // it), and every call runs the one constant Script below. PowerShell
-    // caches a compiled script by its text (ScriptBlock's cache of parsed
-    // scripts, which PowerShell.AddScript goes through), so that text is
-    // parsed once per process. The call itself stays in the prelude
-    // (Invoke-PwshlibDscResource), as for a script, until the prelude has
-    // resolved the resource in the runspace; then DirectDsc makes it.
+    // it), and a call the compiled executor does not make runs the one
+    // constant Script below, which PowerShell parses once per process
+    // (ScriptBlock's cache of parsed scripts, which PowerShell.AddScript
+    // goes through).
     public static class DscCall
     {
-        // The body of every generated script, but for its $InvokeParams
-        // line, with its optional parameters splatted.
+        // The body of every call the prelude makes, with its optional
+        // parameters splatted.
         public const string Script = "$script:ErrorActionPreference = 'Stop'\n$script:WarningPreference = 'SilentlyContinue'\nInvoke-PwshlibDscResource -InvokeParams $InvokeParams @PwshlibDscArguments\n";
 
         // The request's dsc object read into the values of $InvokeParams
@@ -57,18 +66,39 @@ namespace PwshlibHost
             Dictionary<string, object> call = data as Dictionary<string, object>;
             if (call == null) { throw new FormatException("protocol error: the request's dsc must be an object"); }
             DscRequest request = new DscRequest();
+            ValueReader reader = new ValueReader(runspace, Member(call, "class_based") is bool && (bool)Member(call, "class_based"));
             Hashtable invokeParams = NewTable();
             invokeParams["Name"] = Text(call, "name");
             invokeParams["Method"] = Text(call, "method");
             Dictionary<string, object> properties = Member(call, "properties") as Dictionary<string, object>;
             if (properties == null) { throw new FormatException("protocol error: the request's dsc has no properties"); }
-            invokeParams["Property"] = Table(runspace, properties);
-            if (!call.ContainsKey("module")) { throw new FormatException("protocol error: the request's dsc has no module"); }
-            invokeParams["ModuleName"] = Value(runspace, call["module"]);
+            invokeParams["Property"] = reader.Table(properties);
+            invokeParams["ModuleName"] = Module(Member(call, "module") as Dictionary<string, object>);
             request.InvokeParams = invokeParams;
-            request.ThroughInvokeDscResource = Member(call, "through_invoke_dsc_resource") is bool && (bool)Member(call, "through_invoke_dsc_resource");
+            request.CarriesSecretLeaf = reader.ReadSecretLeaf;
+            string route = Member(call, "route") as string;
+            request.ThroughInvokeDscResource = route == "invoke_dsc_resource";
+            request.LcmUnlessSystem = route == "lcm_unless_system";
+            if (route != null && !request.ThroughInvokeDscResource && !request.LcmUnlessSystem && route != "direct")
+            {
+                throw new FormatException("protocol error: the request's dsc has an unknown route '" + route + "'");
+            }
             if (Member(call, "vendored_path") != null) { request.VendoredPath = Text(call, "vendored_path"); }
             return request;
+        }
+
+        // Invoke-DscResource's -ModuleName: the name (or, for a MOF
+        // resource with a version, its manifest's path), with the version
+        // a hashtable of ModuleName and RequiredVersion.
+        private static object Module(Dictionary<string, object> module)
+        {
+            if (module == null) { throw new FormatException("protocol error: the request's dsc has no module"); }
+            string name = Member(module, "path") != null ? Text(module, "path") : Text(module, "name");
+            if (Member(module, "version") == null) { return name; }
+            Hashtable spec = NewTable();
+            spec["ModuleName"] = name;
+            spec["RequiredVersion"] = Text(module, "version");
+            return spec;
         }
 
         // Sets $InvokeParams and $PwshlibDscArguments in the runspace for
@@ -82,19 +112,20 @@ namespace PwshlibHost
         {
             Hashtable arguments = NewTable();
             if (request.ThroughInvokeDscResource) { arguments["ThroughInvokeDscResource"] = true; }
+            else if (request.LcmUnlessSystem) { arguments["LcmUnlessSystem"] = true; }
             if (request.VendoredPath != null) { arguments["VendoredPath"] = request.VendoredPath; }
             runspace.Set("InvokeParams", request.InvokeParams);
             runspace.Set("PwshlibDscArguments", arguments);
             return Script;
         }
 
-        private static object Member(Dictionary<string, object> table, string name)
+        internal static object Member(Dictionary<string, object> table, string name)
         {
             object value;
             return table.TryGetValue(name, out value) ? value : null;
         }
 
-        private static string Text(Dictionary<string, object> table, string name)
+        internal static string Text(Dictionary<string, object> table, string name)
         {
             string text = Member(table, name) as string;
             if (text == null) { throw new FormatException("protocol error: the request's dsc." + name + " must be a string"); }
@@ -102,25 +133,58 @@ namespace PwshlibHost
         }
 
         // As @{...} makes one: keys compared without case.
-        private static Hashtable NewTable()
+        internal static Hashtable NewTable()
         {
             return new Hashtable(StringComparer.OrdinalIgnoreCase);
         }
+    }
 
-        private static Hashtable Table(RunspaceGlobals runspace, Dictionary<string, object> members)
+    // One call's values, each as PowerShell is to see it: a JSON scalar or
+    // array as itself (an integer Int32 when it fits, as the parser types
+    // the literal; an array an object[]), an object of one member what its
+    // member names (docs/protocol.md, "DSC calls as data").
+    internal sealed class ValueReader
+    {
+        private readonly RunspaceGlobals runspace;
+        // A class-based resource on PowerShell 6 and 7: there
+        // PSDesiredStateConfiguration 2.x has no LCM and assigns each value
+        // to the class instance's property ($resource.$Name = $Value), and
+        // PowerShell converts a hashtable to the property's class (not a
+        // CIM instance; and pwsh on Linux has no CIM at all). So an embedded
+        // instance is a hashtable and a credential in one a PSCredential.
+        // Anywhere else (Windows PowerShell 5.1, whose LCM takes embedded
+        // instances as CIM instances only; a MOF resource, whose parameters
+        // are typed CimInstance) a CIM instance.
+        private readonly bool asClass;
+
+        // Whether a value read so far was a bound secret other than a
+        // credential.
+        internal bool ReadSecretLeaf;
+
+        internal ValueReader(RunspaceGlobals runspace, bool classBased)
         {
-            Hashtable table = NewTable();
+            this.runspace = runspace;
+            asClass = classBased && IsCore(runspace);
+        }
+
+        // $PSVersionTable.PSEdition -eq 'Core', as the prelude asks it.
+        private static bool IsCore(RunspaceGlobals runspace)
+        {
+            IDictionary table = runspace.Get("PSVersionTable") as IDictionary;
+            return table != null && string.Equals(table["PSEdition"] as string, "Core", StringComparison.OrdinalIgnoreCase);
+        }
+
+        internal Hashtable Table(Dictionary<string, object> members)
+        {
+            Hashtable table = DscCall.NewTable();
             foreach (KeyValuePair<string, object> member in members)
             {
-                table[member.Key] = Value(runspace, member.Value);
+                table[member.Key] = Value(member.Value);
             }
             return table;
         }
 
-        // One value, as its literal in the script would be: @(...) an
-        // object[], an integer Int32 when it fits (the JSON reader gives
-        // Int64), a tagged object what its tag says.
-        private static object Value(RunspaceGlobals runspace, object node)
+        internal object Value(object node)
         {
             if (node is long)
             {
@@ -129,30 +193,36 @@ namespace PwshlibHost
                 return whole;
             }
             List<object> items = node as List<object>;
-            if (items != null)
-            {
-                object[] array = new object[items.Count];
-                for (int i = 0; i < items.Count; i++) { array[i] = Value(runspace, items[i]); }
-                return array;
-            }
+            if (items != null) { return Values(items); }
             Dictionary<string, object> tagged = node as Dictionary<string, object>;
             if (tagged == null) { return node; }
             if (tagged.Count != 1) { throw new FormatException("protocol error: a value of the request's dsc has no one tag"); }
             foreach (KeyValuePair<string, object> tag in tagged)
             {
-                return Tagged(runspace, tag.Key, tag.Value);
+                return Tagged(tag.Key, tag.Value);
             }
             return null;
         }
 
-        private static object Tagged(RunspaceGlobals runspace, string tag, object inner)
+        private object[] Values(List<object> items)
+        {
+            object[] array = new object[items.Count];
+            for (int i = 0; i < items.Count; i++) { array[i] = Value(items[i]); }
+            return array;
+        }
+
+        private object Tagged(string tag, object inner)
         {
             string text = inner as string;
+            Dictionary<string, object> members = inner as Dictionary<string, object>;
+            List<object> items = inner as List<object>;
             switch (tag)
             {
                 case "hash":
-                    Dictionary<string, object> members = inner as Dictionary<string, object>;
-                    if (members != null) { return Table(runspace, members); }
+                    if (members != null) { return Table(members); }
+                    break;
+                case "table":
+                    if (items != null) { return PairTable(items); }
                     break;
                 case "int":
                     if (text != null) { return SecretValues.Integer("of the request's dsc", text); }
@@ -162,23 +232,163 @@ namespace PwshlibHost
                     if (text != null && double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out real)) { return real; }
                     break;
                 case "datetime":
-                    // [DateTime]'...' and [DateTime]$var: PowerShell's cast,
-                    // which converts with the invariant culture.
-                    return LanguagePrimitives.ConvertTo(Value(runspace, inner), typeof(DateTime), CultureInfo.InvariantCulture);
-                case "empty":
-                    // [uint32[]]@(): the type name as PowerShell resolves it.
-                    if (text != null)
-                    {
-                        Type arrayType = (Type)LanguagePrimitives.ConvertTo(text + "[]", typeof(Type), CultureInfo.InvariantCulture);
-                        return Array.CreateInstance(arrayType.GetElementType(), 0);
-                    }
+                    // [DateTime]'...': PowerShell's cast, which converts
+                    // with the invariant culture.
+                    return LanguagePrimitives.ConvertTo(Value(inner), typeof(DateTime), CultureInfo.InvariantCulture);
+                case "typed":
+                    if (members != null) { return TypedArray(members); }
                     break;
                 case "var":
                     // A variable the request's secrets bound.
-                    if (text != null) { return runspace.Get(text); }
+                    if (text != null)
+                    {
+                        object bound = runspace.Get(text);
+                        if (!(bound is PSCredential)) { ReadSecretLeaf = true; }
+                        return bound;
+                    }
+                    break;
+                case "instance":
+                    if (members != null) { return Instance(members); }
+                    break;
+                case "instances":
+                    if (items != null) { return Instances(items); }
+                    break;
+                case "msft_credential":
+                    if (text != null) { return CredentialInstance(text); }
                     break;
             }
             throw new FormatException("protocol error: a value of the request's dsc has an unknown tag '" + tag + "'");
+        }
+
+        // A hashtable whose keys are values too (a number, a secret).
+        private Hashtable PairTable(List<object> pairs)
+        {
+            Hashtable table = DscCall.NewTable();
+            foreach (object item in pairs)
+            {
+                List<object> pair = item as List<object>;
+                if (pair == null || pair.Count != 2) { throw new FormatException("protocol error: a table entry of the request's dsc must be a [key, value] pair"); }
+                table[Value(pair[0])] = Value(pair[1]);
+            }
+            return table;
+        }
+
+        // [uint32[]]@(...): the type name as PowerShell resolves it (its
+        // type accelerators included), each item converted as the cast
+        // converts it.
+        private Array TypedArray(Dictionary<string, object> members)
+        {
+            string element = members.ContainsKey("type") ? members["type"] as string : null;
+            List<object> items = members.ContainsKey("items") ? members["items"] as List<object> : null;
+            if (element == null || items == null) { throw new FormatException("protocol error: a typed array of the request's dsc needs a type and items"); }
+            Type arrayType = (Type)LanguagePrimitives.ConvertTo(element + "[]", typeof(Type), CultureInfo.InvariantCulture);
+            return (Array)LanguagePrimitives.ConvertTo(Values(items), arrayType, CultureInfo.InvariantCulture);
+        }
+
+        // One embedded instance: a hashtable for a class on PowerShell 7,
+        // else a CIM instance made as New-CimInstance -ClientOnly makes
+        // one (CimCmdlets' CimNewCimInstance.CreateCimInstance: new
+        // CimInstance(className, "root/cimv2"), then for each entry, its
+        // name trimmed, CimProperty.Create(name, value, CimFlags.None),
+        // which infers the CIM type from the .NET value and throws
+        // ArgumentException where it cannot; the core leaves out what it
+        // cannot type).
+        private object Instance(Dictionary<string, object> instance)
+        {
+            string className = DscCall.Text(instance, "class");
+            Dictionary<string, object> members = DscCall.Member(instance, "properties") as Dictionary<string, object>;
+            if (members == null) { throw new FormatException("protocol error: an instance of the request's dsc has no properties"); }
+            Hashtable properties = Table(members);
+            if (asClass) { return properties; }
+            List<KeyValuePair<string, object>> ordered = new List<KeyValuePair<string, object>>();
+            foreach (KeyValuePair<string, object> member in members)
+            {
+                ordered.Add(new KeyValuePair<string, object>(member.Key.Trim(), properties[member.Key]));
+            }
+            return CimInstances.New(className, ordered);
+        }
+
+        // An array of embedded instances: CimInstance[] (as the script of
+        // a MOF resource casts it, and as the LCM takes it), or for a
+        // class on PowerShell 7 an object[] PowerShell converts item by
+        // item to the property's class array.
+        private object Instances(List<object> items)
+        {
+            object[] values = Values(items);
+            if (asClass) { return values; }
+            Array typed = Array.CreateInstance(CimInstances.InstanceType(), values.Length);
+            for (int i = 0; i < values.Length; i++) { typed.SetValue(values[i], i); }
+            return typed;
+        }
+
+        // A credential inside an embedded instance, from the PSCredential
+        // the secrets bound: an MSFT_Credential CIM instance built from it
+        // without a command receiving the password as a string, or for a
+        // class on PowerShell 7 the PSCredential itself.
+        private object CredentialInstance(string variable)
+        {
+            PSCredential credential = runspace.Get(variable) as PSCredential;
+            if (credential == null) { throw new FormatException("protocol error: the request's dsc names " + variable + ", which holds no credential"); }
+            if (asClass) { return credential; }
+            return SecretValues.NewCredentialInstance(credential);
+        }
+    }
+
+    // CIM instances made from .NET, through reflection: this file compiles
+    // against System.Management.Automation alone (5.1's Add-Type), and
+    // Microsoft.Management.Infrastructure is loaded where CIM exists (the
+    // GAC on Windows PowerShell 5.1, $PSHOME on pwsh 7; pwsh on Linux has
+    // the assembly but no libmi, so the constructor throws there, as
+    // New-CimInstance does).
+    internal static class CimInstances
+    {
+        internal static Type InstanceType()
+        {
+            return MmiAssembly().GetType("Microsoft.Management.Infrastructure.CimInstance", true);
+        }
+
+        // As New-CimInstance -ClientOnly -ClassName className -Property
+        // makes it (see ValueReader.Instance).
+        internal static object New(string className, IList<KeyValuePair<string, object>> properties)
+        {
+            Assembly mmi = MmiAssembly();
+            Type instanceType = mmi.GetType("Microsoft.Management.Infrastructure.CimInstance", true);
+            Type propertyType = mmi.GetType("Microsoft.Management.Infrastructure.CimProperty", true);
+            Type flagsType = mmi.GetType("Microsoft.Management.Infrastructure.CimFlags", true);
+            object instance;
+            try
+            {
+                instance = Activator.CreateInstance(instanceType, new object[] { className, "root/cimv2" });
+            }
+            catch (TargetInvocationException e)
+            {
+                throw e.InnerException ?? e;
+            }
+            object none = Enum.ToObject(flagsType, 0);
+            MethodInfo create = propertyType.GetMethod("Create", new Type[] { typeof(string), typeof(object), flagsType });
+            object collection = instanceType.GetProperty("CimInstanceProperties").GetValue(instance, null);
+            MethodInfo add = collection.GetType().GetMethod("Add", new Type[] { propertyType });
+            foreach (KeyValuePair<string, object> property in properties)
+            {
+                try
+                {
+                    add.Invoke(collection, new object[] { create.Invoke(null, new object[] { property.Key, property.Value, none }) });
+                }
+                catch (TargetInvocationException e)
+                {
+                    throw e.InnerException ?? e;
+                }
+            }
+            return instance;
+        }
+
+        internal static Assembly MmiAssembly()
+        {
+            foreach (Assembly loaded in AppDomain.CurrentDomain.GetAssemblies())
+            {
+                if (string.Equals(loaded.GetName().Name, "Microsoft.Management.Infrastructure", StringComparison.OrdinalIgnoreCase)) { return loaded; }
+            }
+            return Assembly.Load("Microsoft.Management.Infrastructure, Version=1.0.0.0, Culture=neutral, PublicKeyToken=31bf3856ad364e35");
         }
     }
 
@@ -281,31 +491,15 @@ namespace PwshlibHost
         }
 
         // An MSFT_Credential CIM instance from a credential, made as
-        // New-CimInstance -ClientOnly makes one (CimCmdlets'
-        // CimNewCimInstance: new CimInstance(className), then each entry
-        // CimProperty.Create(name, value, CimFlags.None), which infers the
-        // CIM type from the .NET value), but without handing the password
-        // to a command as a string. Through reflection: this file compiles
-        // against System.Management.Automation alone (5.1's Add-Type), and
-        // Microsoft.Management.Infrastructure is loaded where CIM exists
-        // (the GAC on Windows PowerShell 5.1, $PSHOME on pwsh 7; pwsh on
-        // Linux has the assembly but no libmi, so the constructor throws
-        // there, as New-CimInstance does).
+        // New-CimInstance -ClientOnly makes one (CimInstances.New), but
+        // without handing the password to a command as a string.
         public static object NewCredentialInstance(PSCredential credential)
         {
             if (credential == null) { throw new ArgumentNullException("credential"); }
-            Assembly mmi = CimAssembly();
-            Type instanceType = mmi.GetType("Microsoft.Management.Infrastructure.CimInstance", true);
-            Type propertyType = mmi.GetType("Microsoft.Management.Infrastructure.CimProperty", true);
-            Type flagsType = mmi.GetType("Microsoft.Management.Infrastructure.CimFlags", true);
-            object instance = Activator.CreateInstance(instanceType, new object[] { "MSFT_Credential" });
-            object none = Enum.ToObject(flagsType, 0);
-            MethodInfo create = propertyType.GetMethod("Create", new Type[] { typeof(string), typeof(object), flagsType });
-            object properties = instanceType.GetProperty("CimInstanceProperties").GetValue(instance, null);
-            MethodInfo add = properties.GetType().GetMethod("Add", new Type[] { propertyType });
-            add.Invoke(properties, new object[] { create.Invoke(null, new object[] { "UserName", credential.UserName, none }) });
-            add.Invoke(properties, new object[] { create.Invoke(null, new object[] { "Password", credential.GetNetworkCredential().Password, none }) });
-            return instance;
+            List<KeyValuePair<string, object>> properties = new List<KeyValuePair<string, object>>();
+            properties.Add(new KeyValuePair<string, object>("UserName", credential.UserName));
+            properties.Add(new KeyValuePair<string, object>("Password", credential.GetNetworkCredential().Password));
+            return CimInstances.New("MSFT_Credential", properties);
         }
 
         // The PSCredential of an MSFT_Credential CIM instance (what a
@@ -325,15 +519,6 @@ namespace PwshlibHost
                 if (string.Equals(name, "Password", StringComparison.OrdinalIgnoreCase)) { password = value; }
             }
             return Credential(user, password);
-        }
-
-        private static Assembly CimAssembly()
-        {
-            foreach (Assembly loaded in AppDomain.CurrentDomain.GetAssemblies())
-            {
-                if (string.Equals(loaded.GetName().Name, "Microsoft.Management.Infrastructure", StringComparison.OrdinalIgnoreCase)) { return loaded; }
-            }
-            return Assembly.Load("Microsoft.Management.Infrastructure, Version=1.0.0.0, Culture=neutral, PublicKeyToken=31bf3856ad364e35");
         }
     }
 

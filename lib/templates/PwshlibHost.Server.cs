@@ -184,7 +184,7 @@ namespace PwshlibHost
         private const int SecretsVersion = 1;
         // The DSC call as data this host offers in its hello (a request's
         // "dsc", made by DscCall).
-        private const int DscVersion = 1;
+        private const int DscVersion = 2;
         private const int MaxFrameLength = 268435456;
         // How host.ps1 got this assembly, told in the hello: "compiled"
         // at this start, or "cached" (loaded from its assembly cache);

@@ -327,7 +327,7 @@ module AcceptanceLifecycle
         lib = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x')
         class_dir = File.join(lib, 'pwshlibfixtureclass', 'dsc_resources')
         dsc_dir = File.join(lib, 'pwshlibfixturedsc', 'dsc_resources')
-        additions = run.output.lines.grep(/\AInvoke-PwshlibDscResource -InvokeParams \$InvokeParams -VendoredPath /)
+        additions = run.output.lines.grep(/Sending Invoke-DscResource .* vendored path /)
         class_calls = run.calls_for('dsc_fixtureclassresource')
         expect(class_calls.size).to eq(2)
         expect(additions.size).to eq(run.calls.size)
@@ -351,9 +351,8 @@ module AcceptanceLifecycle
         expect(Acceptance.credential_parts(Acceptance.fetch_ci(set['properties'], 'password'))).to eq(['Alice', USER_SECRET])
       end
 
-      it 'shows the generated script, redacted, in the debug output' do
-        expect(run.output).to include('Invoke-DscResource')
-        expect(run.output).to include("'#<Sensitive [value redacted]>'")
+      it 'shows each call as one line of its data, secrets redacted, in the debug output' do
+        expect(run.output).to match(/Sending Invoke-DscResource Set FixtureUser from .*password => #<Sensitive \[value redacted\]>/)
       end
     end
 
@@ -396,8 +395,7 @@ module AcceptanceLifecycle
         steps = {
           'the manifest data before canonicalization' => /Canonicalizing \{name: "file-a"/,
           'the invocation metadata' => /Invoke-DscResource Set for "file-a" \(FixtureFile 1\.2\.0\)/,
-          'the generated script' => /\$InvokeParams = @\{Name = 'FixtureFile'; Method = 'Set'; Property = @\{psdscrunascredential = \$cred_\h+; destinationpath = 'C:\\Temp\\Pwshlib\\Readme\.txt'/, # rubocop:disable Layout/LineLength
-          'the redacted password in the script' => /New-PsCredential -User 'CONTOSO\\runner' -Password '#<Sensitive \[value redacted\]>'/,
+          'the call as sent' => /Sending Invoke-DscResource Set FixtureFile from PwshlibFixtureDsc 1\.2\.0, direct, vendored path '[^']+': \{psdscrunascredential => #<Sensitive \[value redacted\]>, destinationpath => 'C:\\Temp\\Pwshlib\\Readme\.txt'/, # rubocop:disable Layout/LineLength
           'the raw JSON' => /raw data received: .*Hello/,
           'the munged hash' => /Returned to Puppet as \{.*dsc_contents: "Hello"/,
           'the canonicalized resource' => /Canonicalized Resources: \[\{name: "file-a"/,

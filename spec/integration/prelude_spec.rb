@@ -64,9 +64,9 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   # "DSC calls as data").
   def data_for(method)
     { name: 'FixtureFile', method: method,
-      module: { hash: { ModuleName: module_path, RequiredVersion: '1.2.0' } },
-      properties: { destinationpath: path, ensure: 'Present', contents: "it's here" },
-      vendored_path: vendored }
+      module: { version: '1.2.0', path: module_path },
+      vendored_path: vendored,
+      properties: { destinationpath: path, ensure: 'Present', contents: "it's here" } }
   end
 
   # Every body's call carries the vendored folder, which the prelude puts
@@ -90,10 +90,11 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
       [frame_bytes(nil, id, request: 1, prelude_code: prelude, dsc: data_for('Get')),
        frame_bytes(nil, id, request: 2, dsc: data_for('Set')), frame_bytes(nil, id, request: 3, dsc: data_for('Get'))]
     )
-    # Exact, apart from the checkout's paths (as below): 155 bytes fewer
-    # than the call's lines (504).
-    expect(sent[2][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
-    expect(sent[1][:bytes] - module_path.bytesize - vendored.bytesize).to eq(349)
+    # Exact, apart from the checkout's paths (as below): 178 bytes fewer
+    # than the call's lines (504); 349 with dsc version 1, whose module was
+    # a hash of ModuleName and RequiredVersion.
+    expect(sent[2][:bytes] - module_path.bytesize - vendored.bytesize).to eq(326)
+    expect(sent[1][:bytes] - module_path.bytesize - vendored.bytesize).to eq(326)
   end
 
   it 'sends a host that takes no data the call\'s lines, the prelude with the first call only' do
@@ -127,17 +128,19 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
   end
 
   # Issue 41, deliverable 3: the prelude once per host session, with its id.
-  it 'shows the prelude once, with its id, and each call its own lines in the debug log' do
+  it 'shows the prelude once by its id and files, and each call as one line of its data, in the debug log' do
     record_calls(provider.ps_manager)
     drive(provider, context, manifest)
     id = provider.ps_manager.wire_stats[:prelude]
     debug = context.logged(:debug)
-    expect(debug.filter_map { |m| m[/Prelude dsc-.*/m] }).to eq(["Prelude #{id} (sent once per PowerShell host session; " \
-                                              "each call's script runs after it):\n#{prelude}"])
-    scripts = debug.filter_map { |m| m[/Script \(after prelude .*/m] }
-    expect(scripts.size).to eq(2)
-    expect(scripts).to all(start_with("Script (after prelude #{id}):\n$script:ErrorActionPreference = 'Stop'\n"))
-    expect(scripts).to all(end_with(call))
+    files = %w[values cmdlet results modules direct call].map { |part| "dsc_prelude_#{part}.ps1" }.join(', ')
+    expect(debug.filter_map { |m| m[/Prelude dsc-.*/m] })
+      .to eq(["Prelude #{id} (lib/templates/#{files}; sent once per PowerShell host session)"])
+    sends = debug.filter_map { |m| m[/Sending Invoke-DscResource .*/m] }
+    expect(sends).to eq(%w[Get Set].map do |method|
+      "Sending Invoke-DscResource #{method} FixtureFile from PwshlibFixtureDsc 1.2.0, direct, vendored path '#{vendored}': " \
+        "{destinationpath => 'C:\\Temp\\Chain.txt', ensure => 'Present', contents => 'it's here'}"
+    end)
   end
 
   # Issue 41, deliverable 3: the debug log of five resources (created, then
@@ -151,14 +154,15 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     second = recording_context(:dsc_fixturefile)
     provider_class_for(:dsc_fixturefile).new.get(second, manifests.map { |m| m.slice(:name, :dsc_destinationpath) })
     debug = context.logged(:debug) + second.logged(:debug)
-    calls = debug.grep(/: Script \(after prelude /)
+    calls = debug.grep(/: Sending Invoke-DscResource /)
     expect(calls.size).to be >= 15
     expect(debug.grep(/: Prelude dsc-/).size).to eq(1)
     puts "debug lines for #{calls.size} calls of 5 resources: #{debug.sum { |m| m.lines.size }}" if ENV['PWSHLIB_SHOW_FIGURES']
     lines = debug.sum { |m| m.lines.size }
-    # The prelude once, and a few dozen lines per call besides.
-    expect(lines).to be < prelude.lines.size + (calls.size * 40)
-    expect(lines).to be < 2 * prelude.lines.size
+    # The prelude's id once, and a few lines per call besides: the five
+    # resources' second, in-sync run stays within 150 lines.
+    expect(lines).to be < calls.size * 12
+    expect(second.logged(:debug).sum { |m| m.lines.size }).to be <= 150
   end
 
   it 'gives a restarted host the prelude again' do

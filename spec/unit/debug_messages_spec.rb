@@ -31,17 +31,18 @@ RSpec.describe 'DscBaseProvider debug messages' do
     logged = []
     allow(context).to receive(:debug) { |message| logged << message }
     provider.invoke_get_method(context, query)
-    # A stand-in manager names no host session: the prelude comes with
-    # each call, then the call's own lines.
-    expect(logged.grep(/\APrelude dsc-\h{16} .*:\n# The prelude/).size).to eq(1)
-    expect(logged.grep(/\AScript \(after prelude dsc-\h{16}\):\n/).size).to eq(1)
+    # A stand-in manager names no host session: the prelude's id and files
+    # come with each call (never its text), then the call's one line.
+    expect(logged.grep(%r{\APrelude dsc-\h{16} \(lib/templates/dsc_prelude_values\.ps1, .*\)\z}).size).to eq(1)
+    expect(logged.grep(/\ASending Invoke-DscResource Get FixtureFile from /).size).to eq(1)
+    expect(logged.join("\n")).not_to include('function ')
   end
 
   it 'are built for any other context, whatever the level' do
     Puppet::Util::Log.level = :err
     context = recording_context(:dsc_fixturefile)
     provider.invoke_get_method(context, query)
-    expect(context.logged(:debug).grep(/Script \(after prelude /).size).to eq(1)
+    expect(context.logged(:debug).grep(/Sending Invoke-DscResource /).size).to eq(1)
   end
 
   it 'are built for a PuppetContext given a send_log of its own, whatever the level' do
@@ -50,6 +51,6 @@ RSpec.describe 'DscBaseProvider debug messages' do
     sent = []
     context.define_singleton_method(:send_log) { |level, message| sent << [level, message] }
     provider.invoke_get_method(context, query)
-    expect(sent.count { |level, message| level == :debug && message.include?('Script (after prelude ') }).to eq(1)
+    expect(sent.count { |level, message| level == :debug && message.include?('Sending Invoke-DscResource ') }).to eq(1)
   end
 end

@@ -185,7 +185,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider with secrets' do
         before = context.messages.size
         provider.invoke_dsc_resource(context, title, props, 'set')
         shown = context.messages.drop(before).map(&:last).join("\n")
-        expect(shown).to include('Script (after prelude ')
+        expect(shown).to include('Sending Invoke-DscResource Set ')
         forms(secret).select { |form| shown.include?(form) }
       end
       expect(leaked).to be_empty

@@ -8,13 +8,15 @@
 
 use magnus::{method, prelude::*, Error, RArray, RString, Ruby};
 use pwshlib_core::bound::{BoundValue, SecretBinding};
+use pwshlib_core::call_data::DscCallData;
 use pwshlib_core::script::Script;
-use pwshlib_transport::protocol::{BoundSecret, SecretValue};
+use pwshlib_transport::protocol::{BoundSecret, ExecuteRequest, SecretValue};
 
 use crate::convert::lossy_string;
 
-/// A request's code: as given, or a DSC call's data form with the secrets
-/// it binds and its inline form for a host that cannot bind.
+/// A request's code: as given, or a DSC call's script with the secrets it
+/// binds, its inline form for a host that cannot bind, and the call as
+/// data with the secrets the data names.
 pub struct RequestCode<'s> {
     pub code: String,
     pub secrets: Vec<BoundSecret>,
@@ -23,15 +25,33 @@ pub struct RequestCode<'s> {
     pub inline: Option<&'s str>,
     /// The call as data, for a host that offers it.
     pub dsc: Option<serde_json::Value>,
+    /// The variables `dsc` names: the request's `secrets` when it goes.
+    pub dsc_secrets: Vec<BoundSecret>,
 }
 
-impl RequestCode<'_> {
+impl<'s> RequestCode<'s> {
+    /// The request for this code, and its inline form for a host that
+    /// cannot bind.
+    pub fn into_request(
+        self,
+        timeout_ms: Option<u64>,
+        working_dir: Option<String>,
+        env_vars: &[String],
+    ) -> (ExecuteRequest, Option<&'s str>) {
+        let mut request = ExecuteRequest::new(self.code, timeout_ms, working_dir, env_vars);
+        request.secrets = self.secrets;
+        request.dsc = self.dsc;
+        request.dsc_secrets = self.dsc_secrets;
+        (request, self.inline)
+    }
+
     pub fn plain(code: RString) -> RequestCode<'static> {
         RequestCode {
             code: lossy_string(code),
             secrets: Vec::new(),
             inline: None,
             dsc: None,
+            dsc_secrets: Vec::new(),
         }
     }
 }
@@ -70,16 +90,19 @@ impl DscScript {
 
 /// The request's code for a DSC call's script: its lines in the data form,
 /// the secrets they bind, the inline form for a host that cannot bind, and
-/// the call as data for a host that takes it.
+/// the call as data (`pwshlib_core::call_data`) for a host that takes it,
+/// with the secrets it names.
 pub fn request_code(script: &Script) -> RequestCode<'_> {
     let secrets: Vec<BoundSecret> = script.bindings().iter().map(wire_secret).collect();
+    let call = script.call().filter(|_| data_enabled());
     RequestCode {
         inline: (!secrets.is_empty()).then(|| script.inline_body()),
         code: script.body().to_owned(),
         secrets,
-        dsc: data_enabled()
-            .then(|| pwshlib_core::script::dsc_data(script.body()))
-            .flatten(),
+        dsc: call.map(DscCallData::to_json),
+        dsc_secrets: call.map_or_else(Vec::new, |call| {
+            call.secrets.iter().map(wire_secret).collect()
+        }),
     }
 }
 

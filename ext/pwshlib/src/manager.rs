@@ -334,15 +334,9 @@ impl Manager {
     fn execute_dsc(ruby: &Ruby, rb_self: &Self, call: Obj<DscCall>) -> BindingResult<Value> {
         dsc_base_provider::show_before_sending(ruby, &call, &rb_self.shared.endpoint)?;
         let script = call.script_ref();
-        let mut code = request_code(script);
-        let request = ExecuteRequest::new(
-            std::mem::take(&mut code.code),
-            call.timeout_ms(),
-            None,
-            &[] as &[&str],
-        );
+        let (request, inline) = request_code(script).into_request(call.timeout_ms(), None, &[]);
         let prelude = script.has_prelude().then(dsc_prelude);
-        let result = rb_self.wait(code, request, prelude)?;
+        let result = rb_self.wait(request, inline, prelude)?;
         let output = ExecuteOutput {
             stdout: result.stdout,
             errormessage: result.errormessage,
@@ -372,13 +366,8 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let request = ExecuteRequest::new(
-            std::mem::take(&mut code.code),
-            timeout_ms,
-            working_dir,
-            &env_vars,
-        );
-        let result = self.wait(code, request, prelude)?;
+        let (request, inline) = code.into_request(timeout_ms, working_dir, &env_vars);
+        let result = self.wait(request, inline, prelude)?;
         result_to_ruby(ruby, &result)
     }
 
@@ -386,12 +375,10 @@ impl Manager {
     /// its result, the GVL released.
     fn wait(
         &self,
-        code: RequestCode<'_>,
-        mut request: ExecuteRequest,
+        request: ExecuteRequest,
+        inline: Option<&str>,
         prelude: Option<Prelude<'static>>,
     ) -> BindingResult<ExecuteResult> {
-        request.secrets = code.secrets;
-        request.dsc = code.dsc;
         let shared = Arc::clone(&self.shared);
         let cancel = Cancel::default();
         let mut pending = Request {
@@ -400,7 +387,7 @@ impl Manager {
             call: None,
             request: Some(request),
             prelude,
-            inline: code.inline,
+            inline,
         };
         let result = loop {
             // Cleared with the GVL held, before Ruby installs the unblocking

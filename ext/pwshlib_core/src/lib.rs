@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bound;
+pub mod call_data;
 pub mod cim_type;
 pub mod error;
 pub mod literal;

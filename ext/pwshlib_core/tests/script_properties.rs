@@ -16,8 +16,9 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
+use pwshlib_core::call_data::DscCallData;
 use pwshlib_core::literal::quote;
-use pwshlib_core::script::{body_of, dsc_data, DscMethod, Script};
+use pwshlib_core::script::{DscMethod, Script};
 use pwshlib_core::secrecy::{peel, REDACTION_FALLBACK, REDACTION_MARKER};
 use pwshlib_core::{Map, Timestamp, TypeDef, Value};
 use pwshlib_pslint::{parse_errors, with_tree};
@@ -401,12 +402,12 @@ proptest! {
         prop_assert_eq!(generated(script.text()), script.inline_body());
         let errors = parse_errors(script.body());
         prop_assert!(errors.is_empty(), "{errors:?}\n{}", script.body());
-        // The call as data (issue 39) says what the body says: the body
-        // written back from it is the same text.
-        if let Some(data) = dsc_data(script.body()) {
-            let written = body_of(&data);
-            prop_assert_eq!(written.as_deref(), Some(script.body()));
-        }
+        // Every built script carries its call as data, whose JSON (the
+        // request's dsc) reads back as the same value.
+        let call = script.call().ok_or_else(|| TestCaseError::fail("no call as data"))?;
+        let read = DscCallData::from_json(&call.to_json()).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(&read.properties, &call.properties);
+        prop_assert_eq!(&read.module, &call.module);
         let redacted = script.redacted();
         if redacted != REDACTION_FALLBACK {
             let errors = parse_errors(generated(&redacted));

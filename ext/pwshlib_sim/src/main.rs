@@ -211,7 +211,7 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
                     request.secrets.clear();
                 }
                 let id = request.id;
-                let (result, answer_twice) = match dsc_as_code(&mut request, offers_dsc) {
+                let (result, answer_twice) = match admit_dsc(&mut request, offers_dsc) {
                     Ok(()) => execute(&request, &mut session),
                     Err(message) => (ExecuteResult::failure(message), false),
                 };
@@ -244,22 +244,21 @@ fn converse(mut stream: impl Read + Write, record: Option<&Path>) -> i32 {
     }
 }
 
-/// A DSC call as data (docs/protocol.md, "DSC calls as data") becomes the
-/// script it stands for, which the simulator then reads as it reads every
-/// DSC call. As the real host: only with a prelude, and never when the
-/// hello did not offer it (an older host knows no `dsc` and runs the code).
-fn dsc_as_code(request: &mut ExecuteRequest, offers_dsc: bool) -> Result<(), String> {
-    let Some(data) = request.dsc.take() else {
+/// A DSC call as data (docs/protocol.md, "DSC calls as data") is played
+/// from the data itself (`dsc::handle_data`), not from its code. As the
+/// real host: only with a prelude, and never when the hello did not offer
+/// it (an older host knows no `dsc` and runs the code).
+fn admit_dsc(request: &mut ExecuteRequest, offers_dsc: bool) -> Result<(), String> {
+    if request.dsc.is_none() {
         return Ok(());
-    };
+    }
     if !offers_dsc {
+        request.dsc = None;
         return Ok(());
     }
     if request.prelude.is_none() {
         return Err("protocol error: a DSC call as data needs a prelude".into());
     }
-    request.code = pwshlib_core::script::body_of(&data)
-        .ok_or("protocol error: the request's dsc is not a DSC call this host can make")?;
     Ok(())
 }
 
@@ -297,26 +296,36 @@ fn run_code(
             );
         }
     }
-    let tree = match parse(&request.code) {
-        Ok(tree) => tree,
-        Err(e) => return (ExecuteResult::failure(e), false),
+    let tree = match &request.dsc {
+        Some(_) => None,
+        None => match parse(&request.code) {
+            Ok(tree) => Some(tree),
+            Err(e) => return (ExecuteResult::failure(e), false),
+        },
     };
-    if let Some(message) = prelude::undefined_prelude_call(&request.code, &tree, functions) {
-        return (ExecuteResult::failure(message), false);
+    if let Some(tree) = &tree {
+        if let Some(message) = prelude::undefined_prelude_call(&request.code, tree, functions) {
+            return (ExecuteResult::failure(message), false);
+        }
     }
     EnvironmentSnapshot::restore();
     let saved = match CallScope::enter(request) {
         Ok(saved) => saved,
         Err(message) => return (ExecuteResult::failure(message), false),
     };
-    let outcome = dsc::handle_bound(
-        &request.code,
-        &tree,
-        request.timeout_ms,
-        &request.secrets,
-        functions,
-    )
-    .unwrap_or_else(|| echo::handle(&request.code, &tree, functions));
+    let outcome = match (&request.dsc, &tree) {
+        (Some(data), _) => dsc::handle_data(data, request.timeout_ms, &request.secrets, functions),
+        (None, Some(tree)) => dsc::handle_bound(
+            &request.code,
+            tree,
+            request.timeout_ms,
+            &request.secrets,
+            functions,
+        )
+        .unwrap_or_else(|| echo::handle(&request.code, tree, functions)),
+        // A request without dsc was parsed above.
+        (None, None) => Outcome::error("pwshlib-sim: nothing to run".to_owned()),
+    };
     let result = carry_out(outcome, deadline, request.timeout_ms);
     let answer_twice = std::env::var(DOUBLE_REPLY_ENV)
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"));

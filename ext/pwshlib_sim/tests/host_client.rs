@@ -756,7 +756,7 @@ fn a_dsc_call_as_data_goes_only_to_a_host_that_offers_it() {
         request
     };
     let mut host = start();
-    assert_eq!(host.dsc_version(), 1);
+    assert_eq!(host.dsc_version(), 2);
     let taken = host
         .execute_with_prelude(prelude, with_data(), &Cancel::default())
         .unwrap();
@@ -764,7 +764,7 @@ fn a_dsc_call_as_data_goes_only_to_a_host_that_offers_it() {
         taken
             .errormessage
             .as_deref()
-            .is_some_and(|m| m.contains("is not a DSC call this host can make")),
+            .is_some_and(|m| m.contains("the request's dsc is not a DSC call")),
         "{taken:?}"
     );
     assert_eq!(taken.stdout, None);

@@ -18,7 +18,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const PRELUDE_VERSION: u32 = 1;
 /// The DSC data form this codec speaks (the `hello` frame's `dsc`; absent
 /// or 0: the host gets every DSC call as script text).
-pub const DSC_VERSION: u32 = 1;
+pub const DSC_VERSION: u32 = 2;
 /// The secret binding this codec speaks (the `hello` frame's `secrets`;
 /// absent or 0: the host binds nothing, and gets secrets as literals).
 pub const SECRETS_VERSION: u32 = 1;
@@ -112,6 +112,11 @@ pub struct ExecuteRequest {
     /// manager drops it (keeping `code`) for any other host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dsc: Option<serde_json::Value>,
+    /// The variables `dsc` names, which become the request's `secrets`
+    /// when `dsc` goes; `secrets` are those the code names. Never sent
+    /// as such.
+    #[serde(skip)]
+    pub dsc_secrets: Vec<BoundSecret>,
 }
 
 /// One variable a host binds: its name (without `$`) and value.
@@ -210,6 +215,7 @@ impl ExecuteRequest {
             prelude: None,
             secrets: Vec::new(),
             dsc: None,
+            dsc_secrets: Vec::new(),
         }
     }
 }

@@ -834,7 +834,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // no ConvertFrom-Json (pwsh 7 parses date-like strings into DateTime).
     // Only a DSC call as data makes a DateTime, of a value tagged so
     // (docs/protocol.md, "DSC calls as data").
-    let dsc_call = member(&source, "public static class DscCall");
+    let dsc_call = member(&source, "internal sealed class ValueReader");
     assert!(dsc_call.contains("case \"datetime\":"));
     // DirectResult writes a DateTime of a Get's result as its ISO text
     // (as ConvertTo-PwshlibCanonicalValue does), and makes none.

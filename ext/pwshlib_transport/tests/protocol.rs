@@ -90,6 +90,7 @@ fn any_message() -> impl Strategy<Value = Message> {
                     prelude: prelude.map(|(id, code)| PreludeRef { id, code }),
                     secrets,
                     dsc: None,
+                    dsc_secrets: Vec::new(),
                 })
             },
         );
@@ -211,6 +212,7 @@ fn wire_format_matches_the_documentation() {
         prelude: None,
         secrets: Vec::new(),
         dsc: None,
+        dsc_secrets: Vec::new(),
     });
     let frame = encode(&request).unwrap();
     let payload = &frame[4..];
@@ -420,12 +422,12 @@ fn frame_errors_tell_a_malformed_peer_from_a_broken_connection() {
 fn a_dsc_call_as_data_matches_the_documentation() {
     let data = Message::Execute(ExecuteRequest {
         dsc: Some(
-            serde_json::json!({"name": "File", "method": "Get", "module": "M", "properties": {"n": {"var": "secret_1"}}}),
+            serde_json::json!({"name": "File", "method": "Get", "module": {"name": "M"}, "properties": {"n": {"var": "secret_1"}}}),
         ),
         ..ExecuteRequest::new(String::new(), None, None, &[] as &[&str])
     });
     assert_eq!(
         std::str::from_utf8(&encode(&data).unwrap()[4..]).unwrap(),
-        r#"{"type":"execute","id":0,"code":"","timeout_ms":300000,"working_dir":null,"env":[],"dsc":{"name":"File","method":"Get","module":"M","properties":{"n":{"var":"secret_1"}}}}"#
+        r#"{"type":"execute","id":0,"code":"","timeout_ms":300000,"working_dir":null,"env":[],"dsc":{"name":"File","method":"Get","module":{"name":"M"},"properties":{"n":{"var":"secret_1"}}}}"#
     );
 }

@@ -41,7 +41,7 @@ RSpec.describe 'DSC calls as data, on the real pwsh' do
     provider.invoke_dsc_resource(context, title, should, 'set')
     read = provider.invoke_dsc_resource(context, title, should, 'get')
 
-    expect(sent.map { |call| call[:dsc] }).to eq([1, 1])
+    expect(sent.map { |call| call[:dsc] }).to eq([2, 2])
     # The Get's frame holds the data, not the lines: smaller than the frame
     # of its lines would be (docs/protocol.md: the fields in serde's order).
     get = sent.last
@@ -73,11 +73,42 @@ RSpec.describe 'DSC calls as data, on the real pwsh' do
     ensure
       ENV.delete('PWSHLIB_DSC_DIRECT')
     end
-    expect(sent.map { |call| call[:dsc] }).to eq([1, 1])
+    expect(sent.map { |call| call[:dsc] }).to eq([2, 2])
     expect(calls.call - before).to eq(2)
     expect(set).to include('indesiredstate' => true, 'errormessage' => '')
     expect(read).to include('Name' => 'through', 'Ensure' => 'Present', 'Count' => 3)
     standin = File.readlines(File.join(ENV.fetch('PWSHLIB_REAL_DSC_STATE'), 'standin.jsonl')).map { |line| JSON.parse(line) }
     expect(standin.size).to eq(2), standin.inspect
+  end
+
+  describe 'a class-based resource with embedded instances' do
+    let(:context) { recording_context(:dsc_realpool) }
+    let(:provider) { provider_class_for(:dsc_realpool).new }
+
+    it 'sends them as data, and the resource gets them as its nested class' do
+      manager = provider.ps_manager
+      frames = []
+      allow(manager).to receive(:execute_dsc).and_wrap_original do |original, call|
+        result = original.call(call)
+        frames << { dsc: manager.wire_stats[:dsc_version], bytes: manager.wire_stats[:last_sent], body: call.script.body }
+        result
+      end
+      allow(provider).to receive(:ps_manager).and_return(manager)
+      title = { name: 'data-pool', dsc_name: 'data-pool' }
+      should = { dsc_name: 'data-pool', dsc_ensure: 'Present',
+                 dsc_options: [{ 'key' => 'a', 'mode' => 'slow' }, { 'key' => 'b', 'mode' => 'Fast' }],
+                 dsc_primary: { 'key' => 'p', 'mode' => 'Slow' } }
+      provider.invoke_dsc_resource(context, title, should, 'set')
+      read = provider.invoke_dsc_resource(context, title, should, 'get')
+      expect(frames.map { |frame| frame[:dsc] }).to eq([2, 2])
+      # The frame holds the data, not the lines that make the instances.
+      expect(frames.last[:body]).to include('New-PwshlibEmbeddedInstance')
+      expect(frames.last[:bytes]).to be < JSON.generate(code: frames.last[:body]).bytesize
+      # Read back as RealOption instances: the class PowerShell converted
+      # each hashtable to.
+      option = ->(key, mode) { { 'Key' => key, 'Mode' => mode, 'cim_instance_type' => 'RealOption' } }
+      expect(read['Options']).to eq([option.call('a', 'Slow'), option.call('b', 'Fast')])
+      expect(read['Primary']).to eq(option.call('p', 'Slow'))
+    end
   end
 end

@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn a_localized_collision_is_retried() {
         use crate::lifecycle::spine::invoke_get_method;
-        use crate::lifecycle::ProviderCallbacks;
+        use crate::lifecycle::Provider;
         use crate::test_support::fake_provider::{out, FakeProvider};
         let provider = FakeProvider::new();
         provider.with_state(|s| s.collision_wait_seconds = 0.0);

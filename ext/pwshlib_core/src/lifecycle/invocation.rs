@@ -152,7 +152,7 @@ pub fn dsc_call<P: Provider>(
     let timeout_ms = specify_dsc_timeout(name_hash);
     let typedef = provider.typedef()?;
     let mut redactor = redactor_for(&typedef, &[name_hash, props]);
-    let script = match provider.build_script(&typedef, props, method)? {
+    let mut script = match provider.build_script(&typedef, props, method)? {
         Ok(script) => script,
         Err(e) => {
             provider.err(title.as_ref(), &redactor.scrub(&e.to_string()))?;
@@ -160,6 +160,7 @@ pub fn dsc_call<P: Provider>(
         }
     };
     redactor.add_script(&script);
+    script.set_call_timeout(timeout_ms);
     debug_lazy(provider, || {
         format!(
             "Invoke-DscResource {} for {} ({} {}), properties: {}",
@@ -246,13 +247,14 @@ pub fn collision_wait<P: Provider>(
     Ok(Some(wait))
 }
 
-/// The `--debug` dump of a call's script, which the Ruby spine asks for
+/// `--debug`'s account of what a call sends, which the Ruby spine asks for
 /// when the call [`DscCall::shows_script`], naming the host session the
 /// manager sends it to (its endpoint, new for each host process): the
-/// prelude (some 770 lines) once per host session and run, with its id,
-/// as the transport sends it (docs/protocol.md, "Preludes"); then, for
-/// every call, its own lines, redacted. Without a session (a stand-in
-/// manager) the prelude shows with every call.
+/// prelude by id and files once per host session and run (its text is
+/// in `lib/templates`, never in the log); then, for every call, one line
+/// summing up its data (`DscCallData::summary`): resource, method, route,
+/// properties, each secret as the redaction marker. Without a session (a
+/// stand-in manager) the prelude line shows with every call.
 pub fn show_script<P: Provider>(
     provider: &P,
     call: &mut DscCall,
@@ -263,31 +265,34 @@ pub fn show_script<P: Provider>(
     // does: no part of the call's time (the "took" line). A host started
     // for this call (the manager's first) still is.
     let dumping = Instant::now();
-    let shown = show_script_text(provider, script, host_session);
+    let shown = show_sent(provider, call, script, host_session);
     call.started += dumping.elapsed();
     shown
 }
 
-fn show_script_text<P: Provider>(
+fn show_sent<P: Provider>(
     provider: &P,
+    call: &DscCall,
     script: &Script,
     host_session: Option<&str>,
 ) -> Result<(), P::Error> {
-    if !script.has_prelude() {
+    let Some(data) = script.call() else {
         return provider.debug(&format!("Script:\n{}", script.redacted()));
-    }
-    let id = templates::prelude_id();
-    let first = host_session
-        .is_none_or(|session| provider.first_in_run(&format!("prelude shown to {session}")));
-    if first {
-        provider.debug(&format!(
-            "Prelude {id} (sent once per PowerShell host session; each call's script runs after it):\n{}",
-            templates::PRELUDE
-        ))?;
+    };
+    if script.has_prelude() {
+        let first = host_session
+            .is_none_or(|session| provider.first_in_run(&format!("prelude shown to {session}")));
+        if first {
+            provider.debug(&format!(
+                "Prelude {} (lib/templates/{}; sent once per PowerShell host session)",
+                templates::prelude_id(),
+                templates::PRELUDE_FILES.join(", ")
+            ))?;
+        }
     }
     provider.debug(&format!(
-        "Script (after prelude {id}):\n{}",
-        script.redacted_body()
+        "Sending Invoke-DscResource {}",
+        call.redactor.scrub(&data.summary())
     ))
 }
 

@@ -366,8 +366,8 @@ fn every_secret_place(value: &str, wrap: bool) -> Map {
 fn check_unwrapped_secrets_in_the_debug_script(value: &str) {
     let (shown, sent) = set_with_unwrapped_secrets(value);
     assert!(
-        shown.contains("Script (after prelude "),
-        "the script is dumped: {shown}"
+        shown.contains("Sending Invoke-DscResource Set "),
+        "the call is shown: {shown}"
     );
     for form in forms_that_must_not_show(value) {
         assert!(!shown.contains(&form), "{form:?} shows in {shown}");

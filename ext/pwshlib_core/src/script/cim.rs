@@ -319,7 +319,7 @@ fn plain_hash_error(attribute: &str) -> Error {
 /// `CimConverter` counts them: PowerShell reads an integer literal as
 /// Int32, or Int64 beyond Int32's range, or Decimal beyond that; a float
 /// as Double. Nil items have no type and are not counted.
-fn cim_kinds(items: &[Value]) -> usize {
+pub(super) fn cim_kinds(items: &[Value]) -> usize {
     let mut kinds: Vec<&'static str> = Vec::new();
     for item in items {
         let kind = match peel(item).0 {

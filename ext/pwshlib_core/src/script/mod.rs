@@ -11,57 +11,25 @@
 //! hash); `parts.rs` the [`ScriptParts`] and the entry points
 //! ([`script_for`], [`build_script`]); `builder.rs` the `$InvokeParams`
 //! line and each property's value by its CIM type; `cim.rs` the embedded
-//! CIM instances and credentials, as New-CimInstance takes them; `data.rs`
-//! the call as data ([`dsc_data`], issue 39).
+//! CIM instances and credentials, as New-CimInstance takes them. The call
+//! as data is [`crate::call_data`], built beside the script from the same
+//! resource (`calling.rs`).
 
 mod builder;
+mod calling;
 mod cim;
-mod data;
 mod inline;
 mod parts;
 mod resource;
 mod text;
 
-pub use data::{body_of, dsc_data};
+pub use crate::call_data::{DscMethod, Route};
+pub use calling::call_data;
 pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
 pub use resource::{passed_to_get, InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};
 
 use uuid::Uuid;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DscMethod {
-    Get,
-    Set,
-    Test,
-}
-
-impl DscMethod {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DscMethod::Get => "Get",
-            DscMethod::Set => "Set",
-            DscMethod::Test => "Test",
-        }
-    }
-
-    /// `get`, `set` or `test`: how pwshlib 2.x passes the method to
-    /// `invoke_dsc_resource`.
-    pub fn as_lowercase_str(self) -> &'static str {
-        match self {
-            DscMethod::Get => "get",
-            DscMethod::Set => "set",
-            DscMethod::Test => "test",
-        }
-    }
-
-    /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
-    pub fn parse(text: &str) -> Option<DscMethod> {
-        [DscMethod::Get, DscMethod::Set, DscMethod::Test]
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
-    }
-}
 
 /// The first line of every script.
 pub const HEADER: &str =
@@ -87,18 +55,6 @@ pub const LCM_UNLESS_SYSTEM: &str = " -LcmUnlessSystem";
 
 /// The agent's environment variable that turns direct invocation off.
 pub const DIRECT_VARIABLE: &str = "PWSHLIB_DSC_DIRECT";
-
-/// How `PWSHLIB_DSC_DIRECT` routes a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Route {
-    /// Unset, or any other value: direct.
-    #[default]
-    Direct,
-    /// `0`, `false`, `no`, `off`: through `Invoke-DscResource`.
-    Through,
-    /// `system`: through the LCM unless the host runs as SYSTEM (5.1).
-    LcmUnlessSystem,
-}
 
 /// [`Route`] of the agent's `PWSHLIB_DSC_DIRECT`, read on every call.
 pub fn route_by_env() -> Route {

@@ -2,12 +2,14 @@
 //! [`Script`]; and the entry points that build one.
 
 use super::builder::Builder;
+use super::calling::call_data;
 use super::inline::inline_lines;
 use super::{
     random_variable_name, route_by_env, DscMethod, InvocableResource, Route, Script, HEADER,
     INVOKE_CALL, LCM_UNLESS_SYSTEM, THROUGH_INVOKE_DSC_RESOURCE, VENDORED_PATH_PARAMETER,
 };
 use crate::bound::{bind_leaves, SecretBinding};
+use crate::call_data::DscCallData;
 use crate::error::{Error, Result};
 use crate::literal::TrackedText;
 use crate::typedef::TypeDef;
@@ -35,6 +37,8 @@ pub struct ScriptParts {
     /// The call goes through the LCM unless the host runs as SYSTEM
     /// (`PWSHLIB_DSC_DIRECT=system`).
     pub lcm_unless_system: bool,
+    /// The same call as data (its secrets bound under their own names).
+    pub call: Option<DscCallData>,
 }
 
 /// A section whose secret leaves are variables: its text, the leaves
@@ -94,13 +98,18 @@ impl ScriptParts {
             cim_instances,
             ..
         } = builder;
+        let cim_instances = BoundText::new(cim_instances, names);
+        let invoke_params = BoundText::new(invoke_params, names);
+        // After the script's names: the data's variables are its own.
+        let call = call_data(resource, route, names)?;
         Ok(ScriptParts {
             module_path,
             credentials,
-            cim_instances: BoundText::new(cim_instances, names),
-            invoke_params: BoundText::new(invoke_params, names),
+            cim_instances,
+            invoke_params,
             through_invoke_dsc_resource: route == Route::Through,
             lcm_unless_system: route == Route::LcmUnlessSystem,
+            call: Some(call),
         })
     }
 
@@ -140,7 +149,11 @@ impl ScriptParts {
         bindings.extend(self.invoke_params.bindings);
         let mut secrets = self.cim_instances.secrets;
         secrets.extend(self.invoke_params.secrets);
-        Ok(Script::bound(body, bindings, secrets)?.with_prelude())
+        let script = Script::bound(body, bindings, secrets)?.with_prelude();
+        Ok(match self.call {
+            Some(call) => script.with_call(call),
+            None => script,
+        })
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use uuid::Uuid;
 
 use crate::bound::SecretBinding;
+use crate::call_data::DscCallData;
 use crate::error::{Error, Result};
 use crate::literal::{read_single_quoted, TrackedText};
 use crate::secrecy::{
@@ -51,6 +52,9 @@ pub struct Script {
     inline: OnceLock<String>,
     /// The prelude, the prefix and the body, joined when first asked for.
     joined: OnceLock<String>,
+    /// The same call as data, which pwshlib's host receives instead of
+    /// the text: a built script's; none for one read from text.
+    call: Option<Box<DscCallData>>,
 }
 
 /// The joined texts are not copied: they are caches, made again on first
@@ -68,6 +72,7 @@ impl Clone for Script {
             with_prelude: self.with_prelude,
             inline: OnceLock::new(),
             joined: OnceLock::new(),
+            call: self.call.clone(),
         }
     }
 }
@@ -80,6 +85,7 @@ impl PartialEq for Script {
             && self.prefix == other.prefix
             && self.secrets == other.secrets
             && self.with_prelude == other.with_prelude
+            && self.call == other.call
     }
 }
 
@@ -123,6 +129,27 @@ impl Script {
             joined: OnceLock::new(),
             ..self
         }
+    }
+
+    /// This script with the call as data beside it.
+    pub(super) fn with_call(self, call: DscCallData) -> Script {
+        Script {
+            call: Some(Box::new(call)),
+            ..self
+        }
+    }
+
+    /// Sets the resource's timeout in the call as data.
+    pub fn set_call_timeout(&mut self, timeout_ms: Option<u64>) {
+        if let Some(call) = self.call.as_deref_mut() {
+            call.timeout_ms = timeout_ms;
+        }
+    }
+
+    /// The call as data: what pwshlib's host receives (docs/protocol.md,
+    /// "DSC calls as data"). None for a script read from text.
+    pub fn call(&self) -> Option<&DscCallData> {
+        self.call.as_deref()
     }
 
     /// How many leading bytes of [`Script::text`] are the prelude.

@@ -7,6 +7,7 @@
 //! "not a DSC invocation", and echo mode takes over.
 
 mod call_log;
+mod data;
 mod lcm;
 mod methods;
 mod reading;
@@ -139,6 +140,23 @@ fn handle_parsed(
             .any(|f| f.eq_ignore_ascii_case(name))
     };
     Some(run(&invocation, timeout_ms, env, &defined))
+}
+
+/// A DSC call as data (the request's `dsc`, with its `secrets` and the
+/// functions of its prelude), played as the host makes it.
+pub fn handle_data(
+    data: &Json,
+    timeout_ms: u64,
+    bound: &[BoundSecret],
+    functions: &[String],
+) -> Outcome {
+    let env = |name: &str| std::env::var(name).ok();
+    let invocation = match data::invocation_of(data, running::edition(&env), bound) {
+        Ok(invocation) => invocation,
+        Err(message) => return Outcome::error(message),
+    };
+    let defined = |name: &str| functions.iter().any(|f| f.eq_ignore_ascii_case(name));
+    run(&invocation, timeout_ms, &env, &defined)
 }
 
 fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {

@@ -87,7 +87,7 @@ pub fn read_invocation_bound(
 }
 
 /// A bound secret as the value the host gives its variable.
-fn bound_value(value: &SecretValue) -> PsValue {
+pub(super) fn bound_value(value: &SecretValue) -> PsValue {
     match value {
         SecretValue::String { value } => PsValue::Str(value.clone()),
         // Int32 or Int64 as PowerShell types the literal; beyond them a

@@ -117,7 +117,7 @@ fn cim_array_type(cim_type: &CimType) -> Option<&'static str> {
 /// Applies a `[type]` cast from the subset: DateTime, typed arrays (the
 /// provider types empty arrays and CIM instance arrays), and the common
 /// scalar types. Unknown types leave the value as it is.
-pub(super) fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
+pub fn cast(type_name: &str, value: PsValue) -> Result<PsValue, String> {
     let lower = type_name.to_ascii_lowercase();
     let lower = lower.strip_prefix("system.").unwrap_or(&lower);
     if let Some(element) = lower.strip_suffix("[]") {

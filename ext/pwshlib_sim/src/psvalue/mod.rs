@@ -15,7 +15,7 @@ use pwshlib_core::Timestamp;
 use serde_json::{json, Map as JsonMap, Value as Json};
 use tree_sitter::Node;
 
-use cim::cast;
+pub use cim::cast;
 pub use cim::cim_property_refusal;
 pub use strings::unquote_verbatim;
 use strings::{unquote_expandable, unquote_here_string};

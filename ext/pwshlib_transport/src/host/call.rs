@@ -45,6 +45,7 @@ impl Host {
                 request.dsc = None;
             } else {
                 request.code.clear();
+                request.secrets = std::mem::take(&mut request.dsc_secrets);
             }
         }
         if self.secrets_version < protocol::SECRETS_VERSION {
