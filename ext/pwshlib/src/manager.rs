@@ -348,7 +348,7 @@ impl Manager {
     fn run(
         &self,
         ruby: &Ruby,
-        mut code: RequestCode<'_>,
+        code: RequestCode<'_>,
         timeout: Option<Value>,
         working_dir: Option<Value>,
         env_vars: Option<Value>,
