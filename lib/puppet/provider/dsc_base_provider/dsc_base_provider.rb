@@ -232,9 +232,9 @@ module Puppet
       private
 
       # The data of one DSC call's answer, nil when it failed (reported).
-      # This library's manager takes the call whole (`execute_dsc`: its lines
-      # and secrets as data, never a Ruby String, and the answer read by
-      # the session); a manager with `execute_with_prelude` only gets this
+      # This library's manager takes the call whole (`execute_dsc`: the call
+      # as data and its secrets, never a Ruby String, and the answer read
+      # by the session); a manager with `execute_with_prelude` only gets this
       # call's lines, any other (a pwshlib 2.x manager, a test double) the
       # whole text, and the session reads what it answers.
       def send_dsc_call(context, call)
