@@ -6,7 +6,7 @@
 #   1. the first run's changes,
 #   2. the second run's "no changes",
 #   3. what PowerShell was asked to do (the simulator's call log),
-#   4. a debug excerpt with the generated script, password redacted.
+#   4. a debug excerpt of what each Set sends, password redacted.
 # It exits non-zero if any of that does not hold.
 require 'fileutils'
 require 'json'
@@ -64,34 +64,27 @@ def call_summary(calls)
   end
 end
 
-# From the debug output of one resource's Set call: the call, the generated
-# script (its lines after the prelude, the helper functions the host holds),
-# then its header (the credential and CIM-instance variables and
-# $InvokeParams, then the call), the time it took and the raw answer.
+# From the debug output of one resource's Set call: the call, then the one
+# line that says what is sent to PowerShell (the call's data: resource,
+# method, route and properties, each secret as the redaction marker; the
+# prelude is named once per host session, never printed).
 #
 # The resource is found as a user would look for it: the debug line that
 # names its Set call ("Invoke-DscResource Set for "motd" (FixtureFile …)")
-# among the lines of its type, and the next "Script (after prelude <id>):"
-# line of that type (the prelude itself is shown once per host session).
-# The prefix Puppet and the Resource API put before them (the title, or the
-# namevar hash the Resource API passes to `set`) is not relied on.
-SCRIPT_HEADING = /Script( \(after prelude [^)]*\))?:\z/
-
-def script_excerpt(output, type, title)
+# among the lines of its type, and the next "Sending Invoke-DscResource Set"
+# line of that type. The prefix Puppet and the Resource API put before them
+# (the title, or the namevar hash the Resource API passes to `set`) is not
+# relied on.
+def sent_excerpt(output, type, title)
   lines = output.lines
   of_type = ->(line) { line.include?(type) }
   start = lines.index { |l| of_type.call(l) && l.include?("Invoke-DscResource Set for #{title.inspect}") }
   return nil unless start
 
-  script_at = ((start + 1)...lines.size).find { |i| of_type.call(lines[i]) && lines[i].rstrip.match?(SCRIPT_HEADING) }
-  return nil unless script_at
+  sent = ((start + 1)...lines.size).find { |i| of_type.call(lines[i]) && lines[i].include?('Sending Invoke-DscResource Set ') }
+  return nil unless sent
 
-  body_end = ((script_at + 1)...lines.size).find { |i| lines[i] =~ /\A(Debug|Info|Notice|Warning|Error):/ } || lines.size
-  body = lines[(script_at + 1)...body_end]
-  shown = body.grep(/\A(\$(cred_|cim_|InvokeParams)|Invoke-PwshlibDscResource )/)
-  after = lines[body_end, 2].select { |l| of_type.call(l) }
-  [lines[start], lines[script_at], "    … #{body.size - shown.size} lines of the header left out …\n",
-   *shown, *after].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
+  [lines[start], lines[sent]].map { |l| l.length > 700 ? "#{l[0, 700]}…\n" : l }
 end
 
 fail!("the simulated host is not built: #{SIM} (run rake compile)") unless File.executable?(SIM)
@@ -110,16 +103,16 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
   puts changes.empty? ? 'No changes: every resource is in the desired state.' : changes
   puts 'PowerShell calls (Invoke-DscResource):', call_summary(second[:calls])
 
-  heading 'Debug excerpt (run 1, --debug): the Set scripts generated for the motd file and the website'
+  heading 'Debug excerpt (run 1, --debug): what the Set calls of the motd file and the website send'
   # What each excerpt must show: the run-as password as the redaction
-  # marker, and the website's bindings as nested CIM-instance variables.
+  # marker, and the website's bindings as nested CIM instances by class.
   expected = {
-    %w[dsc_fixturefile motd] => ->(line) { line.include?("'#<Sensitive [value redacted]>'") },
-    %w[dsc_fixturewebsite intranet] => ->(line) { line.start_with?('$cim_') },
+    %w[dsc_fixturefile motd] => ->(line) { line.include?('#<Sensitive [value redacted]>') },
+    %w[dsc_fixturewebsite intranet] => ->(line) { line.include?('MSFT_FixtureAuthenticationInformation') },
   }
-  excerpts = expected.keys.to_h { |type, title| [[type, title], script_excerpt(first[:output], type, title)] }
+  excerpts = expected.keys.to_h { |type, title| [[type, title], sent_excerpt(first[:output], type, title)] }
   excerpts.each do |(type, title), lines|
-    puts(lines ? [lines, ''] : "(no Set script found for #{type}[#{title}] in the debug output)")
+    puts(lines ? [lines, ''] : "(no Set call's data found for #{type}[#{title}] in the debug output)")
   end
 
   heading 'Checks'
@@ -132,7 +125,7 @@ Dir.mktmpdir('pwshlib-demo-') do |machine|
     'run 2 made one Get per resource' => second[:calls].count { |c| c['method'] == 'Get' } == 4,
     'the password never appeared in the output' => !leaked,
     'the password reached PowerShell intact' => sent,
-    'the debug output shows the generated scripts, redacted' =>
+    'the debug output shows what each Set sends, redacted' =>
       expected.all? { |key, shows| excerpts[key]&.any?(&shows) },
   }
   checks.each { |text, ok| puts "  #{ok ? 'ok  ' : 'FAIL'} #{text}" }
