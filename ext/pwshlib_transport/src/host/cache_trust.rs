@@ -175,8 +175,16 @@ pub fn protected_sddl(user: &str, elevated: bool) -> String {
 pub fn sysnative(path: &Path, windows: &Path) -> PathBuf {
     let whole = path.to_string_lossy();
     let prefix = windows.join("System32").to_string_lossy().into_owned();
+    // Either separator, as Windows takes both: `join` writes '\\' there
+    // while a path from elsewhere may hold '/'.
+    let same = |a: &u8, b: &u8| {
+        a.eq_ignore_ascii_case(b) || (matches!(a, b'\\' | b'/') && matches!(b, b'\\' | b'/'))
+    };
     let matches = whole.len() >= prefix.len()
-        && whole.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes());
+        && whole.as_bytes()[..prefix.len()]
+            .iter()
+            .zip(prefix.as_bytes())
+            .all(|(a, b)| same(a, b));
     let rest = if matches { &whole[prefix.len()..] } else { "" };
     if matches && (rest.is_empty() || rest.starts_with(['\\', '/'])) {
         return PathBuf::from(format!("{}{rest}", windows.join("Sysnative").display()));
