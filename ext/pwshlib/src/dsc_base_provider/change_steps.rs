@@ -151,7 +151,8 @@ pub(super) fn set_call(
     pair_to_ruby(ruby, lifecycle::set_call(&provider, &name, &should)?)
 }
 
-/// `_set_result(context, name, name_hash, data)`.
+/// `_set_result(context, name, name_hash, data)`: true when the Set asked
+/// for a reboot.
 pub(super) fn set_result(
     ruby: &Ruby,
     rb_self: Obj<DscBaseProvider>,
@@ -159,7 +160,7 @@ pub(super) fn set_result(
     name: RValue,
     name_hash: RValue,
     data: RValue,
-) -> BindingResult<()> {
+) -> BindingResult<bool> {
     let provider = Session::new(ruby, rb_self, context)?;
     let name = from_ruby(ruby, name, "name")?;
     let name_hash = hash_arg(ruby, name_hash, "name_hash")?;

@@ -14,7 +14,6 @@ use crate::value::{Map, Value};
 
 const NOT_APPLIED_AFTER_GET_FAILED: &str = "not applied, because its current state could not be read (the DSC Get failed; see the error above)";
 const SET_FAILED_MESSAGE: &str = "Invoke-DscResource Set did not succeed; see the error above";
-const REBOOT_REQUIRED: &str = "A reboot is required to complete the DSC Set of this resource; Puppet does not reboot the node";
 
 /// The message of the error that marks a resource whose Get failed as
 /// failed, instead of a blind Set.
@@ -143,24 +142,36 @@ pub fn set_call<P: Provider>(
 }
 
 /// `invoke_set_method`'s last step, with the Set's answer `data` (None: it
-/// failed, reported): the run forgets what it read of the resource.
+/// failed, reported): the run forgets what it read of the resource. True
+/// when the Set asked for a reboot (`rebootrequired`, the outcome every
+/// route gives: `$global:DSCMachineStatus = 1` called directly,
+/// `RebootRequired` through Invoke-DscResource); the spine then hands the
+/// request to the catalog's `reboot` resource, a Puppet object only Ruby
+/// reaches (docs/behavior.md §3 "reboots").
 pub fn set_result<P: Provider>(
     provider: &P,
     name: &Value,
     name_hash: &Map,
     data: Option<&Value>,
-) -> Result<(), P::Error> {
+) -> Result<bool, P::Error> {
     provider.with_state(|s| s.forget(name_hash));
-    match data {
-        Some(Value::Hash(result)) => {
-            if matches!(result.get_named("rebootrequired"), Some(Value::Bool(true))) {
-                provider.warning(title_of(name).as_ref(), REBOOT_REQUIRED)?;
-            }
+    let asked = match data {
+        Some(Value::Hash(result)) => matches!(
+            result.get_named("rebootrequired"),
+            Some(Value::Bool(true))
+        ),
+        Some(_) => false,
+        None => {
+            provider.with_state(|s| s.failed_sets.insert(name_hash, "Set failed".into()));
+            false
         }
-        Some(_) => {}
-        None => provider.with_state(|s| s.failed_sets.insert(name_hash, "Set failed".into())),
+    };
+    if asked {
+        debug_lazy(provider, || {
+            format!("The DSC Set of '{}' asked for a reboot", title_text(name))
+        })?;
     }
-    Ok(())
+    Ok(asked)
 }
 
 /// `invoke_test_method`'s first step: the name hash the Test runs under and

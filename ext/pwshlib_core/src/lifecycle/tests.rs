@@ -264,15 +264,20 @@ fn collision_gives_up_after_five_retries() {
 }
 
 #[test]
-fn reboot_required_warns_naming_the_resource() {
+fn reboot_request_is_answered_not_warned() {
+    // The spine hands the request to the catalog's `reboot` resource, or
+    // warns when there is none: a Puppet object the core never sees.
     let provider = FakeProvider::new();
-    provider.answers.borrow_mut().push_back(out(
-        r#"{"indesiredstate":true,"rebootrequired":true,"errormessage":""}"#,
-    ));
-    invoke_set_method(&provider, &title(), &manifest("property")).unwrap();
-    let warnings = provider.logged("warning");
-    assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].starts_with("[\"Title\"]") && warnings[0].contains("reboot"));
+    let name_hash = manifest("property");
+    let answer = |asked: bool| {
+        let mut result = Map::new();
+        result.insert_symbol("rebootrequired", Value::Bool(asked));
+        Value::Hash(result)
+    };
+    assert!(set_result(&provider, &title(), &name_hash, Some(&answer(true))).unwrap());
+    assert!(!set_result(&provider, &title(), &name_hash, Some(&answer(false))).unwrap());
+    assert!(!set_result(&provider, &title(), &name_hash, None).unwrap());
+    assert!(provider.logged("warning").is_empty());
 }
 
 #[test]

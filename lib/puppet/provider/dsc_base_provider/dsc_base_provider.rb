@@ -9,6 +9,7 @@ require_relative '../../../pwsh'
 # Defines Puppet::Provider::DscBaseProvider natively (Rust). Scaffolded
 # providers subclass it with an empty body.
 Pwshlib.define_dsc_base_provider
+require_relative 'reboot_request'
 
 module Puppet
   class Provider
@@ -128,12 +129,20 @@ module Puppet
         _get_result(context, name_hash, data)
       end
 
-      # The DSC Set's answer (subclasses read `rebootrequired`), nil on failure.
+      # The DSC Set's answer (subclasses read `rebootrequired`), nil on
+      # failure. A Set that asked for a reboot hands it to `request_reboot`.
       def invoke_set_method(context, name, should)
         name_hash, props = _set_call(context, name, should)
         data = invoke_dsc_resource(context, name_hash, props, 'set')
-        _set_result(context, name, name_hash, data)
+        request_reboot(context, name) if _set_result(context, name, name_hash, data)
         data
+      end
+
+      # The reboot the DSC Set of `name` asked for: the catalog's
+      # `reboot { 'dsc_reboot': }` is refreshed, or a warning names the
+      # resource when the catalog has none (reboot_request.rb).
+      def request_reboot(context, name)
+        RebootRequest.request(context, name)
       end
 
       # true, `[false, message]`, or nil when the Test failed.
