@@ -202,8 +202,8 @@ module Acceptance
     # .resource_types when `puppet generate types` made them) instead of
     # --modulepath, and our lib/ is not put on Ruby's load path: the base
     # provider must load from the environment's pwshlib module, as on an
-    # agent.
-    def apply(manifest, env: {}, environmentpath: nil)
+    # agent. arguments: more of `puppet apply`'s (`--noop`).
+    def apply(manifest, env: {}, environmentpath: nil, arguments: [])
       index = @runs.size + 1
       run_dir = File.join(@dir, "run#{index}")
       %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
@@ -227,7 +227,8 @@ module Acceptance
         *puppet.extra_arguments(run_dir),
         '--reports', 'none',
         *STRICT_ARGUMENTS,
-        *REPORT_ARGUMENTS
+        *REPORT_ARGUMENTS,
+        *arguments
       ]
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       run_env = Acceptance.run_env(state_path, log_path, with_our_lib: environmentpath.nil?)
