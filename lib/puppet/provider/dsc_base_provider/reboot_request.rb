@@ -23,9 +23,9 @@ module Puppet
         # The name of the event queued to it; its message names the DSC
         # resource whose Set asked.
         EVENT_NAME = :dsc_reboot_requested
-        UNHANDLED = ('A reboot is required to complete the DSC Set of this resource; ' \
-                     "Puppet does not reboot the node (declare reboot { '#{TITLE}': apply => finished } " \
-                     'to let it reboot when a DSC resource asks)').freeze
+        UNHANDLED = 'A reboot is required to complete the DSC Set of this resource; ' \
+                    "Puppet does not reboot the node (declare reboot { 'dsc_reboot': apply => finished } " \
+                    'to let it reboot when a DSC resource asks)'
         THREAD_KEY = :pwshlib_transaction_applying
 
         # Prepended to Puppet::Transaction: the transaction and the resource
