@@ -26,9 +26,9 @@ module RealPwshDsc
       FileUtils.mkdir_p(@state_dir)
     end
 
-    def apply(manifest, env: {})
+    def apply(manifest, env: {}, arguments: [])
       before = calls.size
-      run = super(manifest, env: real_env.merge(env))
+      run = super(manifest, env: real_env.merge(env), arguments: arguments)
       # The calls the resources logged during this run (the simulator's log,
       # which the harness reads, stays empty).
       run.instance_variable_set(:@calls, calls.drop(before))
