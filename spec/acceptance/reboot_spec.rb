@@ -120,6 +120,12 @@ module AcceptanceReboots
         expect(run.calls.map { |call| call['method'] }).not_to include('Set')
         expect(run.output).not_to include('Scheduling system reboot')
       end
+
+      it 'says a reboot would follow if the Set asked, naming the resource' do
+        preview = 'Would be changed: if its DSC Set asks for a reboot, Reboot[dsc_reboot] would restart the node (noop)'
+        expect(run.output).to include("Dsc_fixturefile[asks]: #{preview}"), run.to_s
+        expect(run.output).to include("Reboot[dsc_reboot]: Would have triggered 'refresh' from 1 event")
+      end
     end
 
     reboot_scenario 'a Set asks and the catalog has no reboot resource',

@@ -78,6 +78,8 @@ module RealPwshDsc
         expect(counts(run(3), 'RealNoisy')['Set']).to eq(0)
         expect(@shutdowns[2]).to eq([])
         expect(run(3).output).not_to include('Scheduling system reboot')
+        expect(run(3).output).to match(/Dsc_realnoisy\[noisy-reboot\]: Would be changed: if its DSC Set asks for a reboot/)
+        expect(run(3).output).to include("Reboot[dsc_reboot]: Would have triggered 'refresh' from 1 event")
       end
     end
   end

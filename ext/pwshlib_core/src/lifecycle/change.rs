@@ -156,10 +156,9 @@ pub fn set_result<P: Provider>(
 ) -> Result<bool, P::Error> {
     provider.with_state(|s| s.forget(name_hash));
     let asked = match data {
-        Some(Value::Hash(result)) => matches!(
-            result.get_named("rebootrequired"),
-            Some(Value::Bool(true))
-        ),
+        Some(Value::Hash(result)) => {
+            matches!(result.get_named("rebootrequired"), Some(Value::Bool(true)))
+        }
         Some(_) => false,
         None => {
             provider.with_state(|s| s.failed_sets.insert(name_hash, "Set failed".into()));

@@ -43,6 +43,7 @@ module Puppet
             outer = Thread.current[THREAD_KEY]
             Thread.current[THREAD_KEY] = [self, ancestor || resource]
             super
+            RebootRequest.preview(self, ancestor || resource) if resource.noop?
           ensure
             Thread.current[THREAD_KEY] = outer
           end
@@ -70,16 +71,38 @@ module Puppet
           refresh(transaction, source, reboot)
         end
 
-        # Queues the refresh to `reboot` alone. A reboot resource the
-        # transaction has already evaluated (declared before the DSC
-        # resources, with nothing ordering it after them) is refreshed at
-        # once, as Puppet would have done at its turn; one not yet evaluated
-        # is refreshed at its turn, once, however many Sets asked.
+        # In noop no Set runs, so none can ask: a DSC resource that would be
+        # changed is reported as one whose Set may ask, with a noop event to
+        # the reboot resource (Puppet then says it "would have triggered
+        # 'refresh'"); nothing reboots.
+        def preview(transaction, source)
+          return unless dsc_resource?(source)
+
+          reboot = transaction.catalog&.resource(:reboot, TITLE)
+          status = transaction.report&.resource_statuses&.[](source.ref)
+          return unless reboot && status&.events&.any? { |event| event.status == 'noop' }
+
+          source.notice("Would be changed: if its DSC Set asks for a reboot, #{reboot.ref} would restart the node (noop)")
+          queue(transaction, source, reboot,
+                source.event(name: EVENT_NAME, status: 'noop',
+                             message: "The DSC Set of #{source.ref} may ask for a reboot"))
+        end
+
+        # Queues the refresh to `reboot` alone.
         def refresh(transaction, source, reboot)
-          manager = transaction.event_manager
-          event = source.event(name: EVENT_NAME, status: 'success',
-                               message: "The DSC Set of #{source.ref} asked for a reboot")
           source.notice("The DSC Set asked for a reboot: #{reboot.ref} #{outcome(reboot)}")
+          queue(transaction, source, reboot,
+                source.event(name: EVENT_NAME, status: 'success',
+                             message: "The DSC Set of #{source.ref} asked for a reboot"))
+        end
+
+        # A reboot resource the transaction has already evaluated (declared
+        # before the DSC resources, with nothing ordering it after them) is
+        # refreshed at once, as Puppet would have done at its turn; one not
+        # yet evaluated is refreshed at its turn, once, however many Sets
+        # asked.
+        def queue(transaction, source, reboot, event)
+          manager = transaction.event_manager
           if evaluated?(transaction, reboot)
             manager.dequeue_all_events_for_resource(reboot)
             manager.queue_events_for_resource(source, reboot, :refresh, [event])
@@ -87,6 +110,13 @@ module Puppet
           else
             manager.queue_events_for_resource(source, reboot, :refresh, [event])
           end
+        end
+
+        # A resource whose provider is a DSC provider (a Resource API type's).
+        def dsc_resource?(resource)
+          resource.class.respond_to?(:my_provider) && resource.class.my_provider.is_a?(DscBaseProvider)
+        rescue StandardError
+          false
         end
 
         # What the refresh does, as the reboot type does it.
