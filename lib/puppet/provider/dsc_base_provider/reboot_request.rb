@@ -86,6 +86,9 @@ module Puppet
           queue(transaction, source, reboot,
                 source.event(name: EVENT_NAME, status: 'noop',
                              message: "The DSC Set of #{source.ref} may ask for a reboot"))
+        rescue StandardError => e
+          # A preview must not end the run it reports on.
+          source.warning("Could not preview a reboot: #{e.message}")
         end
 
         # Queues the refresh to `reboot` alone.
