@@ -45,7 +45,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider#request_reboot' do
     manager.reboot_required = true
     provider_with.set(context, change)
     expect(context.logged(:warning).join).to include(
-      "dsc_fixturefile[Title]: A reboot is required to complete the DSC Set of this resource; Puppet does not " \
+      'dsc_fixturefile[Title]: A reboot is required to complete the DSC Set of this resource; Puppet does not ' \
       "reboot the node (declare reboot { 'dsc_reboot': apply => finished }"
     )
   end
