@@ -106,7 +106,7 @@ RSpec.describe 'the rendered text and the data of a call, on the real pwsh' do
                                               { 'user' => 'ops', 'password' => hidden("p'w-2") }] }
       set(:dsc_reallogins, name, should, data: data)
       expect(stored('RealLogins', name)).to eq(
-        'Logins' => [{ 'user' => 'svc', 'password' => 'pw-1' }, { 'user' => 'ops', 'password' => "p'w-2" }],
+        'Logins' => [{ 'user' => 'svc', 'password' => 'pw-1' }, { 'user' => 'ops', 'password' => "p'w-2" }]
       )
     end
   end

@@ -10,7 +10,7 @@ Puppet::ResourceApi.register_type(
   dscmeta_module_name: 'PwshlibRealDsc',
   dscmeta_module_version: '1.0.0',
   docs: 'The DSC RealLogins resource type. A PSCredential[] property. Automatically generated from version 1.0.0',
-  features: ['simple_get_filter', 'canonicalize', 'custom_insync'],
+  features: %w[simple_get_filter canonicalize custom_insync],
   attributes: {
     name: {
       type: 'String',
@@ -58,5 +58,5 @@ Puppet::ResourceApi.register_type(
       mof_type: 'PSCredential[]',
       mof_is_embedded: true,
     },
-  },
+  }
 )
