@@ -15,8 +15,9 @@ use pwshlib_transport::protocol::{BoundSecret, ExecuteRequest, SecretValue};
 use crate::convert::lossy_string;
 
 /// A request's code: as given, or a DSC call's script with the secrets it
-/// binds, its inline form for a host that cannot bind, and the call as
-/// data with the secrets the data names.
+/// binds and its inline form for a host that cannot bind, or the call as
+/// data with the secrets the data names and the script to render for a
+/// host that does not take calls as data.
 pub struct RequestCode<'s> {
     pub code: String,
     pub secrets: Vec<BoundSecret>,
@@ -27,22 +28,25 @@ pub struct RequestCode<'s> {
     pub dsc: Option<serde_json::Value>,
     /// The variables `dsc` names: the request's `secrets` when it goes.
     pub dsc_secrets: Vec<BoundSecret>,
+    /// With `dsc`: the call, whose text ([`text_request`]) goes instead
+    /// to a host that does not take calls as data.
+    pub text: Option<&'s Script>,
 }
 
 impl<'s> RequestCode<'s> {
-    /// The request for this code, and its inline form for a host that
-    /// cannot bind.
+    /// The request for this code, its inline form for a host that cannot
+    /// bind, and the call to render for a host that does not take data.
     pub fn into_request(
         self,
         timeout_ms: Option<u64>,
         working_dir: Option<String>,
         env_vars: &[String],
-    ) -> (ExecuteRequest, Option<&'s str>) {
+    ) -> (ExecuteRequest, Option<&'s str>, Option<&'s Script>) {
         let mut request = ExecuteRequest::new(self.code, timeout_ms, working_dir, env_vars);
         request.secrets = self.secrets;
         request.dsc = self.dsc;
         request.dsc_secrets = self.dsc_secrets;
-        (request, self.inline)
+        (request, self.inline, self.text)
     }
 
     pub fn plain(code: RString) -> RequestCode<'static> {
@@ -52,6 +56,7 @@ impl<'s> RequestCode<'s> {
             inline: None,
             dsc: None,
             dsc_secrets: Vec::new(),
+            text: None,
         }
     }
 }
@@ -88,22 +93,47 @@ impl DscScript {
     }
 }
 
-/// The request's code for a DSC call's script: its lines in the data form,
-/// the secrets they bind, the inline form for a host that cannot bind, and
-/// the call as data (`pwshlib_core::call_data`) for a host that takes it,
-/// with the secrets it names.
+/// The request's code for a DSC call: the call as data
+/// (`pwshlib_core::call_data`) with the secrets it names, no text rendered
+/// (a host that does not take data gets [`text_request`] instead); or,
+/// when data is turned off or the script was read from text, its text.
 pub fn request_code(script: &Script) -> RequestCode<'_> {
+    match script.call().filter(|_| data_enabled()) {
+        Some(call) => RequestCode {
+            code: String::new(),
+            secrets: Vec::new(),
+            inline: None,
+            dsc: Some(DscCallData::to_json(call)),
+            dsc_secrets: call.secrets.iter().map(wire_secret).collect(),
+            text: Some(script),
+        },
+        None => text_code(script),
+    }
+}
+
+/// A DSC call's text: its lines with the secrets bound, and the inline
+/// form for a host that cannot bind.
+fn text_code(script: &Script) -> RequestCode<'_> {
     let secrets: Vec<BoundSecret> = script.bindings().iter().map(wire_secret).collect();
-    let call = script.call().filter(|_| data_enabled());
     RequestCode {
         inline: (!secrets.is_empty()).then(|| script.inline_body()),
         code: script.body().to_owned(),
         secrets,
-        dsc: call.map(DscCallData::to_json),
-        dsc_secrets: call.map_or_else(Vec::new, |call| {
-            call.secrets.iter().map(wire_secret).collect()
-        }),
+        dsc: None,
+        dsc_secrets: Vec::new(),
+        text: None,
     }
+}
+
+/// `request` made the text of `script`'s call, for a host that does not
+/// take calls as data; the inline form, for one that cannot bind.
+pub fn text_request<'s>(script: &'s Script, request: &mut ExecuteRequest) -> Option<&'s str> {
+    let code = text_code(script);
+    request.code = code.code;
+    request.secrets = code.secrets;
+    request.dsc = None;
+    request.dsc_secrets.clear();
+    code.inline
 }
 
 fn wire_secret(binding: &SecretBinding) -> BoundSecret {

@@ -21,6 +21,7 @@ use magnus::{
 };
 use parking_lot::{Mutex, MutexGuard};
 use pwshlib_core::lifecycle::ExecuteOutput;
+use pwshlib_core::script::Script;
 use pwshlib_core::templates;
 use pwshlib_transport::host::{
     Call, Cancel, Host, HostFailure, Prelude, SpawnOptions, Spawned, Spawning, Waited, WireStats,
@@ -31,7 +32,7 @@ use pwshlib_transport::protocol::{self, ExecuteRequest, ExecuteResult};
 use crate::convert::{id, lossy_string, names};
 use crate::dsc_base_provider;
 use crate::dsc_call::DscCall;
-use crate::dsc_script::{request_code, RequestCode};
+use crate::dsc_script::{request_code, text_request, RequestCode};
 use crate::error::{BindingError, BindingResult};
 use crate::gvl::without_gvl;
 use crate::manager_values::{optional_timeout, result_to_ruby};
@@ -135,6 +136,9 @@ struct Request<'a> {
     /// The request's code with its secrets set by literals, for a host
     /// that cannot bind them (`RequestCode::inline`).
     inline: Option<&'a str>,
+    /// A DSC call sent as data: rendered as text only for a host that does
+    /// not take calls as data (`RequestCode::text`).
+    text: Option<&'a Script>,
 }
 
 impl Request<'_> {
@@ -155,11 +159,17 @@ impl Request<'_> {
             ));
         };
         if self.call.is_none() {
-            let Some(request) = self.request.take() else {
+            let Some(mut request) = self.request.take() else {
                 return Some(ExecuteResult::failure(
                     "internal error: a request was started twice",
                 ));
             };
+            if let Some(script) = self
+                .text
+                .filter(|_| host.dsc_version() < protocol::DSC_VERSION)
+            {
+                self.inline = text_request(script, &mut request);
+            }
             let started = match self.prelude {
                 Some(prelude) => host.start_call_with_prelude(prelude, request, self.inline),
                 None => host.start_call(&request),
@@ -334,9 +344,10 @@ impl Manager {
     fn execute_dsc(ruby: &Ruby, rb_self: &Self, call: Obj<DscCall>) -> BindingResult<Value> {
         dsc_base_provider::show_before_sending(ruby, &call, &rb_self.shared.endpoint)?;
         let script = call.script_ref();
-        let (request, inline) = request_code(script).into_request(call.timeout_ms(), None, &[]);
+        let (request, inline, text) =
+            request_code(script).into_request(call.timeout_ms(), None, &[]);
         let prelude = script.has_prelude().then(dsc_prelude);
-        let result = rb_self.wait(request, inline, prelude)?;
+        let result = rb_self.wait(request, (inline, text), prelude)?;
         let output = ExecuteOutput {
             stdout: result.stdout,
             errormessage: result.errormessage,
@@ -366,8 +377,8 @@ impl Manager {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let (request, inline) = code.into_request(timeout_ms, working_dir, &env_vars);
-        let result = self.wait(request, inline, prelude)?;
+        let (request, inline, text) = code.into_request(timeout_ms, working_dir, &env_vars);
+        let result = self.wait(request, (inline, text), prelude)?;
         result_to_ruby(ruby, &result)
     }
 
@@ -376,7 +387,7 @@ impl Manager {
     fn wait(
         &self,
         request: ExecuteRequest,
-        inline: Option<&str>,
+        (inline, text): (Option<&str>, Option<&Script>),
         prelude: Option<Prelude<'static>>,
     ) -> BindingResult<ExecuteResult> {
         let shared = Arc::clone(&self.shared);
@@ -388,6 +399,7 @@ impl Manager {
             request: Some(request),
             prelude,
             inline,
+            text,
         };
         let result = loop {
             // Cleared with the GVL held, before Ruby installs the unblocking

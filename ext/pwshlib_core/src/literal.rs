@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::bound::BoundValue;
 use crate::cim_type::CimType;
 use crate::error::{Error, Result};
 use crate::secrecy::peel;
@@ -141,11 +140,6 @@ pub struct TrackedText {
     secrets: Vec<String>,
     secret_depth: usize,
     secret_start: usize,
-    /// Binding mode (a DSC call's script): each secret leaf is written as
-    /// [`crate::bound::SENTINEL`] and its value kept here, in order, for
-    /// the host to bind (`bound.rs`). Off: secrets are literals.
-    binds: bool,
-    leaves: Vec<BoundValue>,
 }
 
 impl TrackedText {
@@ -162,34 +156,8 @@ impl TrackedText {
         }
     }
 
-    /// An empty text in binding mode: secret leaves become sentinels, their
-    /// values [`TrackedText::into_bound`] gives back.
-    pub fn binding() -> Self {
-        TrackedText {
-            binds: true,
-            ..TrackedText::default()
-        }
-    }
-
     pub fn text(&self) -> &str {
         &self.text
-    }
-
-    /// The text (with a sentinel for each secret leaf), the leaves' values
-    /// in order, and the plain texts of the secrets.
-    pub fn into_bound(self) -> (String, Vec<BoundValue>, Vec<String>) {
-        (self.text, self.leaves, self.secrets)
-    }
-
-    /// Writes a leaf: `literal`, or in binding mode inside a secret a
-    /// sentinel, `bound` kept for the host.
-    fn leaf(&mut self, literal: &str, bound: impl FnOnce() -> BoundValue) {
-        if self.binds && self.in_secret() {
-            self.text.push(crate::bound::SENTINEL);
-            self.leaves.push(bound());
-        } else {
-            self.text.push_str(literal);
-        }
     }
 
     pub fn spans(&self) -> &[Range<usize>] {
@@ -220,7 +188,6 @@ impl TrackedText {
     /// Appends another tracked text, keeping its secret spans.
     pub fn append(&mut self, other: TrackedText) {
         let offset = self.text.len();
-        self.leaves.extend(other.leaves);
         let TrackedText {
             text,
             spans,
@@ -279,7 +246,7 @@ impl TrackedText {
                 self.secrets.push(escaped.to_owned());
             }
         }
-        self.leaf(&literal, || BoundValue::Text(text.to_owned()));
+        self.push(&literal);
         Ok(())
     }
 
@@ -294,7 +261,7 @@ impl TrackedText {
         self.note(&iso);
         self.push("[DateTime]");
         let literal = format!("'{iso}'");
-        self.leaf(&literal, || BoundValue::Text(iso));
+        self.push(&literal);
     }
 
     /// `[DateTime]'<text>'` for a date-time given as text.
@@ -320,12 +287,12 @@ impl TrackedText {
     pub fn value(&mut self, value: &Value, attribute: &str) -> Result<()> {
         match value {
             Value::Nil => self.push("$null"),
-            Value::Bool(true) => self.leaf("$true", || BoundValue::Bool(true)),
-            Value::Bool(false) => self.leaf("$false", || BoundValue::Bool(false)),
+            Value::Bool(true) => self.push("$true"),
+            Value::Bool(false) => self.push("$false"),
             Value::Int(i) => {
                 let text = i.to_string();
                 self.note(&text);
-                self.leaf(&text, || BoundValue::Integer(text.clone()));
+                self.push(&text);
             }
             Value::BigInt(text) => {
                 let digits = text.strip_prefix('-').unwrap_or(text);
@@ -336,7 +303,7 @@ impl TrackedText {
                     });
                 }
                 self.note(text);
-                self.leaf(text, || BoundValue::Integer(text.clone()));
+                self.push(text);
             }
             Value::Float(f) => {
                 let text = format_float(*f).ok_or_else(|| Error::InvalidValue {
@@ -344,7 +311,7 @@ impl TrackedText {
                     message: format!("the number {f} has no PowerShell literal"),
                 })?;
                 self.note(&text);
-                self.leaf(&text, || BoundValue::Real(text.clone()));
+                self.push(&text);
             }
             Value::Str(s) | Value::Symbol(s) => self.string(s, attribute)?,
             Value::Timestamp(t) => self.datetime(*t),

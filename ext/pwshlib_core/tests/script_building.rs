@@ -340,7 +340,7 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
             "$cim_2 = New-CimInstance -ClientOnly -ClassName 'MSFT_Binding' -Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $cim_1}",
             "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_Inner' -Property @{key = 'a'}",
             // Sensitive: bound by the host (issue 38), never in the text.
-            "$cim_4 = New-CimInstance -ClientOnly -ClassName 'MSFT_Inner' -Property @{key = $secret_7}",
+            "$cim_4 = New-CimInstance -ClientOnly -ClassName 'MSFT_Inner' -Property @{key = $secret_1}",
             // The kitchen sink's Struct names no members, so the empty
             // array has nothing to be typed by: left out (New-CimInstance
             // throws for an untyped `@()`).
@@ -352,15 +352,15 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
     assert_eq!(
         script.bindings(),
         [SecretBinding {
-            name: "secret_7".into(),
+            name: "secret_1".into(),
             value: BoundValue::Text("b-secret".into()),
         }]
     );
-    assert!(script.text().contains("\n$secret_7 = 'b-secret'\n"));
+    assert!(script.text().contains("\n$secret_1 = 'b-secret'\n"));
     assert!(!script.redacted().contains("b-secret"));
     assert!(script
         .redacted()
-        .contains(&format!("\n$secret_7 = {REDACTION_MARKER}\n")));
+        .contains(&format!("\n$secret_1 = {REDACTION_MARKER}\n")));
     assert_parses(&script);
 }
 
@@ -397,23 +397,23 @@ fn a_class_based_resources_embedded_instances_are_made_by_the_prelude() {
             "$cim_1 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}",
             "$cim_2 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Binding' -Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $cim_1}",
             "$cim_3 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Inner' -Property @{key = 'a'}",
-            "$cim_4 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Inner' -Property @{key = $secret_11}",
+            "$cim_4 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Inner' -Property @{key = $secret_1}",
             "$cim_5 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_3, $cim_4)",
             "$cim_6 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Binding' -Property @{protocol = 'http'; port = 80; inner = $cim_5}",
             "$cim_7 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_2, $cim_6)",
             // The credential is bound as a PSCredential (issue 38); the
             // prelude makes the embedded instance from it.
-            "$cim_9 = New-PwshlibCredentialInstance -Credential $cred_8 -ClassBased",
-            "$cim_10 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Single' -Property @{value = 'one'; login = $cim_9}",
+            "$cim_8 = New-PwshlibCredentialInstance -Credential $cred_2 -ClassBased",
+            "$cim_9 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Single' -Property @{value = 'one'; login = $cim_8}",
         ]
     );
     assert!(
-        lines[9].contains("Property = @{name = 'pool'; bindings = $cim_7; single = $cim_10}"),
+        lines[9].contains("Property = @{name = 'pool'; bindings = $cim_7; single = $cim_9}"),
         "{}",
         lines[9]
     );
     let names: Vec<&str> = script.bindings().iter().map(|b| b.name.as_str()).collect();
-    assert_eq!(names, ["cred_8", "secret_11"]);
+    assert_eq!(names, ["secret_1", "cred_2"]);
     assert!(
         !script.body().contains("b-secret") && !script.body().contains("pw-secret"),
         "{}",

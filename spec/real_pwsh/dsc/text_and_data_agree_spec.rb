@@ -58,6 +58,11 @@ RSpec.describe 'the rendered text and the data of a call, on the real pwsh' do
       dsc_primary: option.call }
   end
 
+  def logins(name, rng)
+    { dsc_name: name,
+      dsc_logins: Array.new(rng.rand(1..3)) { { 'user' => text(rng), 'password' => hidden(text(rng)) } } }
+  end
+
   # What the resource stored for `name`, but for the name itself.
   def stored(resource, name)
     path = File.join(ENV.fetch('PWSHLIB_REAL_DSC_STATE'), resource, "#{name.b.unpack1('H*')}.json")
@@ -78,6 +83,7 @@ RSpec.describe 'the rendered text and the data of a call, on the real pwsh' do
     dsc_realvault: ['RealVault', :vault],
     dsc_realsetting: ['RealSetting', :setting],
     dsc_realpool: ['RealPool', :pool],
+    dsc_reallogins: ['RealLogins', :logins],
   }.each do |type, (resource, generator)|
     it "stores the same for #{resource}, called either way" do
       rng = Random.new(56)
@@ -88,6 +94,20 @@ RSpec.describe 'the rendered text and the data of a call, on the real pwsh' do
         set(type, "text-#{i}", should.call("text-#{i}"), data: false)
         expect(stored(resource, "data-#{i}")).to eq(stored(resource, "text-#{i}")), "case #{i} (seed #{seed})"
       end
+    end
+  end
+
+  # A PSCredential[] reaches the resource's [PSCredential[]] parameter as
+  # credentials, either way.
+  [true, false].each do |data|
+    it "gives a resource a credential array as its parameter takes it (#{data ? 'data' : 'text'})" do
+      name = "logins-#{data}"
+      should = { dsc_name: name, dsc_logins: [{ 'user' => 'svc', 'password' => hidden('pw-1') },
+                                              { 'user' => 'ops', 'password' => hidden("p'w-2") }] }
+      set(:dsc_reallogins, name, should, data: data)
+      expect(stored('RealLogins', name)).to eq(
+        'Logins' => [{ 'user' => 'svc', 'password' => 'pw-1' }, { 'user' => 'ops', 'password' => "p'w-2" }]
+      )
     end
   end
 end

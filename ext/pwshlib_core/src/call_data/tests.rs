@@ -221,6 +221,33 @@ fn the_script_carries_the_same_call_as_data() {
 }
 
 #[test]
+fn a_credential_array_is_typed_and_each_credential_bound() {
+    let login = |user: &str| hash(vec![("user", s(user)), ("password", secret(s("pw")))]);
+    let call = built(&resource(
+        "MOF",
+        vec![parameter(
+            "logins",
+            Value::Array(vec![login("one"), login("two")]),
+            Some("PSCredential[]"),
+            "Array[Struct[{user => String, password => Sensitive[String]}]]",
+        )],
+    ));
+    assert_eq!(
+        call.to_json()["properties"]["logins"],
+        json!({"typed": {"type": "PSCredential", "items": [{"var": "cred_1"}, {"var": "cred_2"}]}})
+    );
+    assert!(call.secrets.iter().all(|binding| matches!(
+        &binding.value,
+        BoundValue::Credential { password, .. } if password == "pw"
+    )));
+    let text = crate::script::render(&call).invoke_params.text;
+    assert!(
+        text.contains("logins = [PSCredential[]]@($cred_1, $cred_2)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn what_is_not_a_call_is_refused_when_read() {
     for bad in [
         json!({"name": "A", "method": "Get", "module": {"name": "M"}, "properties": {"x": {"a": 1, "b": 2}}}),

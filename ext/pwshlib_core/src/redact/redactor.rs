@@ -90,9 +90,7 @@ impl Redactor {
     /// The literal text of every secret span of the script, as PowerShell
     /// may quote it back.
     pub fn add_script(&mut self, script: &Script) {
-        let inline = script.inline_body();
-        for span in script.inline_secret_spans() {
-            let literal = &inline[span];
+        for literal in script.secret_literals() {
             self.add_form(literal);
             self.add_lines(literal);
         }

@@ -1,17 +1,29 @@
-//! The call as data ([`DscCallData`]) made from an [`InvocableResource`]: each property typed
-//! by its CIM type, by the rules the script writer follows
-//! (`script/builder.rs`, `script/cim.rs` say why each is so): a credential
-//! bound as a PSCredential, embedded instances with their class (nil
-//! members left out, empty arrays typed from the Puppet type, mixed arrays
-//! cast to it), a date-time cast, an empty array typed by its element
+//! The call as data ([`DscCallData`]) made from an [`InvocableResource`],
+//! the one place a call is built and checked: each property typed by its
+//! CIM type, a credential bound as a PSCredential, embedded instances with
+//! their class, a date-time cast, an empty array typed by its element
 //! type, and every Sensitive leaf bound beside the value by variable.
+//! Whatever the call cannot carry is refused here, naming the attribute;
+//! the script text (`render.rs`) is written from the finished value.
 //!
-//! The script writer runs first for every call and refuses what neither
-//! form can carry, naming the attribute; the errors here are the same
-//! refusals, for a caller that builds the data alone.
+//! Embedded instances follow `New-CimInstance -ClientOnly -Property`, which
+//! makes each entry a property with `CimProperty.Create(name, value,
+//! flags)`: that infers the CIM type from the .NET value (MMI's
+//! `CimConverter`) and throws ArgumentException when it cannot: for
+//! `$null`, a hashtable, a PSCredential, an untyped empty array (`object[]`
+//! has no element type to go by) and an untyped array whose items are of
+//! more than one CIM type. Typed arrays (`[string[]]`, `[CimInstance[]]`)
+//! are typed by their element type. Same in Windows PowerShell 5.1 and
+//! PowerShell 7, and the host builds instances with the same MMI calls. So
+//! nil members are left out, empty arrays are typed from the Puppet type
+//! (or left out when it does not say), mixed arrays are typed from it (or
+//! refused), credentials become `MSFT_Credential` instances, and a plain
+//! hash is refused, naming its path.
 
-use super::builder::{credential_parts, is_cim_hash, is_credential_hash, named_entry};
-use super::cim::cim_kinds;
+use super::shapes::{
+    cim_kinds, credential_parts, invalid, is_cim_hash, is_credential_hash, kind_name, named_entry,
+    refuse_case_duplicates, refuse_nul,
+};
 use super::{InvocableResource, InvokeParameter, Route};
 use crate::bound::{BoundValue, SecretBinding, SECRET_PREFIX};
 use crate::call_data::{CallValue, DscCallData, Instance, ModuleSpec};
@@ -34,19 +46,13 @@ pub fn call_data(
     names: &mut dyn FnMut(&str) -> String,
 ) -> Result<DscCallData> {
     let class_based = resource.is_class_based();
-    let needs_path = class_based || !resource.vendored_modules_path.is_empty();
-    let vendored_path = if needs_path {
-        Some(resource.vendored_path()?.to_owned())
-    } else {
-        None
-    };
-    let path = match (&resource.module_version, &vendored_path) {
-        (Some(_), Some(folder)) if !class_based => {
-            let module = &resource.module_name;
-            Some(format!("{folder}/{module}/{module}.psd1"))
-        }
-        _ => None,
-    };
+    for (text, attribute) in [
+        (Some(&resource.friendly_name), "Name"),
+        (Some(&resource.module_name), "ModuleName"),
+        (resource.module_version.as_ref(), "RequiredVersion"),
+    ] {
+        refuse_nul(text.map_or("", String::as_str), attribute)?;
+    }
     let mut values = Values {
         names,
         secrets: Vec::new(),
@@ -55,12 +61,35 @@ pub fn call_data(
         .parameters
         .iter()
         .map(|parameter| {
-            Ok((
-                parameter.property_name().to_owned(),
-                values.property(parameter)?,
-            ))
+            let name = parameter.property_name();
+            refuse_nul(name, &parameter.attribute)?;
+            Ok((name.to_owned(), values.property(parameter)?))
         })
         .collect::<Result<Vec<_>>>()?;
+    // A MOF resource of a pinned version is loaded from its manifest in
+    // the vendored folder; every resource whose folder is known gets it
+    // on PSModulePath (a vendored module may import its siblings by name).
+    let pinned_mof = resource.module_version.is_some() && !class_based;
+    let needs_path = class_based || pinned_mof || !resource.vendored_modules_path.is_empty();
+    let vendored_path = if needs_path {
+        let folder = resource.vendored_path()?;
+        if folder.contains('\0') {
+            return Err(Error::MissingVendoredPath {
+                module: resource.module_name.clone(),
+                searched: "the vendored path contains a NUL character".into(),
+            });
+        }
+        Some(folder.to_owned())
+    } else {
+        None
+    };
+    let path = match &vendored_path {
+        Some(folder) if pinned_mof => {
+            let module = &resource.module_name;
+            Some(format!("{folder}/{module}/{module}.psd1"))
+        }
+        _ => None,
+    };
     Ok(DscCallData {
         name: resource.friendly_name.clone(),
         method: resource.method,
@@ -81,13 +110,6 @@ pub fn call_data(
 struct Values<'n> {
     names: &'n mut dyn FnMut(&str) -> String,
     secrets: Vec<SecretBinding>,
-}
-
-fn invalid(attribute: &str, message: &str) -> Error {
-    Error::InvalidValue {
-        attribute: attribute.to_owned(),
-        message: message.to_owned(),
-    }
 }
 
 impl Values<'_> {
@@ -118,6 +140,9 @@ impl Values<'_> {
         let element = mof_type.element();
         match (element, value) {
             (_, Value::Nil) => Ok(CallValue::Null),
+            (CimType::Credential, Value::Array(items)) => {
+                self.credentials(items, secret, attribute)
+            }
             (CimType::Credential, _) => self.credential(value, secret, attribute),
             (CimType::Instance(Some(class)), _) => {
                 self.instance_property(parameter, class, value, secret)
@@ -152,9 +177,12 @@ impl Values<'_> {
                     instance
                 })
             }
-            _ => Err(invalid(
+            other => Err(invalid(
                 attribute,
-                &format!("a {class} CIM instance must be a hash (or an array of hashes)"),
+                &format!(
+                    "a {class} CIM instance must be a hash (or an array of hashes), not {}",
+                    kind_name(other)
+                ),
             )),
         }
     }
@@ -163,12 +191,8 @@ impl Values<'_> {
     fn credential(&mut self, value: &Value, secret: bool, attribute: &str) -> Result<CallValue> {
         let (_, hash_secret) = peel(value);
         let (user, user_secret, password) = credential_parts(value, attribute)?;
-        if user.contains('\0') || password.contains('\0') {
-            return Err(invalid(
-                attribute,
-                "a string with a NUL character cannot be passed to PowerShell",
-            ));
-        }
+        refuse_nul(user, attribute)?;
+        refuse_nul(password, attribute)?;
         Ok(self.bind(
             "cred_",
             BoundValue::Credential {
@@ -177,6 +201,23 @@ impl Values<'_> {
                 password: password.to_owned(),
             },
         ))
+    }
+
+    /// A `PSCredential[]`: each credential bound, the array typed so that
+    /// PowerShell binds it to the resource's `[PSCredential[]]` parameter
+    /// as it is.
+    fn credentials(&mut self, items: &[Value], secret: bool, attribute: &str) -> Result<CallValue> {
+        let items = items
+            .iter()
+            .map(|item| {
+                let (item, item_secret) = peel(item);
+                self.credential(item, secret || item_secret, attribute)
+            })
+            .collect::<Result<_>>()?;
+        Ok(CallValue::Typed {
+            element: "PSCredential".into(),
+            items,
+        })
     }
 
     /// A date-time: `[DateTime]` of its text, item by item in an array.
@@ -238,12 +279,7 @@ impl Values<'_> {
                 )
             }
             Value::Str(text) | Value::Symbol(text) => {
-                if text.contains('\0') {
-                    return Err(invalid(
-                        attribute,
-                        "a string with a NUL character cannot be passed to PowerShell",
-                    ));
-                }
+                refuse_nul(text, attribute)?;
                 self.leaf(
                     secret,
                     CallValue::Text(text.clone()),
@@ -269,6 +305,7 @@ impl Values<'_> {
     /// A hashtable: string keys as they are; a key that is not a string, or
     /// any key of a Sensitive hash, makes it a table of typed keys.
     fn hash(&mut self, map: &Map, secret: bool, attribute: &str) -> Result<CallValue> {
+        refuse_case_duplicates(map, secret, attribute)?;
         let child = |key: &Value| match key.key_name() {
             Some(name) => format!("{attribute}.{name}"),
             None => attribute.to_owned(),
@@ -281,6 +318,7 @@ impl Values<'_> {
             let mut members = Vec::with_capacity(map.len());
             for (key, value) in map.iter() {
                 let name = key.key_name().unwrap_or_default().to_owned();
+                refuse_nul(&name, attribute)?;
                 members.push((name, self.plain(value, false, &child(key))?));
             }
             return Ok(CallValue::Hash(members));
@@ -306,9 +344,13 @@ impl Values<'_> {
     ) -> Result<CallValue> {
         let (value, instance_secret) = peel(value);
         let secret = secret || instance_secret;
-        let map = value
-            .as_map()
-            .ok_or_else(|| invalid(attribute, "a CIM instance must be a hash"))?;
+        let map = value.as_map().ok_or_else(|| {
+            invalid(
+                attribute,
+                &format!("a CIM instance must be a hash, not {}", kind_name(value)),
+            )
+        })?;
+        refuse_case_duplicates(map, secret, attribute)?;
         let type_entry = named_entry(map, "cim_instance_type");
         let class = match (class, type_entry) {
             (Some(class), _) => class.to_owned(),
@@ -324,6 +366,7 @@ impl Values<'_> {
                 ))
             }
         };
+        refuse_nul(&class, attribute)?;
         let mut properties = Vec::with_capacity(map.len());
         for (key, property) in map.iter() {
             if type_entry.is_some_and(|(k, _)| std::ptr::eq(k, key)) {
@@ -332,8 +375,9 @@ impl Values<'_> {
             let Some(name) = peel(key).0.key_name() else {
                 return Err(invalid(attribute, "a CIM property's name must be a string"));
             };
-            let member_shape = shape.member(name).unwrap_or(&TypeShape::Other);
             let child = format!("{attribute}.{name}");
+            refuse_nul(name, &child)?;
+            let member_shape = shape.member(name).unwrap_or(&TypeShape::Other);
             let typed = match peel(property).0 {
                 Value::Nil => continue,
                 Value::Array(items) if items.is_empty() => {
@@ -414,24 +458,17 @@ impl Values<'_> {
         for item in items {
             match peel(item).0 {
                 Value::Hash(_) => return Err(invalid(attribute, PLAIN_HASH_IN_CIM)),
-                Value::Array(_) => {
-                    return Err(invalid(
-                        attribute,
-                        "an array inside an array cannot be a CIM property",
-                    ))
-                }
+                Value::Array(_) => return Err(invalid(attribute, NESTED_ARRAY)),
                 _ => typed.push(self.plain(item, secret, attribute)?),
             }
         }
         if cim_kinds(items) <= 1 {
             return Ok(CallValue::Array(typed));
         }
-        let element = shape.element().cim_element_type().ok_or_else(|| {
-            invalid(
-                attribute,
-                "an array that mixes value types cannot be a CIM property, and the Puppet type does not say its type",
-            )
-        })?;
+        let element = shape
+            .element()
+            .cim_element_type()
+            .ok_or_else(|| invalid(attribute, MIXED_ARRAY))?;
         Ok(CallValue::Typed {
             element: powershell_type(&element).to_owned(),
             items: typed,
@@ -439,8 +476,15 @@ impl Values<'_> {
     }
 }
 
+/// Why an array of arrays is refused.
+const NESTED_ARRAY: &str =
+    "an array inside an array cannot be a CIM property (CIM has no arrays of arrays)";
+/// Why an array of mixed kinds with no element type is refused.
+const MIXED_ARRAY: &str =
+    "an array that mixes value types (say numbers and strings) cannot be a CIM property: New-CimInstance cannot tell its CIM type, and the Puppet type does not say";
+/// Why a plain hash inside a CIM instance is refused.
 const PLAIN_HASH_IN_CIM: &str =
-    "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password)";
+    "a hash inside a CIM instance must be a CIM instance (with a cim_instance_type) or a credential (user and password): New-CimInstance cannot pass a plain hashtable as a CIM property";
 
 /// An empty array of the CIM type's PowerShell type.
 fn typed_empty(element: &CimType) -> CallValue {

@@ -1,31 +1,30 @@
-//! Building the Invoke-DscResource script (docs/behavior.md §7 shows its
-//! shape), with secret positions tracked as the text is written.
+//! One DSC call: built once as data ([`crate::call_data::DscCallData`],
+//! `calling.rs`, where every value is typed and checked), and rendered as
+//! script text from that value only where text is the interface
+//! (`render.rs`; docs/behavior.md §7 shows its shape). Secrets are bound
+//! variables in both; nothing ever searches finished text for secrets.
 //!
-//! One pass produces the real script for PowerShell and, from the recorded
-//! secret spans, the redacted rendering for logs: nothing ever searches the
-//! finished text for secrets.
-//!
-//! By job: `text.rs` is the finished [`Script`] (its text, body, secret
-//! spans, and the redacted and marked renderings); `resource.rs` the
-//! [`InvocableResource`] that a script is built from (and its pwshlib 2.x
-//! hash); `parts.rs` the [`ScriptParts`] and the entry points
-//! ([`script_for`], [`build_script`]); `builder.rs` the `$InvokeParams`
-//! line and each property's value by its CIM type; `cim.rs` the embedded
-//! CIM instances and credentials, as New-CimInstance takes them. The call
-//! as data is [`crate::call_data`], built beside the script from the same
-//! resource (`calling.rs`).
+//! By job: `resource.rs` the [`InvocableResource`] a call is built from
+//! (and its pwshlib 2.x hash); `calling.rs` the call as data; `shapes.rs`
+//! what a Puppet value is as a DSC property; `render.rs` its text;
+//! `inline.rs` the bound secrets set by literals, for a manager that
+//! cannot bind; `text.rs` the [`Script`] (the call, and its text, secret
+//! spans, redacted and marked renderings made on first use); `parts.rs`
+//! the entry points ([`script_for`], [`build_script`]) and the
+//! [`ScriptParts`] the pwshlib 2.x section methods return.
 
-mod builder;
 mod calling;
-mod cim;
 mod inline;
 mod parts;
+mod render;
 mod resource;
+mod shapes;
 mod text;
 
 pub use crate::call_data::{DscMethod, Route};
 pub use calling::call_data;
 pub use parts::{build_script, build_script_with, script_for, BoundText, ScriptParts};
+pub use render::{render, Rendered, Section};
 pub use resource::{passed_to_get, InvocableResource, InvokeParameter};
 pub use text::{secret_marker, Script};
 

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use uuid::Uuid;
 
+use super::inline::inline_lines;
+use super::render::render;
 use crate::bound::SecretBinding;
 use crate::call_data::DscCallData;
 use crate::error::{Error, Result};
@@ -16,126 +18,103 @@ use crate::secrecy::{
 };
 use crate::templates;
 
-/// A finished script: the lines of one DSC call, the secrets it refers to
-/// by variable (bound by the host, `bound.rs`), and the plain texts of
-/// those secrets.
+/// A finished script: one DSC call, as data or as text.
 ///
-/// Two forms come from it. The data form, [`Script::body`] with
-/// [`Script::bindings`], is what a host that binds secrets receives: its
-/// text holds no secret at all (issue 38). The inline form,
-/// [`Script::text`], sets each bound variable by a literal in front of the
-/// lines: for a manager that cannot bind, and, redacted, for `--debug`.
+/// A built script is the call as data ([`Script::call`]) and nothing
+/// else: pwshlib's host receives that value, and nothing renders text for
+/// it. Its text is rendered from the value on first use (`render.rs`),
+/// only where text is the interface: [`Script::body`] with
+/// [`Script::bindings`] for a manager that binds secrets but takes text,
+/// [`Script::text`] (the bound variables set by literals in front) for
+/// one that cannot bind, and the marked form for the pwshlib 2.x methods.
 ///
-/// The prelude ([`templates::PRELUDE`], some 14 KB) is not copied in front
-/// of each call's lines: a host holding it needs only the body, and the
-/// whole text is joined on first use (a `--debug` dump, a manager that
-/// takes whole scripts). Joining it on every call was a third of the cost
-/// of an in-sync Get (`rake bench`).
+/// A script read from text (the pwshlib 2.x marked form, a formatted
+/// value) has no call: its text is all there is, its secrets literals in
+/// it.
+///
+/// The prelude ([`templates::PRELUDE`]) is not copied in front of each
+/// call's lines: the whole text is joined on first use.
 #[derive(Debug, Default)]
 pub struct Script {
-    /// The lines of this call: the whole text when there is no prelude.
-    body: String,
+    /// The call as data: a built script's; none for one read from text.
+    call: Option<Box<DscCallData>>,
+    /// The lines of this call: rendered from `call` when first asked for,
+    /// or the text read.
+    body: OnceLock<String>,
     /// Byte ranges of secret literals written into `body` itself: only in
-    /// a script read from text (the pwshlib 2.x marked form); a built
-    /// script binds its secrets instead.
+    /// a script read from text; a built script binds its secrets instead.
     body_spans: Vec<Range<usize>>,
-    /// The variables the body refers to, for the host to bind.
-    bindings: Vec<SecretBinding>,
-    /// The inline form's lines that set `bindings` by literals, and the
-    /// byte ranges of those literals in it.
-    prefix: String,
-    prefix_spans: Vec<Range<usize>>,
-    secrets: Vec<String>,
+    /// The plain texts of a read script's secrets.
+    body_secrets: Vec<String>,
+    /// The inline form's lines that set the bindings by literals, the
+    /// byte ranges of those literals in them, and the secrets' plain texts:
+    /// made when first asked for.
+    prefix: OnceLock<Inline>,
     /// Whether the text starts with the prelude, in front of `body`.
     with_prelude: bool,
     /// The prefix and the body, joined when first asked for.
     inline: OnceLock<String>,
     /// The prelude, the prefix and the body, joined when first asked for.
     joined: OnceLock<String>,
-    /// The same call as data, which pwshlib's host receives instead of
-    /// the text: a built script's; none for one read from text.
-    call: Option<Box<DscCallData>>,
 }
 
-/// The joined texts are not copied: they are caches, made again on first
-/// use. A `--debug` run joins the prelude (some 40 KB) into each script,
-/// and the provider clones every call's script into its `DscScript`.
+#[derive(Debug, Default)]
+struct Inline {
+    text: String,
+    spans: Vec<Range<usize>>,
+    secrets: Vec<String>,
+}
+
+/// The rendered texts are not copied: they are caches, made again on
+/// first use.
 impl Clone for Script {
     fn clone(&self) -> Script {
+        let body = match &self.call {
+            Some(_) => OnceLock::new(),
+            None => self.body.clone(),
+        };
         Script {
-            body: self.body.clone(),
+            call: self.call.clone(),
+            body,
             body_spans: self.body_spans.clone(),
-            bindings: self.bindings.clone(),
-            prefix: self.prefix.clone(),
-            prefix_spans: self.prefix_spans.clone(),
-            secrets: self.secrets.clone(),
+            body_secrets: self.body_secrets.clone(),
+            prefix: OnceLock::new(),
             with_prelude: self.with_prelude,
             inline: OnceLock::new(),
             joined: OnceLock::new(),
-            call: self.call.clone(),
         }
     }
 }
 
 impl PartialEq for Script {
     fn eq(&self, other: &Script) -> bool {
-        self.body == other.body
-            && self.body_spans == other.body_spans
-            && self.bindings == other.bindings
-            && self.prefix == other.prefix
-            && self.secrets == other.secrets
+        self.call == other.call
             && self.with_prelude == other.with_prelude
-            && self.call == other.call
+            && (self.call.is_some()
+                || (self.body == other.body
+                    && self.body_spans == other.body_spans
+                    && self.body_secrets == other.body_secrets))
     }
 }
 
 impl Script {
     /// A script whose secrets, if any, are literals in its text.
     pub fn from_tracked(tracked: TrackedText) -> Script {
-        let (body, body_spans, secrets) = tracked.into_parts();
+        let (body, body_spans, body_secrets) = tracked.into_parts();
         Script {
-            body,
+            body: OnceLock::from(body),
             body_spans,
-            secrets,
+            body_secrets,
             ..Script::default()
         }
     }
 
-    /// A script whose body refers to `bindings` by variable; `secrets` are
-    /// their plain texts (for the redaction's checks).
-    pub(super) fn bound(
-        body: String,
-        bindings: Vec<SecretBinding>,
-        secrets: Vec<String>,
-    ) -> Result<Script> {
-        let (prefix, prefix_spans, mut prefix_secrets) =
-            super::inline::inline_lines(&bindings)?.into_parts();
-        prefix_secrets.extend(secrets);
-        Ok(Script {
-            body,
-            bindings,
-            prefix,
-            prefix_spans,
-            secrets: prefix_secrets,
-            ..Script::default()
-        })
-    }
-
-    /// This script with [`templates::PRELUDE`] in front (it ends with a
-    /// newline, a test checks, so the body starts right after it).
-    pub(super) fn with_prelude(self) -> Script {
-        Script {
-            with_prelude: true,
-            joined: OnceLock::new(),
-            ..self
-        }
-    }
-
-    /// This script with the call as data beside it.
-    pub(super) fn with_call(self, call: DscCallData) -> Script {
+    /// The script of `call`, the prelude in front of its text.
+    pub fn from_call(call: DscCallData) -> Script {
         Script {
             call: Some(Box::new(call)),
-            ..self
+            with_prelude: true,
+            ..Script::default()
         }
     }
 
@@ -150,6 +129,21 @@ impl Script {
     /// "DSC calls as data"). None for a script read from text.
     pub fn call(&self) -> Option<&DscCallData> {
         self.call.as_deref()
+    }
+
+    fn prefix(&self) -> &Inline {
+        self.prefix.get_or_init(|| {
+            // Every text of a built call was checked for NUL when the call
+            // was made (`calling.rs`), so the literals can all be written.
+            let (text, spans, secrets) = inline_lines(self.bindings())
+                .map(TrackedText::into_parts)
+                .unwrap_or_default();
+            Inline {
+                text,
+                spans,
+                secrets,
+            }
+        })
     }
 
     /// How many leading bytes of [`Script::text`] are the prelude.
@@ -187,25 +181,30 @@ impl Script {
     /// prelude, referring to [`Script::bindings`] by variable. A built
     /// script holds no secret here.
     pub fn body(&self) -> &str {
-        &self.body
+        self.body.get_or_init(|| match &self.call {
+            Some(call) => render(call).body(call.route),
+            None => String::new(),
+        })
     }
 
     /// The variables [`Script::body`] refers to, for the host to bind.
     pub fn bindings(&self) -> &[SecretBinding] {
-        &self.bindings
+        self.call.as_deref().map_or(&[], |call| &call.secrets)
     }
 
     /// The lines of this call in the inline form: the bound variables set
     /// by literals, then the body. What a manager that holds the prelude
     /// but cannot bind runs. Never log it.
     pub fn inline_body(&self) -> &str {
-        if self.prefix.is_empty() {
-            return &self.body;
+        let prefix = &self.prefix().text;
+        if prefix.is_empty() {
+            return self.body();
         }
         self.inline.get_or_init(|| {
-            let mut text = String::with_capacity(self.prefix.len() + self.body.len());
-            text.push_str(&self.prefix);
-            text.push_str(&self.body);
+            let body = self.body();
+            let mut text = String::with_capacity(prefix.len() + body.len());
+            text.push_str(prefix);
+            text.push_str(body);
             text
         })
     }
@@ -213,8 +212,10 @@ impl Script {
     /// Byte ranges of the secret literals in [`Script::text`], in order.
     pub fn secret_spans(&self) -> Vec<Range<usize>> {
         let shift = self.prelude_len();
-        let body_shift = shift + self.prefix.len();
-        self.prefix_spans
+        let prefix = self.prefix();
+        let body_shift = shift + prefix.text.len();
+        prefix
+            .spans
             .iter()
             .map(|span| span.start + shift..span.end + shift)
             .chain(
@@ -225,11 +226,31 @@ impl Script {
             .collect()
     }
 
+    /// The secret literals of [`Script::inline_body`], in order, without
+    /// rendering the call's text: those of the lines that set the bound
+    /// variables, then those written into a read script's text.
+    pub fn secret_literals(&self) -> Vec<&str> {
+        let prefix = self.prefix();
+        let body = if self.body_spans.is_empty() {
+            ""
+        } else {
+            self.body()
+        };
+        prefix
+            .spans
+            .iter()
+            .map(|span| &prefix.text[span.clone()])
+            .chain(self.body_spans.iter().map(|span| &body[span.clone()]))
+            .collect()
+    }
+
     /// Byte ranges of the secret literals in [`Script::inline_body`], in
     /// order.
     pub fn inline_secret_spans(&self) -> Vec<Range<usize>> {
-        let shift = self.prefix.len();
-        self.prefix_spans
+        let prefix = self.prefix();
+        let shift = prefix.text.len();
+        prefix
+            .spans
             .iter()
             .cloned()
             .chain(
@@ -262,8 +283,10 @@ impl Script {
     pub fn guarded_secrets(&self) -> Vec<&str> {
         let pieces = self.public_pieces();
         let mut guarded: Vec<&str> = self
+            .prefix()
             .secrets
             .iter()
+            .chain(&self.body_secrets)
             .flat_map(|s| {
                 let lines = s
                     .contains(['\n', '\r'])
@@ -289,7 +312,7 @@ impl Script {
     /// [`REDACTION_MARKER`], or, if a secret would then still show (say the
     /// secret is that marker text), by a random marker that lets none show.
     pub fn redacted(&self) -> String {
-        if self.body_spans.is_empty() && self.prefix_spans.is_empty() {
+        if self.body_spans.is_empty() && self.prefix().spans.is_empty() {
             return self.text().to_owned();
         }
         let guarded = self.guarded_secrets();
@@ -369,19 +392,19 @@ impl Script {
                 .is_none_or(|span| span.start >= prelude_len);
         if !with_prelude {
             return Script {
-                body: text,
+                body: OnceLock::from(text),
                 body_spans: secret_spans,
-                secrets,
+                body_secrets: secrets,
                 ..Script::default()
             };
         }
         Script {
-            body: text[prelude_len..].to_owned(),
+            body: OnceLock::from(text[prelude_len..].to_owned()),
             body_spans: secret_spans
                 .into_iter()
                 .map(|span| span.start - prelude_len..span.end - prelude_len)
                 .collect(),
-            secrets,
+            body_secrets: secrets,
             with_prelude,
             ..Script::default()
         }

@@ -257,4 +257,19 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_credential_array_arrives_as_credentials() {
+        let logins = json!({"logins": {"typed": {"type": "PSCredential",
+            "items": [{"var": "cred_1"}, {"var": "cred_1"}]}}});
+        let read = invocation_of(&call(&logins, false), Edition::Core, &credential()).unwrap();
+        let PsValue::TypedArray { element, items } = &read.properties[0].1 else {
+            panic!("{read:?}")
+        };
+        assert_eq!(element, "pscredential");
+        assert_eq!(items.len(), 2);
+        assert!(items
+            .iter()
+            .all(|item| matches!(item, PsValue::Credential { .. })));
+    }
 }
