@@ -275,7 +275,10 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     );
     let in_memory = position(&script_lines, "Add-PwshlibHostType");
     assert!(to_cache < in_memory);
-    assert_eq!(compile_script.matches("Add-Type -TypeDefinition").count(), 1);
+    assert_eq!(
+        compile_script.matches("Add-Type -TypeDefinition").count(),
+        1
+    );
     // host.ps1 compiles nothing itself: it runs host_compile.ps1.
     assert!(!script.contains("Add-Type"));
     // (Its statements: the comments name what is left out.)
@@ -1050,7 +1053,8 @@ fn the_cached_start_runs_no_module_cmdlet_before_listening() {
     ] {
         assert!(!cached.contains(cmdlet), "{cmdlet} before listening");
     }
-    assert!(cached.contains("[System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($File))"));
+    assert!(cached
+        .contains("[System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($File))"));
     assert!(!script.contains("Get-Process") && !script.contains("Start-Sleep"));
     let source = host_source();
     position(
