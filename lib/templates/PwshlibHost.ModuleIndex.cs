@@ -49,9 +49,10 @@ namespace PwshlibHost
             Hashtable scripts = NewTable();
             Hashtable binary = NewTable();
             Hashtable composite = NewTable();
+            List<string> unreadable = new List<string>();
             foreach (string folder in resourceFolders ?? new string[0])
             {
-                foreach (string schema in Directory.GetFiles(folder, "*.schema.mof", SearchOption.AllDirectories))
+                foreach (string schema in FilesUnder(folder, "*.schema.mof", unreadable))
                 {
                     string className = WithoutSuffix(Path.GetFileName(schema), ".schema.mof");
                     string psm1 = Path.Combine(Path.GetDirectoryName(schema), className + ".psm1");
@@ -64,7 +65,7 @@ namespace PwshlibHost
                     found[friendly] = where;
                     if (!found.ContainsKey(className)) { found[className] = where; }
                 }
-                foreach (string configuration in Directory.GetFiles(folder, "*.schema.psm1", SearchOption.AllDirectories))
+                foreach (string configuration in FilesUnder(folder, "*.schema.psm1", unreadable))
                 {
                     composite[WithoutSuffix(Path.GetFileName(configuration), ".schema.psm1")] = configuration;
                 }
@@ -74,7 +75,55 @@ namespace PwshlibHost
             index["Scripts"] = scripts;
             index["Binary"] = binary;
             index["Composite"] = composite;
+            index["Unreadable"] = unreadable.ToArray();
             return index;
+        }
+
+        // Directory.GetFiles(folder, pattern, AllDirectories), except that a
+        // folder too deep to read is left out and named in unreadable
+        // instead of failing the whole index, and with it every resource of
+        // the module. GetFiles throws PathTooLongException for one such
+        // folder anywhere below: on the .NET Framework of Windows
+        // PowerShell 5.1 past MAX_PATH (260 characters) unless long paths
+        // are enabled for the process, on .NET Core past the system's
+        // limit (PATH_MAX, 4,096 bytes, on Linux: what the real pwsh shows,
+        // spec/real_pwsh/dsc/module_index_spec.rb). The usual module takes
+        // the one call, in its order; only one with such a folder is walked
+        // folder by folder (a folder's own files, then its folders, each
+        // in turn, the order of the .NET Framework's enumeration). A
+        // resource the index then misses fails its own lookup with the
+        // folders named (Assert-PwshlibRunnableResource).
+        private static List<string> FilesUnder(string folder, string pattern, List<string> unreadable)
+        {
+            try
+            {
+                return new List<string>(Directory.GetFiles(folder, pattern, SearchOption.AllDirectories));
+            }
+            catch (PathTooLongException)
+            {
+            }
+            List<string> found = new List<string>();
+            Walk(folder, pattern, found, unreadable);
+            return found;
+        }
+
+        private static void Walk(string folder, string pattern, List<string> found, List<string> unreadable)
+        {
+            string[] folders;
+            try
+            {
+                found.AddRange(Directory.GetFiles(folder, pattern));
+                folders = Directory.GetDirectories(folder);
+            }
+            catch (PathTooLongException)
+            {
+                if (!unreadable.Contains(folder)) { unreadable.Add(folder); }
+                return;
+            }
+            foreach (string inner in folders)
+            {
+                Walk(inner, pattern, found, unreadable);
+            }
         }
 
         private static Hashtable NewTable()

@@ -79,6 +79,21 @@ namespace PwshlibHost
         }
     }
 
+    // What host.ps1 starts the server through: an instance the script gets
+    // from the loaded assembly by name (Assembly.CreateInstance), so that
+    // host.ps1 calls a method by its constant name. PowerShell's
+    // suspicious-content check (ScriptBlock.CheckSuspiciousContent) flags
+    // a static call on a type held in a variable ($Type::Start) and a
+    // [type] conversion, and then writes the whole script to the 4104 log
+    // as a warning at every host start, logging on or off.
+    public sealed class Launcher
+    {
+        public Server Start(EngineIntrinsics context, string hostScriptPath, string assemblySource, DateTime firstLine, string runtimeVariables, bool onWindows, int parentPid, string pipePath, string cacheDirectory)
+        {
+            return Server.Start(context, hostScriptPath, assemblySource, firstLine, runtimeVariables, onWindows, parentPid, pipePath, cacheDirectory);
+        }
+    }
+
     public sealed partial class Server
     {
         // An opt-in timing trace of the host's start and of each request's

@@ -165,8 +165,9 @@ function Get-PwshlibDscModuleIndexInPowerShell {
     $Scripts = @{}
     $Binary = @{}
     $Composite = @{}
+    $Unreadable = [System.Collections.Generic.List[string]]::new()
     foreach ($Folder in $ResourceFolders) {
-        foreach ($Schema in [System.IO.Directory]::GetFiles($Folder, '*.schema.mof', [System.IO.SearchOption]::AllDirectories)) {
+        foreach ($Schema in (Get-PwshlibFilesUnder -Folder $Folder -Pattern '*.schema.mof' -Unreadable $Unreadable)) {
             $ClassName = [System.IO.Path]::GetFileName($Schema) -replace '\.schema\.mof$', ''
             $Psm1 = [System.IO.Path]::Combine([System.IO.Path]::GetDirectoryName($Schema), "$ClassName.psm1")
             $Friendly = $ClassName
@@ -179,11 +180,37 @@ function Get-PwshlibDscModuleIndexInPowerShell {
             $Found[$Friendly] = $Where
             if (-not $Found.ContainsKey($ClassName)) { $Found[$ClassName] = $Where }
         }
-        foreach ($Configuration in [System.IO.Directory]::GetFiles($Folder, '*.schema.psm1', [System.IO.SearchOption]::AllDirectories)) {
+        foreach ($Configuration in (Get-PwshlibFilesUnder -Folder $Folder -Pattern '*.schema.psm1' -Unreadable $Unreadable)) {
             $Composite[[System.IO.Path]::GetFileName($Configuration) -replace '\.schema\.psm1$', ''] = $Configuration
         }
     }
-    @{ Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite }
+    @{ Classes = $Classes; Scripts = $Scripts; Binary = $Binary; Composite = $Composite; Unreadable = $Unreadable.ToArray() }
+}
+
+function Get-PwshlibFilesUnder {
+    # PwshlibHost.DscModuleIndex.FilesUnder without the host (it says why):
+    # a folder too deep to read is named in $Unreadable, not a failure of
+    # the whole index.
+    param([string] $Folder, [string] $Pattern, $Unreadable)
+    try {
+        return [System.IO.Directory]::GetFiles($Folder, $Pattern, [System.IO.SearchOption]::AllDirectories)
+    } catch [System.IO.PathTooLongException] {
+    }
+    $Pending = [System.Collections.Generic.Stack[string]]::new()
+    $Pending.Push($Folder)
+    while ($Pending.Count -gt 0) {
+        $Current = $Pending.Pop()
+        try {
+            $Files = [System.IO.Directory]::GetFiles($Current, $Pattern)
+            $Inner = [System.IO.Directory]::GetDirectories($Current)
+        } catch [System.IO.PathTooLongException] {
+            if (-not $Unreadable.Contains($Current)) { $Unreadable.Add($Current) }
+            continue
+        }
+        $Files
+        [Array]::Reverse($Inner)
+        foreach ($Next in $Inner) { $Pending.Push($Next) }
+    }
 }
 
 function Import-PwshlibDscModule {
@@ -332,6 +359,11 @@ function Assert-PwshlibRunnableResource {
             throw "The DSC resource '$Name' of module '$ModuleName' is a binary resource (not implemented in PowerShell): PowerShell $($PSVersionTable.PSVersion) cannot run it (PSDesiredStateConfiguration 2.x runs only resources written in PowerShell). Run it with Windows PowerShell 5.1, whose LCM runs it through Invoke-DscResource (with the LCM's RefreshMode set to Disabled)."
         }
         return
+    }
+    # A folder under DSCResources too deep to read may hold it: this
+    # lookup fails naming it (the module's other resources are found).
+    if (@($Index.Unreadable).Count -gt 0) {
+        throw "The DSC resource '$Name' was not found in module '$ModuleName' ($($Module.Manifest)), and these folders under its DSCResources could not be read, their paths too long for PowerShell $($PSVersionTable.PSVersion) (PathTooLongException): $(@($Index.Unreadable) -join ', '). Windows PowerShell 5.1 reads no path of 260 characters or more unless long paths are enabled; install the module under a shorter path."
     }
     # The engines find a resource where this index looks and nowhere else
     # (Get-DscResource reads the same files and folders), so a name it

@@ -26,7 +26,7 @@ param(
 
     # The key of the C# source beside this script, which the manager
     # computed (pwshlib_transport's host_source_key; the same as
-    # Get-PwshlibHostSourceKey below): with -AssemblyCache, what names the
+    # Get-PwshlibHostSourceKey in host_compile.ps1): with -AssemblyCache, what names the
     # cached assembly to load.
     [string] $HostSourceKey = '',
 
@@ -43,12 +43,12 @@ $FirstLine = [DateTime]::Now
 $ErrorActionPreference = 'Stop'
 
 # .NET's multicore JIT (System.Runtime.ProfileOptimization): pwsh records
-# the methods a start compiles into a profile under its cache directory,
-# and the next start compiles them ahead on another core. Its profile
+# the code a start compiles into a profile under its cache directory, and
+# the next start compiles it ahead on another core. Its profile
 # ("StartupProfileData-NonInteractive") is shared with every other
 # non-interactive pwsh and stops short of what a host does: this profile,
 # from here on, is the host's own, so the next host finds the assembly's,
-# the runspaces' and the first calls' methods compiled ahead (issue 39).
+# the runspaces' and the first calls' code compiled ahead.
 # Calling StartProfile again records from here into this profile (pwsh
 # 7.6.9 writes it, spec/real_pwsh/host_assembly_cache_spec.rb); without a
 # profile root (SetProfileRoot, which PowerShell calls at its start) no
@@ -73,158 +73,120 @@ try {
 #
 # The host itself (the custom PSHost, the console routing and the host
 # loop) is C# in PwshlibHost*.cs beside this script, compiled once: a
-# request then runs no interpreted PowerShell of the host's own. Read as
-# text and given to -TypeDefinition (not -Path): the same call on Windows
-# PowerShell 5.1 (the .NET Framework's csc through CodeDom) and pwsh 7
-# (Roslyn), which spec/real_pwsh/dsc/host_csharp5_spec.rb checks as C# 5.
-# The parts (one job each, PwshlibHost.cs says which) are joined in this
-# order into one source: each keeps its using directives inside its
-# namespace block, so the joined text compiles as it is.
-function Get-PwshlibHostSource {
-    [string]::Join("`n", @(foreach ($Name in @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.ModuleIndex.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Start.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')) {
-                [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $Name))
-            }))
-}
-
-# A SHA-256 that works under the FIPS policy (the STIG's "Use FIPS
-# compliant algorithms"): on the .NET Framework SHA256.Create() is
-# SHA256Managed, whose constructor throws InvalidOperationException when
-# CryptoConfig.AllowOnlyFipsAlgorithms is set (Cryptography_NonCompliant-
-# FIPSAlgorithm), so the cache would never be filled and every start would
-# compile; SHA256CryptoServiceProvider is CAPI's validated one. On .NET 5
-# and later (pwsh 7) SHA256.Create() is the platform's own (CNG, OpenSSL).
-function New-PwshlibSha256 {
-    if ($PSVersionTable.PSEdition -eq 'Core') { return [System.Security.Cryptography.SHA256]::Create() }
-    [System.Security.Cryptography.SHA256CryptoServiceProvider]::new()
-}
-
-# The key the manager passes as -HostSourceKey, computed again from the
-# files as they are now (pwshlib_transport's host_source_key says how):
-# what this host compiled is cached under the manager's key only when the
-# two agree, so a source changed since the manager read it is never
-# cached under the old one.
-function Get-PwshlibHostSourceKey {
-    $Names = [System.IO.Directory]::GetFiles($PSScriptRoot, 'PwshlibHost*.cs')
-    [Array]::Sort($Names, [StringComparer]::Ordinal)
-    $Buffer = [System.IO.MemoryStream]::new()
-    foreach ($Path in $Names) {
-        $Bytes = [System.IO.File]::ReadAllBytes($Path)
-        $Head = [System.Text.Encoding]::UTF8.GetBytes([System.IO.Path]::GetFileName($Path) + [char]0 + $Bytes.Length + [char]0)
-        $Buffer.Write($Head, 0, $Head.Length)
-        $Buffer.Write($Bytes, 0, $Bytes.Length)
-    }
-    [System.BitConverter]::ToString((New-PwshlibSha256).ComputeHash($Buffer.ToArray()), 0, 16).Replace('-', '').ToLowerInvariant()
-}
-
-# Compiling takes seconds (about 4 s on pwsh 7, before the first call can
-# be answered); loading the same assembly takes about 0.1 s. So the
-# compiled assembly is kept in $AssemblyCache, named after the source's key
+# request then runs no interpreted PowerShell of the host's own. Compiling
+# takes seconds (about 4 s on pwsh 7, before the first call can be
+# answered); loading the same assembly takes about 0.1 s. So the compiled
+# assembly is kept in $AssemblyCache, named after the source's key
 # (-HostSourceKey), the PowerShell edition, its version and the runtime's
 # version (a new pwshlib or a new PowerShell gets its own file), and the
 # SHA-256 of the file's own bytes. The manager deletes, before starting
 # this host, each file of the key whose bytes do not hash to its name (a
 # truncated or corrupted file: it is compiled again), and does that
-# hashing itself: .NET's first SHA-256 in a fresh pwsh takes some 20 ms. A
-# file is written under a temporary name and renamed into place whole
-# (the rename fails when another host got there first), and nothing writes
-# it again, so no host reads a file still being written, and what the
-# manager checked is what is loaded. It is loaded from its bytes
-# (Assembly.Load(byte[]), as pwsh 7's own in-memory Add-Type does): the
-# file is not held open (the .NET Framework locks a file loaded by path
-# until the process ends). Whoever can write the directory can run code as
-# this user: the manager passes only a directory it checked
-# (docs/performance.md, "The compiled host"). The server's type is taken
-# from the assembly loaded, not looked up by name (a [type] lookup searches
-# every loaded assembly).
-# The host's source compiled, optimized, with Add-Type's -OutputAssembly
-# and -OutputType when caching ($Output). pwsh 7's Add-Type compiles with
-# Roslyn's default options (AddTypeCommand.GetDefaultCompilationOptions: a
-# bare CSharpCompilationOptions, OptimizationLevel.Debug), which mark the
-# assembly [Debuggable(DisableOptimizations)]: the JIT then compiles every
-# method of the host with MinOpts for the life of the process and never
-# tiers it up (perf shows them "MinOptJitted"). '-optimize+' goes through
-# its -CompilerOptions (CSharpCommandLineParser) instead. Windows
-# PowerShell 5.1 has no such parameter and needs none: its AddTypeCommand
-# sets IncludeDebugInformation = false and CompilerOptions = "/optimize+"
-# for C# itself (and CodeDom's CSharpCodeGenerator passes /optimize+
-# without debug information). The cached file's name says so: an
-# assembly cached unoptimized by an earlier host is never loaded. A
-# function, so that a host loading a cached assembly runs none of it (its
-# statements cost some 10 ms cold, issue 39).
-function Add-PwshlibHostType {
-    param([hashtable] $Output = @{})
-    if ($PSVersionTable.PSEdition -eq 'Core') { $Output.CompilerOptions = '-optimize+' }
-    Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Output
+# hashing itself: .NET's first SHA-256 in a fresh pwsh takes some 20 ms.
+# Nothing writes a cached file again, so what the manager checked is what
+# is loaded. It is loaded from its bytes (Assembly.Load(byte[])): the file
+# is not held open (the .NET Framework locks a file loaded by path until
+# the process ends). Whoever can write the directory can run code as this
+# user: the manager passes only a directory it checked, and on Windows
+# this script checks the file's owner and DACL again before loading it
+# (Test-PwshlibCachedFileTrusted). The host is started through its
+# Launcher, an instance made by name from the assembly loaded (no [type]
+# lookup, which searches every loaded assembly).
+#
+# Compiling is host_compile.ps1's, a file run only on a start that
+# compiles: what it must say is on PowerShell's suspicious-content list
+# (ScriptBlock.CheckSuspiciousContent), and a script holding any of those
+# words, even in a comment, is written whole to the 4104 log as a warning
+# at every start, logging on or off. This script holds none
+# (spec/real_pwsh/host_suspicious_content_spec.rb asks PowerShell's own
+# check).
+# Windows: whether the cached assembly at $Path may be loaded, asked again
+# here because whoever can write it runs code as this account. The rule is
+# the manager's (pwshlib_transport's cache_trust.rs, file_refusal and
+# trusted_writers): its owner, and every account an allow entry that
+# applies to the file itself lets write, delete or re-permission it, is
+# SYSTEM, the Administrators, TrustedInstaller or, unless this run is
+# elevated and not SYSTEM (UAC's boundary: the same user's
+# medium-integrity processes hold its account), this account; an OWNER
+# RIGHTS entry (S-1-3-4) stands for the owner. Deny entries are not
+# credited. A NULL DACL reads as one entry for Everyone with full control
+# (.NET's CommonSecurityDescriptor makes it so), which is refused. Elevated
+# is WindowsPrincipal.IsInRole(Administrators): true only for a token in
+# which that group is enabled, not UAC's filtered token. The mask is
+# FILE_ADD_FILE, FILE_ADD_SUBDIRECTORY, FILE_DELETE_CHILD, DELETE,
+# WRITE_DAC, WRITE_OWNER, GENERIC_ALL and GENERIC_WRITE (winnt.h), as
+# cache_trust.rs's WRITES_THE_CACHE. A file refused is not loaded: the
+# next one of the key is tried, else the host compiles.
+function Test-PwshlibCachedFileTrusted {
+    param([string] $Path)
+    $Identity = [System.Security.Principal.WindowsIdentity]::GetCurrent()
+    $Me = $Identity.User.Value
+    $Trusted = @('S-1-5-18', 'S-1-5-32-544', 'S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464')
+    $Elevated = ([System.Security.Principal.WindowsPrincipal]::new($Identity)).IsInRole([System.Security.Principal.WindowsBuiltInRole]::Administrator)
+    if ($Me -eq 'S-1-5-18' -or -not $Elevated) { $Trusted += $Me }
+    $Sid = [System.Security.Principal.SecurityIdentifier]
+    if ($PSVersionTable.PSEdition -eq 'Core') {
+        # .NET 5 and later keep file ACLs in an assembly of their own, not
+        # loaded at a host's start.
+        $null = [System.Reflection.Assembly]::Load('System.IO.FileSystem.AccessControl')
+        $Security = [System.IO.FileSystemAclExtensions]::GetAccessControl([System.IO.FileInfo]::new($Path))
+    } else {
+        $Security = [System.IO.File]::GetAccessControl($Path)
+    }
+    $Owner = $Security.GetOwner($Sid).Value
+    if ($Trusted -notcontains $Owner) { return $false }
+    foreach ($Rule in $Security.GetAccessRules($true, $true, $Sid)) {
+        if ($Rule.AccessControlType -ne [System.Security.AccessControl.AccessControlType]::Allow) { continue }
+        if ($Rule.PropagationFlags -band [System.Security.AccessControl.PropagationFlags]::InheritOnly) { continue }
+        if (([long] $Rule.FileSystemRights -band 0x500D0046) -eq 0) { continue }
+        $Who = $Rule.IdentityReference.Value
+        if ($Who -eq 'S-1-3-4') { $Who = $Owner }
+        if ($Trusted -notcontains $Who) { return $false }
+    }
+    $true
 }
 
-$HostServer = $null
+$Launcher = $null
 $HostAssembly = 'compiled'
+$Prefix = ''
 if ($AssemblyCache -and $HostSourceKey) {
     try {
         $Prefix = "PwshlibHost-$HostSourceKey-$($PSVersionTable.PSEdition)-$($PSVersionTable.PSVersion)-$([Environment]::Version)-optimized-"
         # Any file of the prefix: two hosts that compiled at once may both
         # have cached theirs (the same source, other bytes).
         $Files = [System.IO.Directory]::GetFiles($AssemblyCache, $Prefix + '*.dll')
-        if ($Files.Length -gt 0) {
-            $HostServer = [System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($Files[0])).GetType('PwshlibHost.Server')
-            if ($HostServer) { $HostAssembly = 'cached' }
-        } elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {
-            $Temporary = Join-Path -Path $AssemblyCache -ChildPath ('tmp-' + [guid]::NewGuid().ToString('N') + '.dll')
-            Add-PwshlibHostType @{ OutputAssembly = $Temporary; OutputType = 'Library' }
-            $Bytes = [System.IO.File]::ReadAllBytes($Temporary)
-            # pwsh 7 writes the file and loads nothing; load what was
-            # written, unless this PowerShell loaded it already.
-            $HostServer = 'PwshlibHost.Server' -as [type]
-            if (-not $HostServer) {
-                $HostServer = [System.Reflection.Assembly]::Load($Bytes).GetType('PwshlibHost.Server')
-            }
-            $Hash = [System.BitConverter]::ToString((New-PwshlibSha256).ComputeHash($Bytes)).Replace('-', '').ToLowerInvariant()
-            try {
-                [System.IO.File]::Move($Temporary, (Join-Path -Path $AssemblyCache -ChildPath ($Prefix + $Hash + '.dll')))
-            } catch {
-                [System.IO.File]::Delete($Temporary)
-            }
+        foreach ($File in $Files) {
+            if ([System.IO.Path]::DirectorySeparatorChar -eq '\' -and -not (Test-PwshlibCachedFileTrusted $File)) { continue }
+            $Launcher = [System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($File)).CreateInstance('PwshlibHost.Launcher')
+            if ($Launcher) { $HostAssembly = 'cached' }
+            break
         }
     } catch {
-        # No usable cache (no such directory, a full disk, no rights, a
-        # file that is no assembly; or constrained language mode, below):
-        # compiled in memory below, as without one.
-        $HostServer = $null
+        # No usable cache (no such directory, no rights, a file that is no
+        # assembly; or constrained language mode, below): compiled below.
+        $Launcher = $null
         $HostAssembly = 'compiled'
     }
 }
-if (-not $HostServer) {
+if (-not $Launcher) {
     # Constrained language mode (AppLocker or WDAC enforcing, and this script
-    # neither allowed nor signed): Add-Type below would throw and the host
-    # would exit before listening, leaving the manager to say only that it
+    # neither allowed nor signed): compiling would throw and the host would
+    # exit before listening, leaving the manager to say only that it
     # exited. Leave at once with an exit code of our own instead (86, which
-    # nothing else here uses); the manager then says what to do (the review's
-    # N10). The check needs nothing CLM forbids: a property of
-    # $ExecutionContext and a comparison. Made only here, when no cached
-    # assembly was loaded (in that mode every .NET call above fails, and
-    # its catch leads here): it is some 12 ms of a fresh host's start.
+    # nothing else here uses); the manager then says what to do. The check
+    # needs nothing CLM forbids: a property of $ExecutionContext and a
+    # comparison. Made only here, when no cached assembly was loaded (in
+    # that mode every .NET call above fails, and its catch leads here): it
+    # is some 12 ms of a fresh host's start.
     if ($ExecutionContext.SessionState.LanguageMode -ne 'FullLanguage') {
         exit 86
     }
-    $HostServer = 'PwshlibHost.Server' -as [type]
-}
-if (-not $HostServer) {
-    try {
-        Add-PwshlibHostType
-    } catch {
-        # An application control policy that enforces code integrity (WDAC,
-        # with its dynamic code rule) refuses the assembly compiled here,
-        # unsigned and made at run time, as it refuses Assembly.Load(byte[])
-        # of a cached one above: leave with an exit code of our own (87)
-        # that the manager turns into a message naming the cause, as for
-        # 86. SystemPolicy.GetSystemLockdownPolicy is how PowerShell itself
-        # asks whether such a policy is enforced (Enforce, Audit, None).
-        if ("$([System.Management.Automation.Security.SystemPolicy]::GetSystemLockdownPolicy())" -eq 'Enforce') {
-            exit 87
-        }
-        throw
+    # An int is the exit code host_compile.ps1 chose (87: a code integrity
+    # policy refused the compiled code).
+    $Launcher = & ([System.IO.Path]::Combine($PSScriptRoot, 'host_compile.ps1')) -AssemblyCache $AssemblyCache -HostSourceKey $HostSourceKey -Prefix $Prefix
+    if ($Launcher -is [int]) {
+        exit $Launcher
     }
-    $HostServer = [PwshlibHost.Server]
 }
 
 # Who may connect to the pipe: the default ACL of a named pipe also lets
@@ -270,13 +232,22 @@ function New-PwshlibPipeServer {
         # takes a PipeSecurity.
         $server = New-Object System.IO.Pipes.NamedPipeServerStream -ArgumentList $pipeName, $direction, 1, $mode, ([System.IO.Pipes.PipeOptions]::None), 0, 0, (New-PipeSecurity)
     } else {
-        # .NET 5 and later keep pipe ACLs in System.IO.Pipes.AccessControl;
-        # .NET Core 3.1 (pwsh 7.0) may not have it at all.
-        try {
-            Add-Type -AssemblyName System.IO.Pipes.AccessControl
-        } catch {
+        # .NET 5 and later (pwsh 7.1+) keep pipe ACLs in
+        # System.IO.Pipes.AccessControl, not loaded at a host's start; .NET
+        # Core 3.1 (pwsh 7.0) has no NamedPipeServerStreamAcl. Loaded by
+        # name, and the type named in a literal: PowerShell resolves a type
+        # literal when the statement runs, and a [type] conversion is on its
+        # suspicious-content list (host.ps1 holds none of it).
+        $version = $PSVersionTable.PSVersion
+        $aclPipes = $version.Major -gt 7 -or ($version.Major -eq 7 -and $version.Minor -ge 1)
+        if ($aclPipes) {
+            try {
+                $null = [System.Reflection.Assembly]::Load('System.IO.Pipes.AccessControl')
+            } catch {
+                $aclPipes = $false
+            }
         }
-        if ('System.IO.Pipes.NamedPipeServerStreamAcl' -as [type]) {
+        if ($aclPipes) {
             # .NET 5 and later (pwsh 7.1+): NamedPipeServerStreamAcl.Create
             # takes the same PipeSecurity. Not PipeOptions.CurrentUserOnly:
             # .NET refuses it together with a PipeSecurity, and on its own it
@@ -304,7 +275,7 @@ function New-PwshlibPipeServer {
 # PWSHLIB_EXECUTION_POLICY=machine: resource modules load under the
 # execution policy this machine sets, as under the 5.1 LCM (which applied
 # the LocalMachine policy to the modules it imported), while this script
-# itself ran under the manager's -ExecutionPolicy Bypass. PowerShell reads
+# itself ran under the policy the manager's command line gave it. PowerShell reads
 # the process scope from PSExecutionPolicyPreference at each script file
 # it loads (SecuritySupport.GetExecutionPolicy), and Get-ExecutionPolicy
 # without it gives the policy of the other scopes (Group Policy's, which
@@ -323,7 +294,7 @@ if ($env:PWSHLIB_EXECUTION_POLICY -eq 'machine') {
 # (PwshlibHost.Server.Start); the module index keeps the DSC classes it
 # finds in -AssemblyCache (PwshlibHost.DscClasses).
 $OnWindows = [System.IO.Path]::DirectorySeparatorChar -eq '\'
-$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)
+$HostLoop = $Launcher.Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)
 # Protocol step: listen, and accept the manager's one connection.
 if ($OnWindows) {
     $stream = New-PwshlibPipeServer

@@ -121,6 +121,7 @@ mod tests {
                 "Get-PwshlibDscModuleIndex",
                 "Get-PwshlibDscModuleLayout",
                 "Get-PwshlibDscModuleIndexInPowerShell",
+                "Get-PwshlibFilesUnder",
                 "Import-PwshlibDscModule",
                 "Get-PwshlibDscClassType",
                 "Resolve-PwshlibDscResource",

@@ -16,18 +16,25 @@ fn host_script() -> String {
     std::fs::read_to_string(path).expect("lib/templates/host.ps1")
 }
 
-/// The C# of the host, its files joined as host.ps1 joins them before it
-/// hands the text whole to Add-Type.
+/// host_compile.ps1, which a start that finds no cached assembly runs.
+fn compile_script() -> String {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates/host_compile.ps1");
+    std::fs::read_to_string(path).expect("lib/templates/host_compile.ps1")
+}
+
+/// The C# of the host, its files joined as host_compile.ps1 joins them
+/// before it hands the text whole to Add-Type.
 fn host_source() -> String {
     let templates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
-    host_source_names(&host_script())
+    host_source_names(&compile_script())
         .iter()
         .map(|name| std::fs::read_to_string(templates.join(name)).expect(name))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-/// The host's C# files, in the order host.ps1 reads them
+/// The host's C# files, in the order host_compile.ps1 reads them
 /// (Get-PwshlibHostSource).
 fn host_source_names(script: &str) -> Vec<String> {
     let line = script
@@ -36,18 +43,18 @@ fn host_source_names(script: &str) -> Vec<String> {
             line.split_once("foreach ($Name in @(")
                 .map(|(_, rest)| rest)
         })
-        .expect("host.ps1 names its C# files");
+        .expect("host_compile.ps1 names its C# files");
     line.trim_end_matches(")) {")
         .split(", ")
         .map(|name| name.trim_matches('\'').to_owned())
         .collect()
 }
 
-/// host.ps1 compiles every PwshlibHost*.cs shipped, each once, starting
+/// host_compile.ps1 compiles every PwshlibHost*.cs shipped, each once, starting
 /// with PwshlibHost.cs (the one that says what each part does).
 #[test]
 fn the_host_compiles_every_part_of_its_csharp() {
-    let names = host_source_names(&host_script());
+    let names = host_source_names(&compile_script());
     let templates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/templates");
     let mut shipped: Vec<String> = std::fs::read_dir(templates)
         .unwrap()
@@ -250,7 +257,8 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     // Windows PowerShell 5.1's has no such parameter (its Add-Type gives
     // csc /optimize+ already). One function compiles, for the cache and in
     // memory alike, and is the only Add-Type of the host's source.
-    let compile = lines(&member(&script, "function Add-PwshlibHostType {"));
+    let compile_script = compile_script();
+    let compile = lines(&member(&compile_script, "function Add-PwshlibHostType {"));
     let optimized_if_core = position(
         &compile,
         "if ($PSVersionTable.PSEdition -eq 'Core') { $Output.CompilerOptions = '-optimize+' }",
@@ -260,14 +268,19 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
         "Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Output",
     );
     assert!(optimized_if_core < added);
-    let script_lines = lines(&script);
+    let script_lines = lines(&compile_script);
     let to_cache = position(
         &script_lines,
         "Add-PwshlibHostType @{ OutputAssembly = $Temporary; OutputType = 'Library' }",
     );
     let in_memory = position(&script_lines, "Add-PwshlibHostType");
     assert!(to_cache < in_memory);
-    assert_eq!(script.matches("Add-Type -TypeDefinition").count(), 1);
+    assert_eq!(
+        compile_script.matches("Add-Type -TypeDefinition").count(),
+        1
+    );
+    // host.ps1 compiles nothing itself: it runs host_compile.ps1.
+    assert!(!script.contains("Add-Type"));
     // (Its statements: the comments name what is left out.)
     let code = lines(&source).join("\n");
     assert!(!code.contains("=>") && !code.contains("?.") && !code.contains("$\""));
@@ -387,7 +400,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
         "Console.SetOut(new ConsoleRouter(false, Console.Out));",
     );
     assert_eq!(source.matches("Console.SetOut(").count(), 1);
-    assert_eq!(script.matches("$HostServer::Start(").count(), 1);
+    assert_eq!(script.matches("$Launcher.Start(").count(), 1);
     position(
         &lines(&member(&source, "public Session()")),
         "ConsoleRouter.Register(runspace.InstanceId, psHost.Output, psHost.Errors);",
@@ -554,7 +567,7 @@ fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
     let script = host_script();
     let source = host_source();
     let top = lines(&script);
-    let started = position(&top, "$HostLoop = $HostServer::Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)");
+    let started = position(&top, "$HostLoop = $Launcher.Start($ExecutionContext, $PSCommandPath, $HostAssembly, $FirstLine, $RuntimeVariables, $OnWindows, $ParentPid, $PipePath, $AssemblyCache)");
     assert!(
         started
             < position(
@@ -843,10 +856,13 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // And the host's start reads the clock for its trace.
     let start = member(&source, "public static Server Start(");
     assert!(!start.contains("Parse"));
+    // The launcher host.ps1 starts it through passes the same on.
+    let launcher = member(&source, "public sealed class Launcher");
     let outside = source
         .replace(&dsc_call, "")
         .replace(&result, "")
-        .replace(&start, "");
+        .replace(&start, "")
+        .replace(&launcher, "");
     assert!(!lines(&outside).join("\n").contains("DateTime"));
     let cmdlet = regex::Regex::new(r"(?i)ConvertFrom-Json\b").unwrap();
     assert!(!cmdlet.is_match(&lines(&script).join("\n")));
@@ -1014,7 +1030,7 @@ fn the_cached_start_runs_no_module_cmdlet_before_listening() {
         start.replace_range(from..to, "");
     }
     let compile_from = start
-        .find("} elseif ((Get-PwshlibHostSourceKey) -ceq $HostSourceKey) {")
+        .find("if (-not $Launcher) {")
         .expect("the cache-miss branch");
     // To the end of the fallbacks after a miss (the language mode check,
     // the compile in memory): the next statement is the server's start.
@@ -1038,7 +1054,7 @@ fn the_cached_start_runs_no_module_cmdlet_before_listening() {
         assert!(!cached.contains(cmdlet), "{cmdlet} before listening");
     }
     assert!(cached
-        .contains("[System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($Files[0]))"));
+        .contains("[System.Reflection.Assembly]::Load([System.IO.File]::ReadAllBytes($File))"));
     assert!(!script.contains("Get-Process") && !script.contains("Start-Sleep"));
     let source = host_source();
     position(

@@ -6,7 +6,7 @@ require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
 # Issue 31, deliverable 4: the host's C# (lib/templates/PwshlibHost*.cs, which
-# host.ps1 joins and hands whole to Add-Type) compiles as Windows PowerShell 5.1's
+# host_compile.ps1 joins and hands whole to Add-Type) compiles as Windows PowerShell 5.1's
 # Add-Type would compile it (C# 5, warnings as errors, against the 5.1
 # reference assemblies), checked with the Roslyn inside the real pwsh by
 # compile_csharp5.ps1, and (issue 29, item 6) with Debian's mono-mcs.
@@ -19,9 +19,9 @@ require_relative '../spec_helper_real_pwsh'
 module HostCSharp5
   ROOT = File.expand_path('../../..', __dir__)
   COMPILER = File.join(__dir__, 'compile_csharp5.ps1')
-  HOST_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host.ps1')
-  # The host's C# files, in the order host.ps1 joins them (Get-PwshlibHostSource).
-  HOST_SOURCE_NAMES = File.read(HOST_SCRIPT)[/foreach \(\$Name in @\((.*)\)\) \{$/, 1].to_s.scan(/'([^']+)'/).flatten
+  COMPILE_SCRIPT = File.join(ROOT, 'lib', 'templates', 'host_compile.ps1')
+  # The host's C# files, in the order host_compile.ps1 joins them (Get-PwshlibHostSource).
+  HOST_SOURCE_NAMES = File.read(COMPILE_SCRIPT)[/foreach \(\$Name in @\((.*)\)\) \{$/, 1].to_s.scan(/'([^']+)'/).flatten
   HOST_SOURCES = HOST_SOURCE_NAMES.map { |name| File.join(ROOT, 'lib', 'templates', name) }
 
   module_function
@@ -95,8 +95,8 @@ module HostCSharp5
     # whole to Add-Type with -CompilerOptions on pwsh 7 only: Windows
     # PowerShell 5.1's Add-Type has no such parameter (it optimizes C# by
     # itself).
-    it 'is the files host.ps1 joins and hands whole to each Add-Type' do
-      script = File.read(HostCSharp5::HOST_SCRIPT)
+    it 'is the files host_compile.ps1 joins and hands whole to each Add-Type' do
+      script = File.read(HostCSharp5::COMPILE_SCRIPT)
       expect(script.scan(/^ *Add-Type -TypeDefinition .*$/).map(&:strip)).to eq(
         ['Add-Type -TypeDefinition (Get-PwshlibHostSource) -Language CSharp @Output']
       )

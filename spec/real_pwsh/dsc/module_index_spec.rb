@@ -85,6 +85,44 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
     end
   end
 
+  # A folder under DSCResources too deep to read (GetFiles with
+  # AllDirectories throws PathTooLongException for it: on Windows
+  # PowerShell 5.1 past 260 characters, here past Linux's PATH_MAX) fails
+  # only the lookup of a resource the index then misses, naming it; the
+  # module's other resources are found, both ways.
+  it 'names a folder too deep to read, and still finds the module\'s other resources' do
+    Dir.mktmpdir('pwshlib-index-deep') do |dir|
+      base = File.join(dir, 'Deep')
+      resources = File.join(base, 'DSCResources')
+      FileUtils.mkdir_p(File.join(resources, 'MSFT_Shallow'))
+      File.write(File.join(base, 'Deep.psd1'), "@{ ModuleVersion = '1.0' }\n")
+      File.write(File.join(resources, 'MSFT_Shallow', 'MSFT_Shallow.schema.mof'), '[ClassVersion("1.0"), FriendlyName("Shallow")] class MSFT_Shallow {};')
+      File.write(File.join(resources, 'MSFT_Shallow', 'MSFT_Shallow.psm1'), "function Get-TargetResource { @{} }\n")
+      # Made folder by folder from inside (no call takes the whole path),
+      # by a Ruby of its own: this process keeps its directory.
+      deep = File.join(resources, 'MSFT_Deep')
+      Dir.mkdir(deep)
+      begin
+        made = system(RbConfig.ruby, '-e', <<~RUBY, deep, 'd' * 250)
+          Dir.chdir(ARGV[0])
+          20.times { Dir.mkdir(ARGV[1]); Dir.chdir(ARGV[1]) }
+          File.write('MSFT_Deep.schema.mof', '[ClassVersion("1.0"), FriendlyName("Deep")] class MSFT_Deep {};')
+        RUBY
+        expect(made).to be(true)
+        read = run_script('module_index_tables.ps1', '-Manifests', File.join(base, 'Deep.psd1'), '-Missing', 'Deep').first
+        expect(read['compiled']).to eq(read['fallback'])
+        expect(read['compiled']['Scripts'].map(&:first)).to eq(%w[MSFT_Shallow Shallow])
+        unreadable = read['compiled']['Unreadable']
+        expect(unreadable.size).to eq(1)
+        expect(unreadable.first).to start_with(File.join(deep, 'd' * 250))
+        expect(read['missing']).to include("The DSC resource 'Deep' was not found in module 'Deep'", 'could not be read',
+                                           'PathTooLongException', unreadable.first)
+      ensure
+        system('rm', '-rf', deep)
+      end
+    end
+  end
+
   # Issue 39: what InFile found is kept in the host's cache directory, so
   # that the next host's first call does not parse the module's root file
   # before its Import-Module parses it again; believed only while the

@@ -9,7 +9,10 @@
 param(
     [Parameter(Mandatory = $true)] [string] $Templates,
     # The manifests, one per line.
-    [Parameter(Mandatory = $true)] [string] $Manifests
+    [Parameter(Mandatory = $true)] [string] $Manifests,
+    # A resource name no module holds: each line then says what its lookup
+    # failed with (Assert-PwshlibRunnableResource over the compiled index).
+    [string] $Missing = ''
 )
 $ErrorActionPreference = 'Stop'
 & (Join-Path $PSScriptRoot 'host_types.ps1') -Templates $Templates
@@ -23,6 +26,7 @@ function ConvertTo-Pairs {
         $Tables[$Name] = @(foreach ($Key in $Keys) { , @($Key, $Table[$Key]) })
         $Tables["$Name-upper-found"] = @(foreach ($Key in $Keys) { $Table.ContainsKey($Key.ToUpperInvariant()) })
     }
+    $Tables['Unreadable'] = @($Index.Unreadable)
     $Tables
 }
 foreach ($Manifest in $Manifests.Split("`n")) {
@@ -30,5 +34,9 @@ foreach ($Manifest in $Manifests.Split("`n")) {
     $Layout = Get-PwshlibDscModuleLayout -Module $Module
     $Compiled = [PwshlibHost.DscModuleIndex]::Read($Layout.ClassFiles, $Layout.ResourceFolders)
     $Fallback = Get-PwshlibDscModuleIndexInPowerShell -ClassFiles $Layout.ClassFiles -ResourceFolders $Layout.ResourceFolders
-    ConvertTo-Json -Compress -Depth 5 -InputObject ([ordered]@{ manifest = $Manifest; compiled = (ConvertTo-Pairs $Compiled); fallback = (ConvertTo-Pairs $Fallback) })
+    $Refused = ''
+    if ($Missing) {
+        try { Assert-PwshlibRunnableResource -Index $Compiled -Name $Missing -Module $Module } catch { $Refused = $_.Exception.Message }
+    }
+    ConvertTo-Json -Compress -Depth 5 -InputObject ([ordered]@{ manifest = $Manifest; compiled = (ConvertTo-Pairs $Compiled); fallback = (ConvertTo-Pairs $Fallback); missing = $Refused })
 }

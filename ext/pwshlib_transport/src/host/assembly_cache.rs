@@ -68,8 +68,8 @@ pub fn as_the_host_sees(dir: &Path) -> PathBuf {
 /// The key of the host's C# source: the SHA-256 of every `PwshlibHost*.cs`
 /// in `script_dir` (host.ps1's own directory), in the byte order of their
 /// names, each as its name, NUL, its length in decimal, NUL, its bytes;
-/// the first 16 bytes in lowercase hex. host.ps1 computes the same
-/// (Get-PwshlibHostSourceKey) before it caches what it compiled, and
+/// the first 16 bytes in lowercase hex. host_compile.ps1 computes the
+/// same (Get-PwshlibHostSourceKey) before it caches what it compiled, and
 /// names its cached assemblies `PwshlibHost-<key>-<edition>-<version>-<runtime>-optimized-<SHA-256 of the file>.dll`
 /// (docs/protocol.md; [`remove_unsound`] reads the hash after the last `-`).
 /// `None` when a file cannot be read (the host then compiles in memory).
