@@ -69,3 +69,4 @@ module Pwshlib
 end
 
 Pwshlib.load_native!
+require_relative 'pwshlib/dsc_call'

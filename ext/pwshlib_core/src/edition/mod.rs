@@ -209,6 +209,27 @@ impl ManifestMemo {
             .clone()
     }
 
+    /// What `call`'s module declares, its manifest found and read on the
+    /// first call of the module in the run (keyed by folder, name and
+    /// version, so that later calls look nothing up on disk).
+    ///
+    /// # Errors
+    /// As [`read_declared`], remembered.
+    pub fn declared_for(&mut self, call: &DscCallData) -> Result<Declared, String> {
+        let Some(folder) = call.vendored_path.as_deref() else {
+            return Ok(Declared::Nothing);
+        };
+        let module = &call.module;
+        let version = module.version.as_deref().unwrap_or("");
+        let key = format!("{folder}\0{}\0{version}", module.name);
+        self.by_path
+            .entry(key)
+            .or_insert_with(|| {
+                manifest_path(call).map_or(Ok(Declared::Nothing), |path| read_declared(&path))
+            })
+            .clone()
+    }
+
     /// How many manifests were read in this run.
     pub fn len(&self) -> usize {
         self.by_path.len()
