@@ -62,10 +62,10 @@ RSpec.describe 'PowerShell editions per DSC module, on the real pwsh' do
     errors = context.logged(:err)
     expect(errors.size).to eq(2)
     expect(errors).to all(include(
-      "the DSC module 'PwshlibRealDsc' runs on Windows PowerShell 5.1 (its manifest declares " \
-      "CompatiblePSEditions = @('Desktop')), which was not found: Windows PowerShell 5.1 runs only on Windows; " \
-      'PWSHLIB_POWERSHELL_DESKTOP and PWSHLIB_POWERSHELL are unset'
-    ))
+                            "the DSC module 'PwshlibRealDsc' runs on Windows PowerShell 5.1 (its manifest declares " \
+                            "CompatiblePSEditions = @('Desktop')), which was not found: Windows PowerShell 5.1 runs only on Windows; " \
+                            'PWSHLIB_POWERSHELL_DESKTOP and PWSHLIB_POWERSHELL are unset'
+                          ))
     expect(Pwsh::Manager.instances.values.select(&:alive?)).to be_empty
   end
 end
