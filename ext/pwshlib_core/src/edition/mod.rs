@@ -136,7 +136,9 @@ fn listed_editions(value: &DataValue) -> Result<Vec<Edition>, String> {
 }
 
 /// `Some(version)` when `PowerShellVersion` asks for 6 or later, which
-/// only PowerShell 7 (Core) is: Windows PowerShell stops at 5.1.
+/// only PowerShell 7 (Core) is: Windows PowerShell stops at 5.1, whose
+/// `Import-Module` refuses such a manifest (`ModuleCmdletBase`'s manifest
+/// check, `Modules_InsufficientPowerShellVersion`).
 fn needs_core(value: &DataValue) -> Result<Option<String>, String> {
     let text = match value {
         DataValue::Text(text) | DataValue::Number(text) => text.trim(),
@@ -321,6 +323,12 @@ impl HostChoice {
 /// else Windows PowerShell 5.1 on Windows and PowerShell 7 elsewhere (the
 /// only one there is). None when the manifest declares nothing: the call
 /// goes where every call went before ([`Declared::Nothing`]).
+///
+/// A Desktop-only module goes to 5.1 although PowerShell 7 would import
+/// it: 7 checks `CompatiblePSEditions` only for modules in the System32
+/// module path (PowerShell's `CompatiblePSEditions.Module.Tests.ps1`), and
+/// such a module fails later, at its first call of WMI or of the .NET
+/// Framework.
 ///
 /// # Errors
 /// The message the module's resources fail with: an unreadable manifest.
