@@ -69,4 +69,3 @@ module Pwshlib
 end
 
 Pwshlib.load_native!
-require_relative 'pwshlib/dsc_call'

@@ -4,6 +4,7 @@ require 'json'
 require 'puppet'
 require 'puppet/provider'
 require_relative '../../../pwshlib'
+require_relative '../../../pwshlib/dsc_call'
 require_relative '../../../pwsh'
 
 # Defines Puppet::Provider::DscBaseProvider natively (Rust). Scaffolded
