@@ -22,6 +22,8 @@ RSpec.describe 'PowerShell editions per DSC module, on the real pwsh' do
       ENV.delete('PWSHLIB_POWERSHELL')
       ENV.delete('PWSHLIB_POWERSHELL_DESKTOP')
       ENV['PWSHLIB_POWERSHELL_CORE'] = REAL_PWSH
+      # Only this example's hosts are counted: an earlier file's may live on.
+      Pwsh::Manager.shutdown_all
       begin
         example.run
       ensure
