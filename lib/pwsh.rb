@@ -16,6 +16,9 @@ module Pwsh
     HOST_SCRIPT = File.expand_path('templates/host.ps1', __dir__).freeze
     DEFAULT_PIPE_TIMEOUT = 180 # seconds, as pwshlib 2.x
     OVERRIDE_VARIABLE = 'PWSHLIB_POWERSHELL'
+    # Each edition's executable, where it is not where pwshlib looks;
+    # PWSHLIB_POWERSHELL, when set, is every edition's.
+    EDITION_VARIABLES = { 'Core' => 'PWSHLIB_POWERSHELL_CORE', 'Desktop' => 'PWSHLIB_POWERSHELL_DESKTOP' }.freeze
 
     UNIX_PWSH_DIRS = [
       '/opt/microsoft/powershell/7',
@@ -123,6 +126,25 @@ module Pwsh
         end.uniq
       end
 
+      # The executable and arguments of one PowerShell edition: 'Core'
+      # (PowerShell 7, `pwsh_path`) or 'Desktop' (Windows PowerShell 5.1,
+      # `powershell_path`, on Windows only). PWSHLIB_POWERSHELL is every
+      # edition's; the edition's own variable comes next. Raises
+      # PowerShellNotFound saying where it looked.
+      def edition_command(edition)
+        core = edition.to_s.casecmp('Core').zero?
+        own = ENV.fetch(EDITION_VARIABLES.fetch(core ? 'Core' : 'Desktop'), '')
+        path = powershell_override || (own.empty? ? nil : own)
+        path ||= if core
+                   pwsh_path
+                 elsif Pwsh::Util.on_windows?
+                   powershell_path
+                 end
+        raise PowerShellNotFound, edition_not_found_message(core) if path.nil?
+
+        [path, core ? pwsh_args : powershell_args]
+      end
+
       def windows_powershell_supported?
         return true if powershell_override
 
@@ -142,6 +164,16 @@ module Pwsh
       end
 
       private
+
+      def edition_not_found_message(core)
+        variable = EDITION_VARIABLES.fetch(core ? 'Core' : 'Desktop')
+        searched = if core
+                     "searched for pwsh in: #{pwsh_candidates.join(', ')}"
+                   else
+                     'Windows PowerShell 5.1 runs only on Windows'
+                   end
+        "#{searched}; #{variable} and #{OVERRIDE_VARIABLE} are unset (either names the executable to use)"
+      end
 
       def path_variable
         # Windows environment names are case-insensitive; Ruby's ENV keys are not.

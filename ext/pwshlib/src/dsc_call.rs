@@ -14,6 +14,7 @@ use magnus::{
     gc::Marker, method, prelude::*, typed_data::DataTypeFunctions, value::Opaque, Error, RString,
     Ruby, Value as RValue,
 };
+use pwshlib_core::edition::HostChoice;
 use pwshlib_core::lifecycle;
 use pwshlib_core::script::Script;
 use pwshlib_core::templates;
@@ -26,6 +27,9 @@ pub struct DscCall {
     call: RefCell<lifecycle::DscCall>,
     script: Script,
     collided: Cell<bool>,
+    /// The PowerShell edition the call's module runs on, when it has one:
+    /// the spine reads its name (`powershell_edition`, lib/pwshlib/dsc_call.rb).
+    host: Option<HostChoice>,
     /// The `Puppet::Provider::DscBaseProvider` whose session made the call.
     provider: Opaque<RValue>,
     /// The Resource API context the call's answer is reported to.
@@ -45,6 +49,7 @@ impl DscCall {
     pub fn new(
         call: lifecycle::DscCall,
         script: Script,
+        host: Option<HostChoice>,
         provider: RValue,
         context: RValue,
     ) -> Self {
@@ -52,6 +57,7 @@ impl DscCall {
             call: RefCell::new(call),
             script,
             collided: Cell::new(false),
+            host,
             provider: provider.into(),
             context: context.into(),
         }
@@ -111,6 +117,16 @@ impl DscCall {
         self.call.borrow().shows_script()
     }
 
+    /// The call's failure when its edition's PowerShell is not there:
+    /// `not_found` says where `Pwsh::Manager` looked. As given for a call
+    /// without an edition.
+    fn edition_unavailable(&self, not_found: String) -> String {
+        match &self.host {
+            Some(host) => host.unavailable(&not_found),
+            None => not_found,
+        }
+    }
+
     fn collided(&self) -> bool {
         self.collided.get()
     }
@@ -132,6 +148,10 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_method("timeout_ms", method!(DscCall::timeout_ms, 0))?;
     class.define_method("method_name", method!(DscCall::method, 0))?;
     class.define_method("collided?", method!(DscCall::collided, 0))?;
+    class.define_method(
+        "edition_unavailable",
+        method!(DscCall::edition_unavailable, 1),
+    )?;
     class.define_method("shows_script?", method!(DscCall::shows_script, 0))?;
     class.define_method("inspect", method!(DscCall::inspect, 0))?;
     Ok(())

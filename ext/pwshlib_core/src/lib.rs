@@ -9,6 +9,7 @@
 pub mod bound;
 pub mod call_data;
 pub mod cim_type;
+pub mod edition;
 pub mod error;
 pub mod literal;
 pub mod redact;

@@ -99,9 +99,25 @@ fn main() {
             std::process::exit(2);
         }
     };
+    play_the_edition_named_by(std::env::args().next().as_deref());
     // As host.ps1: the environment at start, put back before every call.
     EnvironmentSnapshot::take();
     std::process::exit(serve(&args));
+}
+
+/// Started as `pwsh` (a link named so, as a test puts PowerShell 7 beside
+/// Windows PowerShell), the host plays PowerShell 7 unless
+/// PWSHLIB_SIM_PSVERSION says otherwise; under any other name, as before,
+/// what that variable says (5.1 when unset). Set before anything reads the
+/// environment, while the process has one thread.
+fn play_the_edition_named_by(argv0: Option<&str>) {
+    let Some(program) = argv0.map(Path::new).and_then(Path::file_stem) else {
+        return;
+    };
+    let named_pwsh = program.eq_ignore_ascii_case("pwsh");
+    if named_pwsh && std::env::var_os(dsc::PSVERSION_VARIABLE).is_none() {
+        std::env::set_var(dsc::PSVERSION_VARIABLE, dsc::PLAYED_CORE_VERSION);
+    }
 }
 
 /// Serves one connection; returns the process exit code.

@@ -10,6 +10,7 @@ use pwshlib_core::lifecycle::{self, ExecuteOutput, Outcome};
 use pwshlib_core::script::DscMethod;
 use pwshlib_core::Value;
 
+use super::edition_memo;
 use super::session::{execute_output, Session};
 use super::step_args::{nil, option_value_to_ruby};
 use super::DscBaseProvider;
@@ -89,13 +90,35 @@ pub(super) fn dsc_call(
     if method == DscMethod::Get {
         lifecycle::retrieving(&provider, &name_hash)?;
     }
-    match lifecycle::dsc_call(&provider, &name_hash, &props, method)? {
-        Some((call, script)) => Ok(ruby
-            .obj_wrap(DscCall::new(call, script, rb_self.as_value(), context))
-            .as_value()),
-        None => Ok(nil(ruby)),
+    let Some((call, script)) = lifecycle::dsc_call(&provider, &name_hash, &props, method)? else {
+        return Ok(nil(ruby));
+    };
+    let host = match script.call().map(edition_memo::host_choice).transpose() {
+        Ok(host) => host.flatten(),
+        Err(message) => {
+            lifecycle::dsc_outcome(&provider, &call, Err(message))?;
+            return Ok(nil(ruby));
+        }
+    };
+    let edition = host.as_ref().map(|host| host.edition.as_str());
+    let call = ruby.obj_wrap(DscCall::new(
+        call,
+        script,
+        host,
+        rb_self.as_value(),
+        context,
+    ));
+    if let Some(edition) = edition {
+        // An instance variable the spine reads in Ruby
+        // (`Pwshlib::DscCall#powershell_edition`), set only when the module
+        // has an edition: no further native entry per call.
+        call.ivar_set(EDITION_IVAR, ruby.str_new(edition))?;
     }
+    Ok(call.as_value())
 }
+
+/// Where a call keeps the name of its PowerShell edition for the spine.
+const EDITION_IVAR: &str = "@powershell_edition";
 
 /// `_dsc_outcome(context, call, output)`: what a manager without
 /// `execute_dsc` answered (its result Hash), read as [`answer`] reads it.

@@ -27,6 +27,7 @@
 mod call_steps;
 mod change_steps;
 mod constants;
+mod edition_memo;
 mod helper_methods;
 mod lifecycle_methods;
 mod logon_memo;

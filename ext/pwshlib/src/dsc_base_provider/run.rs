@@ -14,6 +14,7 @@ use magnus::{
 use pwshlib_core::run::{self, RunMarker};
 
 use super::constants::{cached_constant, PUPPET_LOG_CLASS, PUPPET_MODULE, PUPPET_REPORT_CLASS};
+use super::edition_memo;
 use super::logon_memo::logon_memo;
 use super::state::Observed;
 use super::{private_state, DscBaseProvider, POWERSHELL_MEMO_IVAR};
@@ -123,6 +124,7 @@ pub(super) fn observe_run(
         if run::is_new_run(memo.run_marker, now) {
             memo.failures.clear();
             memo.notices.clear();
+            edition_memo::forget_manifests();
         }
         memo.run_marker = Some(now);
     }

@@ -4,19 +4,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map as JsonMap, Value as Json};
 
-use super::{Invocation, RUN_AS};
+use super::{Edition, Invocation, RUN_AS};
 use crate::psvalue::{eq_ignore_case, PsValue};
 
 /// `kind`: how the prelude made the call (`direct` or
 /// `invoke_dsc_resource`, [`super::call_kind`]), so that tests can count
 /// each; `machine_module_path`: whether the prelude wrote the machine-level
-/// PSModulePath for it (through the 5.1 LCM only, issue 41 item 6).
+/// PSModulePath for it (through the 5.1 LCM only, issue 41 item 6);
+/// `edition`: the PowerShell the host played (`Desktop` or `Core`), so
+/// that a test sees which host ran each module.
 pub(super) fn append_log(
     path: &str,
     invocation: &Invocation,
     fault: Option<&str>,
     kind: &str,
     machine_module_path: bool,
+    edition: Edition,
 ) {
     use std::io::Write;
     let mut properties = JsonMap::new();
@@ -42,6 +45,7 @@ pub(super) fn append_log(
         "properties": properties,
         "run_as_user": run_as_user,
         "fault": fault,
+        "edition": edition.as_str(),
         "pid": std::process::id(),
         "ts": ts,
     });

@@ -15,7 +15,7 @@ mod running;
 
 pub use crate::comparing::values_equal;
 pub use reading::{read_invocation, read_invocation_bound, read_invocation_in, Edition};
-pub use running::run;
+pub use running::{run, PLAYED_CORE_VERSION, PSVERSION_VARIABLE};
 
 use pwshlib_core::script::DscMethod;
 use pwshlib_pslint as pslint;

@@ -34,6 +34,16 @@ pub enum Edition {
     Core,
 }
 
+impl Edition {
+    /// `$PSVersionTable.PSEdition` of the PowerShell played.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edition::Desktop => "Desktop",
+            Edition::Core => "Core",
+        }
+    }
+}
+
 /// [`read_invocation`] over `tree`, the parse of `code`, on `edition`. A
 /// script that assigns `$InvokeParams` but does not parse is refused as the
 /// main loop refuses it (`syntax.rs`).

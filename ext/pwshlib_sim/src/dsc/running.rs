@@ -24,7 +24,9 @@ const GET_RETURNED_THIS: &str = pwshlib_core::lifecycle::GET_RETURNED_THIS;
 
 /// The PowerShell version the simulated host plays (`7.4.6`, say); unset
 /// or empty is Windows PowerShell 5.1.
-const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
+pub const PSVERSION_VARIABLE: &str = "PWSHLIB_SIM_PSVERSION";
+/// The PowerShell 7 a host started as `pwsh` plays (`main.rs`).
+pub const PLAYED_CORE_VERSION: &str = "7.4.6";
 /// How far past the caller's timeout a simulated hang sleeps; the main loop
 /// answers with the host's timeout error at the deadline.
 const HANG_BEYOND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
@@ -50,7 +52,8 @@ pub fn run(
     if let Some(log_path) = env("PWSHLIB_SIM_LOG").filter(|p| !p.trim().is_empty()) {
         let kind = kind_of(invocation, env);
         let machine = writes_machine_module_path(invocation, env);
-        append_log(&log_path, invocation, fault, kind, machine);
+        let played = edition(env);
+        append_log(&log_path, invocation, fault, kind, machine, played);
     }
     let saved = state.save();
     match saved {

@@ -4,6 +4,7 @@ require 'json'
 require 'puppet'
 require 'puppet/provider'
 require_relative '../../../pwshlib'
+require_relative '../../../pwshlib/dsc_call'
 require_relative '../../../pwsh'
 
 # Defines Puppet::Provider::DscBaseProvider natively (Rust). Scaffolded
@@ -173,18 +174,21 @@ module Puppet
         end
       end
 
-      # The PowerShell host manager: Windows PowerShell on Windows,
-      # PowerShell 7 (pwsh) elsewhere, as ruby-pwsh's provider chooses.
-      # `Pwsh::Manager` is looked up on every call, never kept: a caller may
-      # replace it (RSpec's stub_const, a test double). The PowerShell found
-      # is remembered for the run (a PATH search); the native side forgets
-      # it when a new run starts. Without a PowerShell nothing is
-      # remembered and `instance` raises the error that says what was
-      # searched.
-      def ps_manager
+      # The PowerShell host manager: of `edition` ('Core': PowerShell 7,
+      # 'Desktop': Windows PowerShell 5.1) when a module has one; else
+      # Windows PowerShell on Windows, PowerShell 7 (pwsh) elsewhere, as
+      # ruby-pwsh's provider chooses. One manager per executable, each
+      # started when a call first needs it. `Pwsh::Manager` is looked up on
+      # every call, never kept: a caller may replace it (RSpec's stub_const,
+      # a test double). The PowerShell found is remembered for the run (a
+      # PATH search); the native side forgets it when a new run starts.
+      # Without a PowerShell nothing is remembered, and the error says what
+      # was searched.
+      def ps_manager(edition = nil)
         manager_class = Pwsh::Manager
-        path, args = @powershell_command || powershell_command(manager_class)
-        @powershell_command = [path, args] if path && args
+        found = (@powershell_command ||= {})
+        path, args = found[edition] || powershell_command(manager_class, edition)
+        found[edition] = [path, args] if path && args
         manager_class.instance(path, args, debug: Puppet::Util::Log.level == :debug)
       end
 
@@ -247,7 +251,7 @@ module Puppet
       # call's lines, any other (a pwshlib 2.x manager, a test double) the
       # whole text, and the session reads what it answers.
       def send_dsc_call(context, call)
-        manager = ps_manager
+        manager = call_manager(call)
         return manager.execute_dsc(call) if manager.respond_to?(:execute_dsc)
 
         _show_script(context, call, host_session(manager)) if call.shows_script?
@@ -275,7 +279,7 @@ module Puppet
       # `--debug` shows it redacted, the manager gets it through `execute`.
       def send_script_text(context, script, call)
         context.debug("Script:\n#{redact_secrets(script)}") if call.shows_script?
-        _dsc_outcome(context, call, ps_manager.execute(remove_secret_identifiers(script), call.timeout_ms))
+        _dsc_outcome(context, call, call_manager(call).execute(remove_secret_identifiers(script), call.timeout_ms))
       rescue StandardError => e
         _dsc_failed(context, call, e.message)
       end
@@ -294,7 +298,24 @@ module Puppet
         manager.endpoint if manager.respond_to?(:endpoint)
       end
 
-      def powershell_command(manager_class)
+      # The manager of the PowerShell the call's module runs on. A provider
+      # that overrides `ps_manager` (a pwshlib 2.x one, an RSpec stub)
+      # chooses for every call, as it did. Without that PowerShell, the
+      # error names the module and the edition it declares.
+      def call_manager(call)
+        edition = call.powershell_edition
+        return ps_manager if edition.nil? || !method(:ps_manager).owner.equal?(DscBaseProvider)
+
+        begin
+          ps_manager(edition)
+        rescue Pwsh::PowerShellNotFound => e
+          raise Pwsh::PowerShellNotFound, call.edition_unavailable(e.message)
+        end
+      end
+
+      def powershell_command(manager_class, edition = nil)
+        return manager_class.edition_command(edition) if edition
+
         if Pwsh::Util.on_windows?
           [manager_class.powershell_path, manager_class.powershell_args]
         else
