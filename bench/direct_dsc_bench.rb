@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Issue 32, item 3: an in-sync Get through the whole provider (puppet apply,
+# An in-sync Get through the whole provider (puppet apply,
 # the provider, Pwsh::Manager, host.ps1, the prelude) of 100 class-based
 # resources on the real pwsh 7 (script/find-pwsh), with the DSC call made
 # directly from the warm host against PWSHLIB_DSC_DIRECT=0, where it goes

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Issue 39: a fresh host's first call and the calls after it, for two
+# A fresh host's first call and the calls after it, for two
 # checkouts or two sets of host environment variables, in turns, so that
 # the machine's drift falls on both alike. Each variant is
 # `CHECKOUT[:VAR=VALUE,...]` (a checkout's root, built with `rake compile`;

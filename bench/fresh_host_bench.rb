@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Issue 39: what a Windows agent run pays, where every run is a new process
+# What a Windows agent run pays, where every run is a new process
 # and so a fresh PowerShell host, measured in one run on the real pwsh
 # (script/find-pwsh), each figure beside its floor and the issue's target:
 #

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Issue 39: where a host's time goes, request by request. The host's trace
+# Where a host's time goes, request by request. The host's trace
 # (PWSHLIB_HOST_TRACE: milliseconds since the process started, the thread,
 # the phase) names the steps of each request; this prints, for the
 # requests after the first two, the median and p90 of the time between

@@ -47,7 +47,7 @@ namespace PwshlibHost
         internal Action Settle;
     }
 
-    // The calls after the first of each resource in a runspace (issue 39):
+    // The calls after the first of each resource in a runspace:
     // what the prelude's Invoke-PwshlibDscResource does per call, in
     // compiled code, so that a call runs one small constant script around
     // the resource's own method instead of some fifteen interpreted
@@ -211,7 +211,7 @@ namespace PwshlibHost
             return call;
         }
 
-        // A resource's first call in the runspace (issue 39): what the
+        // A resource's first call in the runspace: what the
         // prelude's Invoke-PwshlibDscResource does around
         // Invoke-PwshlibDscCall is done here, as for the calls after it
         // (Finish), and Invoke-PwshlibDscCall itself is called, so that

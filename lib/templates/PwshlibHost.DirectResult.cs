@@ -32,7 +32,7 @@ namespace PwshlibHost
         // a resource's first call in a runspace, before the host makes its
         // calls), so that the first call of a fresh host runs neither
         // ConvertTo-PwshlibCanonicalResult nor ConvertTo-Json for it, each
-        // compiled cold there (issue 39). Null: the prelude's functions
+        // compiled cold there. Null: the prelude's functions
         // write it.
         public static string Write(object result, bool returnedThis)
         {

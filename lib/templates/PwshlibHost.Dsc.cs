@@ -392,8 +392,8 @@ namespace PwshlibHost
         }
     }
 
-    // A DSC call's secrets, bound as data (docs/protocol.md, "Secrets";
-    // issue 38). PowerShell logs what it compiles and runs: script block
+    // A DSC call's secrets, bound as data (docs/protocol.md, "Secrets").
+    // PowerShell logs what it compiles and runs: script block
     // logging (event 4104) records every script's text, transcription the
     // commands, module logging (event 4103) every parameter a module's
     // command is bound to, and AMSI sees each script. A secret written into

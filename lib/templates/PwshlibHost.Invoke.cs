@@ -312,7 +312,7 @@ namespace PwshlibHost
         // Invoke-PwshlibDscResource leaves its lines of JSON (string[]) in
         // this host: not in the pipeline, whose output transcription
         // records, and a Get's result may hold what the system keeps secret
-        // (issue 38).
+        //.
         private const string DscOutputVariable = "PwshlibDscOutput";
 
         // The prelude's lines after whatever else the code wrote to the
@@ -448,7 +448,7 @@ namespace PwshlibHost
 
     // The plain request's output as Out-String -Stream renders it. Out-String
     // starts a formatting pipeline of its own for every call (some 0.3 ms of
-    // a round trip of `1`, pwsh 7.6.9, issue 39), yet renders a string, a
+    // a round trip of `1`, pwsh 7.6.9), yet renders a string, a
     // non-negative integer or a boolean as its own text whatever views are
     // loaded (the formatter takes those types out of band, before any view:
     // an Update-FormatData view for System.Int32 or System.String does not

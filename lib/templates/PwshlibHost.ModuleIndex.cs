@@ -146,10 +146,10 @@ namespace PwshlibHost
     // culture, case ignored), in the tree's order, nested ones too. That
     // predicate ran once per node of the tree (3,068 in the test module)
     // in a fresh runspace, some 80 ms of a fresh host's first call (pwsh
-    // 7.6.9, issue 39); compiled, it costs nothing to speak of.
+    // 7.6.9); compiled, it costs nothing to speak of.
     //
     // InFile also keeps what it found in a file between host processes
-    // (issue 39): a fresh host's first call otherwise parses the module's
+    //: a fresh host's first call otherwise parses the module's
     // root file twice, once here and once in its Import-Module (which
     // parses it again: PowerShell's own cache of parsed files only holds
     // the ones its commands parsed), some 20 ms of the test module's first

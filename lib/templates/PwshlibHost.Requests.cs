@@ -22,7 +22,7 @@ namespace PwshlibHost
     {
         // Once the result is built, before it is sent, for a plain request:
         // the next plain request runs in the same runspace, and back to back
-        // it waited for the rest of that runspace's reset (issue 39), so the
+        // it waited for the rest of that runspace's reset, so the
         // reset starts now and overlaps the reply's writing too (PutBack).
         // A request with a prelude: its next one runs in the other slot,
         // and the reply goes first (AfterReply puts back). The result is
@@ -95,7 +95,7 @@ namespace PwshlibHost
         // A prelude slot whose session lacks the current prelude gets it on
         // the slot's own thread (Resetter), as its reset: otherwise the first
         // call in the second slot of a fresh host (the second DSC call of
-        // an agent run) defined it on its own critical path (issue 39). The
+        // an agent run) defined it on its own critical path. The
         // loop waits on Ready before it uses the slot, and GetPreludeSlot
         // defines the text again when the generation moved meanwhile.
         private void DefineInBackground(Slot slot)
@@ -255,9 +255,8 @@ namespace PwshlibHost
         // SetLocation costs about as much as the reset itself: only when
         // the location is not home already. Asking is cheap (PathInfo.
         // ProviderPath, some 0.004 ms on pwsh 7.6.9) once the root drive is
-        // trusted (Session.TrustRootDrive); stop 52 kept the drive and path
-        // of the last location proven home to avoid 0.045 ms, nearly all of
-        // it the mount table read that check now skips. A home with
+        // trusted (Session.TrustRootDrive), which spares the mount table read
+        // that dominated the check. A home with
         // wildcard characters is set every time.
         private void SetLocationHome(Session session)
         {
@@ -522,7 +521,7 @@ namespace PwshlibHost
     // The thread a slot's resets run on: a thread waiting on its event
     // wakes at once, where a thread-pool work item started 0.1 to 0.2 ms
     // later in a fresh host (its threads parked), and back to back a plain
-    // request waits for the rest of its runspace's reset (issue 39). One
+    // request waits for the rest of its runspace's reset. One
     // reset at a time: the loop gives the next only once the slot is Ready
     // again.
     internal sealed class Resetter

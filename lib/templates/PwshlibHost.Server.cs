@@ -57,7 +57,7 @@ namespace PwshlibHost
         // exists (SessionStateInternal.GetDrive, ValidateOrRemoveAutoMounted-
         // Drive), and .NET answers by reading the whole mount table: two or
         // three times a location set, 0.2 ms of each 0.5 ms
-        // ResetRunspaceState (issue 39), and in every path a call resolves.
+        // ResetRunspaceState, and in every path a call resolves.
         // For '/' the check looks up the root mount, which a running
         // process cannot lose: it fails only when the read itself fails,
         // and then PowerShell removes the root drive under a running host.

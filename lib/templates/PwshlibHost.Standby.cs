@@ -9,7 +9,7 @@ namespace PwshlibHost
     using System.Management.Automation.Runspaces;
     using System.Threading;
 
-    // A pipeline started ahead of a runspace's next DSC call (issue 39).
+    // A pipeline started ahead of a runspace's next DSC call.
     // Starting a pipeline costs about half a millisecond on pwsh 7.6.9 (a
     // new pipeline thread, the pipeline's set-up, its command bound)
     // before the call's first statement runs: on a direct call's critical

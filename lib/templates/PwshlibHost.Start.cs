@@ -165,7 +165,7 @@ namespace PwshlibHost
         private string listenerPath;
 
         // What host.ps1 does between loading this assembly and listening,
-        // in compiled code (issue 39): a fresh pwsh runs each new kind of
+        // in compiled code: a fresh pwsh runs each new kind of
         // PowerShell statement cold, some 10 to 30 ms apiece on pwsh 7.6.9,
         // a method of this assembly in far less (docs/performance.md, "The
         // host's start in compiled code").
@@ -232,7 +232,7 @@ namespace PwshlibHost
         // Elsewhere than Windows: listens on the Unix socket pipePath and
         // accepts the manager's one connection. On Linux only the manager
         // (parentPid, by SO_PEERCRED) may stay connected: another client is
-        // closed and the socket waits again (issue 41, item 10); elsewhere
+        // closed and the socket waits again; elsewhere
         // the socket's 0700 directory admits this user alone.
         // UnixDomainSocketEndPoint (.NET Core 2.1 and later) is made by
         // reflection: this source also compiles for Windows PowerShell
@@ -266,7 +266,7 @@ namespace PwshlibHost
         // Get-Process -Id does, throws ArgumentException once it is not
         // running). A thread, not a runspace: a runspace running
         // Start-Sleep and Get-Process loaded two modules at start, beside
-        // the first call (issue 39). Elsewhere than Windows the socket file
+        // the first call. Elsewhere than Windows the socket file
         // goes first, and the private directory the manager made for it
         // (only when empty: Directory.Delete refuses one that is not).
         public static void WatchParent(int parentPid, string pipePath, bool onWindows)

@@ -13,7 +13,7 @@ function Invoke-PwshlibDscCall {
     # classes all read it there. The LCM runs resources with Continue: a
     # non-terminating error does not stop the resource, and on Windows
     # PowerShell 5.1 (and 7.0, 7.1) a native program's stderr redirected
-    # with 2>$null is not made a terminating error (issue 41, item 1;
+    # with 2>$null is not made a terminating error (item 1;
     # tried on pwsh 7.6.9: a Get-TargetResource called here saw Stop).
     # So the global value is Continue for the call, and our own code keeps
     # Stop in this function's scope: the functions called from here
@@ -41,7 +41,7 @@ function Invoke-PwshlibDscCall {
         }
         else {
             # A function of its own: compiled only when a call needs it
-            # (issue 39).
+            #.
             Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath -Seen $Seen
         }
     }
@@ -125,7 +125,7 @@ function Invoke-PwshlibDscResource {
     # resource on 5.1). A direct call on 5.1 in a host that is not SYSTEM
     # adds a record {kind = 'identity'; text = the account} to the streams
     # line: the provider warns once per run that resources no longer run as
-    # SYSTEM, as the LCM ran them (issue 41, item 5).
+    # SYSTEM, as the LCM ran them.
     param(
         [Parameter(Mandatory = $true)]
         [hashtable] $InvokeParams,
@@ -150,7 +150,7 @@ function Invoke-PwshlibDscResource {
     # What the direct call saw of the resource (Invoke-PwshlibDirect).
     $Seen = @{}
     # On Windows PowerShell 5.1 as strict as its LCM, on 7 as lenient as
-    # PSDesiredStateConfiguration 2.x (issue 41, item 2): strict, a
+    # PSDesiredStateConfiguration 2.x: strict, a
     # resource's non-terminating errors fail the call, and a script-based
     # Test must return one boolean. $PwshlibDscStrict,
     # when a script sets it, picks the branch (a test's switch: the

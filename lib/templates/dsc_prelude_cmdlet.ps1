@@ -7,7 +7,7 @@ function Add-PwshlibVendoredModulePath {
     # process environment back before each call. A direct call needs no
     # more: the machine-level value is for the LCM alone
     # (Add-PwshlibMachineModulePath), so a direct call writes no registry
-    # value and runs unelevated (issue 41, item 6). On Windows PowerShell
+    # value and runs unelevated. On Windows PowerShell
     # 5.1 the first call of a host also removes what a killed host left on
     # the machine-level value (Clear-PwshlibStaleModulePath).
     param(
@@ -74,7 +74,7 @@ function Remove-PwshlibModulePathEntry {
     # Removes one entry from the machine-level PSModulePath as it is now,
     # read again rather than a value saved before the call: a change made
     # meanwhile (an installer, a resource that manages PSModulePath) stays
-    # (issue 41, item 6). The value keeps its kind (REG_EXPAND_SZ stays
+    #. The value keeps its kind (REG_EXPAND_SZ stays
     # unexpanded: DoNotExpandEnvironmentNames) and goes when nothing is
     # left. The last occurrence goes: Add-PwshlibMachineModulePath appends.
     param($Key, [string] $Path)
@@ -158,7 +158,7 @@ function Add-PwshlibMachineModulePath {
     # which hands the call to the LCM in another process; the LCM resolves
     # class-based resources through the machine-level PSModulePath, which
     # it reads from the registry, so our process environment does not reach
-    # it. Never for a direct call (issue 41, item 6), nor on PowerShell 7,
+    # it. Never for a direct call, nor on PowerShell 7,
     # whose PSDesiredStateConfiguration 2.x runs the resource in this
     # process. The value is read and written through
     # Microsoft.Win32.Registry, never [Environment]::SetEnvironmentVariable(
@@ -265,7 +265,7 @@ function Invoke-PwshlibDscResourceCmdlet {
     # Where there is no Invoke-DscResource (PowerShell 7 without the
     # PSDesiredStateConfiguration 2.x module, which pwsh does not ship),
     # nothing can run a resource the direct path did not find: the call
-    # fails naming the resource and what is missing (issue 41, item 11),
+    # fails naming the resource and what is missing,
     # not with PowerShell's "not recognized" for the command.
     #
     # PSDesiredStateConfiguration 2.x (PowerShell 7) writes every property
@@ -315,7 +315,7 @@ function Invoke-PwshlibDscResourceCmdlet {
 
 function Get-PwshlibNonSystemUser {
     # The account this host runs as, on Windows PowerShell 5.1 when it is
-    # not SYSTEM (issue 41, item 5); $null on PowerShell 7 (where
+    # not SYSTEM; $null on PowerShell 7 (where
     # PSDesiredStateConfiguration 2.x, too, runs resources as the user) or
     # as SYSTEM (the account the 5.1 LCM runs resources as: "Windows
     # PowerShell 5.1 resources ran under System context", the notes of

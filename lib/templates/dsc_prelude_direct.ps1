@@ -172,7 +172,7 @@ function Invoke-PwshlibClassMethod {
     # PowerShell's method call and pipeline (tried on pwsh 7.6.9).
     param($Type, [System.Collections.IDictionary] $Property, [string] $Method, [hashtable] $Seen = @{})
     # Our own statements stop at an error; the resource's module reads the
-    # global Continue (Invoke-PwshlibDscCall; issue 41, item 1).
+    # global Continue (Invoke-PwshlibDscCall).
     $ErrorActionPreference = 'Stop'
     # Reset before the call, read after Set: a resource asks for a reboot
     # by setting it to 1 (as the LCM and PSDesiredStateConfiguration 2.x

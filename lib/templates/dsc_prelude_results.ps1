@@ -5,7 +5,7 @@ function ConvertTo-PwshlibPlainString {
     # every line Get-Content read, which it gives PSPath, PSParentPath,
     # PSChildName, PSDrive, PSProvider and ReadCount. PowerShell 7.2 stopped
     # that (PowerShell/PowerShell#15665, "Don't serialize to json ETS
-    # properties for DateTime and string types"; issue 41, item 4).
+    # properties for DateTime and string types").
     # PowerShell may keep the instance members of a reference type beside
     # the object itself (PSObject's resurrection table), not only in the
     # PSObject around it, and then neither .PSObject.BaseObject nor a
@@ -100,7 +100,7 @@ function ConvertTo-PwshlibCanonicalValue {
         # not from one, and enums were handled above. It reads like a CIM
         # instance: its class name as cim_instance_type and its properties
         # converted, so an enum inside reads as its name, not the number
-        # ConvertTo-Json would write (issue 31, item 14), and a credential
+        # ConvertTo-Json would write, and a credential
         # as the user only.
         $Instance = [ordered]@{}
         foreach ($Property in $Value.PSObject.Properties) {
@@ -129,7 +129,7 @@ function ConvertTo-PwshlibCanonicalValue {
     # meaning in a MOF schema (a TimeSpan, a Version, a Guid, an
     # IPAddress): the LCM converted them to the MOF property's type, for a
     # String their text, where ConvertTo-Json would write their members as
-    # an object (issue 41, item 3). The schema's other conversions (a
+    # an object. The schema's other conversions (a
     # one-item array, 'True' for a Boolean) are the provider's, which knows
     # the type (ext/pwshlib_core/src/munge.rs).
     $Type = $Value.GetType()

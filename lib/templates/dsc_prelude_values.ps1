@@ -54,7 +54,7 @@ function New-PwshlibEmbeddedInstance {
     # CIM instance to a class; and pwsh on Linux has no New-CimInstance.
     # So the instance is the hashtable itself, and a credential inside one a
     # PSCredential (which a hashtable cannot become: it has no default
-    # constructor). Issue 31, item 14.
+    # constructor).
     param(
         [Parameter(Mandatory = $true)]
         [string] $ClassName,

@@ -58,7 +58,7 @@ try {
 } catch {
 }
 
-# Every statement of this script runs cold in a fresh process (issue 39):
+# Every statement of this script runs cold in a fresh process:
 # pwsh 7.6.9 takes some 10 to 30 ms for each new kind of statement, and
 # compiles the whole script before its first line. So this script does
 # only what needs PowerShell: loading the host's assembly (and, when that

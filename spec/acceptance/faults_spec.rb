@@ -250,7 +250,7 @@ module AcceptanceFaults
       include_examples 'a run that keeps its secrets'
     end
 
-    # Issue 32's escape hatch, read by the provider from the agent's
+    # The escape hatch PWSHLIB_DSC_DIRECT=0, read by the provider from the agent's
     # environment and carried in the script: every call goes through
     # Invoke-DscResource; without it, only the run-as calls do (the
     # simulated host plays 5.1).

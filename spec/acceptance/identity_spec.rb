@@ -3,7 +3,7 @@
 require_relative 'spec_helper_acceptance'
 require_relative '../support/acceptance_scenario'
 
-# Issue 41 items 5 and 6 on the simulated host playing Windows PowerShell
+# On the simulated host playing Windows PowerShell
 # 5.1: whose account direct calls run as (PWSHLIB_SIM_USER; unset is
 # SYSTEM), the opt-in that sends a run that is not SYSTEM through the LCM
 # (PWSHLIB_DSC_DIRECT=system), and which calls write the machine-level

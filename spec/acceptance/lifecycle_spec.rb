@@ -274,7 +274,7 @@ module AcceptanceLifecycle
       end
 
       it 'calls each resource directly, and through Invoke-DscResource only to run as PsDscRunAsCredential (5.1)' do
-        # Issue 32: the simulated host plays Windows PowerShell 5.1, whose
+        # The simulated host plays Windows PowerShell 5.1, whose
         # LCM alone can start a resource as the run-as account.
         kinds = run.calls.map { |call| [call['run_as_user'] ? 'run-as' : 'plain', call['kind']] }.uniq.sort
         expect(kinds).to eq([%w[plain direct], %w[run-as invoke_dsc_resource]])
@@ -321,7 +321,7 @@ module AcceptanceLifecycle
         expect(class_get['module']).to eq('ModuleName' => 'PwshlibFixtureClass', 'RequiredVersion' => '0.3.1')
       end
 
-      # Issue 10, item 11: every resource puts its module's vendored folder
+      # Every resource puts its module's vendored folder
       # on PSModulePath (a vendored module may import a sibling by name).
       it 'adds the vendored path to PSModulePath for every resource, each its own module\'s' do
         lib = File.join(Acceptance::MODULE_PATH, 'dscfixtures', 'lib', 'puppet_x')

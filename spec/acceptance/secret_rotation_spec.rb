@@ -3,7 +3,7 @@
 require_relative 'spec_helper_acceptance'
 require_relative '../support/acceptance_scenario'
 
-# A rotated secret (issue 28), through two `puppet apply --debug` runs on
+# A rotated secret, through two `puppet apply --debug` runs on
 # one simulated machine: run 1 stores secret A, run 2 declares secret B in
 # the same places. In `rotated-vault`: a member of a free-form hash, an item
 # of an array in it, a member of a hash in it, the Sensitive-typed members

@@ -127,7 +127,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     expect(sent.first[:bytes]).to be > prelude.bytesize
   end
 
-  # Issue 41, deliverable 3: the prelude once per host session, with its id.
+  # The prelude once per host session, with its id.
   it 'shows the prelude once by its id and files, and each call as one line of its data, in the debug log' do
     record_calls(provider.ps_manager)
     drive(provider, context, manifest)
@@ -143,7 +143,7 @@ RSpec.describe 'The DSC prelude through Pwsh::Manager and pwshlib-sim' do
     end)
   end
 
-  # Issue 41, deliverable 3: the debug log of five resources (created, then
+  # The debug log of five resources (created, then
   # found in sync by a second run on the same host) holds the prelude once;
   # it held it with every call (some 770 lines each) before.
   it 'logs the prelude once for five resources over two runs on one host' do

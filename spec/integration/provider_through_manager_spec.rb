@@ -63,7 +63,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     expect(calls.map { |c| c['method'] }).to eq(%w[Get Set Get])
   end
 
-  # Issue 10, item 9: the simulated host reports a credential as Windows
+  # The simulated host reports a credential as Windows
   # PowerShell 5.1's Invoke-DscResource returns it, an MSFT_Credential
   # {UserName, Password} (password in the clear). The provider reads it as
   # {user, password}: the second run finds the resource in sync, and no log
@@ -115,7 +115,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     end
   end
 
-  # Issue 10, item 8: a value New-CimInstance cannot take fails its own
+  # A value New-CimInstance cannot take fails its own
   # resource, naming the attribute path, before anything is sent; the
   # other resource of the same call is set.
   it 'fails a resource with a plain hash inside a CIM instance alone, naming the path' do
@@ -141,7 +141,7 @@ RSpec.describe 'DscBaseProvider through Pwsh::Manager and pwshlib-sim' do
     expect(errors.first).to include('plain hashtable')
   end
 
-  # Issue 10, item 12: on PowerShell 7 a run-as credential fails its own
+  # On PowerShell 7 a run-as credential fails its own
   # resource with a message that names it and says why; a resource without
   # one runs.
   it 'names the resource that asks for PsDscRunAsCredential on PowerShell 7' do

@@ -4,7 +4,7 @@ require 'spec_helper'
 require 'json'
 require 'tmpdir'
 
-# Issue 38 through the real Pwsh::Manager and pwshlib-sim: a DSC call's
+# Through the real Pwsh::Manager and pwshlib-sim: a DSC call's
 # secrets travel as data (docs/protocol.md, "Secrets"). The provider hands
 # the manager a Pwshlib::DscScript whose lines hold no secret; the host
 # binds each secret from the request and the resource gets it intact. A

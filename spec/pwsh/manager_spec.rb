@@ -389,7 +389,7 @@ RSpec.describe Pwsh::Manager do
     end
   end
 
-  # Issue 10, item 13: the pwshlib 2.x result shapes other modules rely on
+  # The pwshlib 2.x result shapes other modules rely on
   # (the powershell module's exec provider calls stderr.each).
   describe 'result shapes' do
     it 'gives stderr as an Array of Strings, empty when there is none' do

@@ -3,7 +3,7 @@
 require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
-# Issue 39, item 2: host.ps1 compiles its C# once per pwshlib and
+# Host.ps1 compiles its C# once per pwshlib and
 # PowerShell, keeps the assembly in the directory the manager passes
 # (PWSHLIB_HOST_CACHE here), and a later host loads it instead of
 # compiling; the hello says which it did (wire_stats[:host_assembly]).
@@ -48,7 +48,7 @@ RSpec.describe 'the host assembly cache, on the real pwsh' do
     expect(cached_took).to be < compiled_took
   end
 
-  # Issue 39, stop 46: host.ps1 records a multicore JIT profile of its
+  # Host.ps1 records a multicore JIT profile of its
   # own beside pwsh's (its cache directory: XDG_CACHE_HOME/powershell on
   # Linux), so that another pwsh rewriting pwsh's shared profile leaves
   # the host's alone; the trace (PWSHLIB_HOST_TRACE) names its phases and

@@ -4,7 +4,7 @@ require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
 # The environment and the working directory of a call on a real
-# PowerShell 7 (issue 31, items 1 and 2).
+# PowerShell 7.
 RSpec.describe Pwsh::Manager, 'environment on the real pwsh' do
   include_context 'a manager on the real pwsh'
 
@@ -66,7 +66,7 @@ RSpec.describe Pwsh::Manager, 'environment on the real pwsh' do
     end
   end
 
-  # Issue 39: the manager starts the host with DOTNET_TieredPGO=0
+  # The manager starts the host with DOTNET_TieredPGO=0
   # (pwshlib_transport's runtime_settings); host.ps1 takes it out of its
   # environment before the snapshot, so no call sees it. The process's
   # environment as it started (/proc/<pid>/environ) shows what the runtime

@@ -6,7 +6,7 @@ require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
 # Timeouts, the call after one, request ids, the prelude, a dead host, start
-# and exit, on a real PowerShell 7 (issue 31, items 7 and 10; the review's
+# and exit, on a real PowerShell 7 (the review's
 # N4, N5, N10, N15 and N16).
 RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
   include_context 'a manager on the real pwsh'
@@ -172,7 +172,7 @@ RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
     # sets the session's language mode and runs host.ps1 in it, as a policy
     # would: once without the assembly cache, once with it holding this
     # source's assembly (host.ps1 checks the mode only when no cached
-    # assembly loaded, issue 39).
+    # assembly loaded).
     [false, true].each do |cached|
       it "says what to do when PowerShell runs the host in constrained language mode (#{cached ? 'a cached' : 'no'} assembly)" do
         Dir.mktmpdir('pwshlib-clm') do |dir|
@@ -222,8 +222,7 @@ RSpec.describe Pwsh::Manager, 'life cycle on the real pwsh' do
     end
 
     # A killed Ruby leaves no host behind: the host polls its -ParentPid
-    # (a thread of its C#, since issue 39's first-call work; it was a
-    # runspace) and leaves with status 0 once that process is gone,
+    # (a thread of its C#) and leaves with status 0 once that process is gone,
     # removing its socket and the private directory it was made in. The
     # parent here is a child of this process, killed and reaped (a zombie
     # still has its PID) while the host waits for its manager.

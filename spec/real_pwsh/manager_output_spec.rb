@@ -4,7 +4,7 @@ require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
 # What a plain request gives back on a real PowerShell 7: exit codes, the
-# streams in order, stderr, errors (issue 31, items 3-6, 8, 9 and 11).
+# streams in order, stderr, errors (items 3-6, 8, 9 and 11).
 RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
   include_context 'a manager on the real pwsh'
 
@@ -69,7 +69,7 @@ RSpec.describe Pwsh::Manager, 'output on the real pwsh' do
     end
   end
 
-  # Issue 39: the host passes a string of one line, a non-negative integer
+  # The host passes a string of one line, a non-negative integer
   # or a boolean by itself until the first other object (OutTextCommand),
   # instead of starting Out-String for each call. What it answers must be
   # what Out-String -Stream makes of the same output.

@@ -5,7 +5,7 @@ require 'socket'
 require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
-# Issue 41, item 10: host.ps1 serves the manager alone. On Linux the
+# Host.ps1 serves the manager alone. On Linux the
 # socket's peer (SO_PEERCRED) must be its -ParentPid; another process of
 # the same user is hung up on, unanswered, and the host waits on for the
 # manager. (The named pipe's check, GetNamedPipeClientProcessId, is the same

@@ -3,7 +3,7 @@
 require 'tmpdir'
 require_relative 'spec_helper_real_pwsh'
 
-# Issue 32, item 2: the host answers first and resets after (the runspace's
+# The host answers first and resets after (the runspace's
 # variables and location, the process directory, the environment), before
 # it reads the next request. Each check below is a request sent the moment
 # the reply before it arrived: a reset still under way would show.
@@ -100,7 +100,7 @@ RSpec.describe Pwsh::Manager, 'the reset after each reply, on the real pwsh' do
     end
   end
 
-  # Issue 39: PowerShell marks the root drive '/' auto-mounted when the
+  # PowerShell marks the root drive '/' auto-mounted when the
   # first mount .NET lists is not a disk (/proc here), and then reads the
   # whole mount table at each lookup of it, the reset's location set among
   # them. Each session trusts it (Session.TrustRootDrive): the plain one

@@ -4,7 +4,7 @@ require 'securerandom'
 require_relative 'spec_helper_real_pwsh'
 
 # The six examples of ruby-pwsh 2.0.1's own Pwsh::Manager spec that this
-# manager failed on the real pwsh (issue 41, deliverable 2), with the
+# manager failed on the real pwsh, with the
 # expectations that spec holds, written here in our words.
 RSpec.describe Pwsh::Manager, "ruby-pwsh's expectations on the real pwsh" do
   include_context 'a manager on the real pwsh'

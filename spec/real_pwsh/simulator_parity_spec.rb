@@ -2,7 +2,7 @@
 
 require_relative 'spec_helper_real_pwsh'
 
-# Keeps the simulator honest (issue 31, deliverable 5): the same plain
+# Keeps the simulator honest: the same plain
 # requests, sent to pwshlib-sim and to the real pwsh running host.ps1, give
 # the same results. The only differences allowed are the ones
 # ext/pwshlib_sim/README.md lists under "Where it differs from host.ps1 on

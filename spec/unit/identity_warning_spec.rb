@@ -2,7 +2,7 @@
 
 require 'spec_helper'
 
-# Issue 41 item 5: the prelude marks each direct call of a Windows
+# The prelude marks each direct call of a Windows
 # PowerShell 5.1 host that is not SYSTEM with an identity record; the
 # provider warns once per run (whichever type, whichever resource), and
 # again in the next run of the same process (an agent daemon).

@@ -266,7 +266,7 @@ RSpec.describe Puppet::Provider::DscBaseProvider do
       expect(redacted).to include("\n$#{hidden} = '#<Sensitive [value redacted]>'\n")
     end
 
-    # Issue 10, item 8: what New-CimInstance -Property cannot take never
+    # What New-CimInstance -Property cannot take never
     # reaches it.
     it 'leaves nil members out, builds a nested credential as MSFT_Credential, refuses a plain hash' do
       nested = { 'protocol' => 'http', 'port' => 80, 'hostname' => nil,

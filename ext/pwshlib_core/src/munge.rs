@@ -850,7 +850,7 @@ mod mof_shape_tests {
         value
     }
 
-    /// Issue 41, item 3: what a Get-TargetResource returns loosely, in the
+    /// What a Get-TargetResource returns loosely, in the
     /// shape the MOF class gave it under the LCM.
     #[test]
     fn get_values_take_the_shape_of_their_mof_type() {

@@ -1,5 +1,5 @@
 //! The shipped prelude and the generated script, checked through their
-//! syntax trees (tree-sitter-powershell): the branches issue 10 asks for
+//! syntax trees (tree-sitter-powershell): the branches that matter
 //! are where PowerShell reaches them, not merely somewhere in the text.
 //! There is no PowerShell here; each check names the behaviour it relies on.
 //! Only what the real pwsh on Linux cannot show is left here: the Windows
@@ -173,7 +173,7 @@ fn cim_class_names_come_from_cim_system_properties() {
     .unwrap();
 }
 
-/// Issue 31, item 14: the embedded-instance helpers choose by
+/// The embedded-instance helpers choose by
 /// `$PSVersionTable.PSEdition` (Desktop on Windows PowerShell 5.1, absent
 /// before it; Core on 6 and 7): New-CimInstance and `CimInstance[]` unless
 /// Core.
@@ -204,7 +204,7 @@ fn embedded_instances_are_cim_instances_unless_on_powershell_core() {
 /// only on 5.1 (a `return $null` for PSVersion.Major above 5 comes before
 /// any registry access), through Microsoft.Win32.Registry with
 /// DoNotExpandEnvironmentNames and the value's own kind; no
-/// [Environment]::SetEnvironmentVariable anywhere. Issue 41 item 6: the
+/// [Environment]::SetEnvironmentVariable anywhere. The
 /// process value's function touches no registry; the machine value is
 /// taken back by removing the entry from the value as it is then, never by
 /// writing back a value saved before the call.
@@ -305,7 +305,7 @@ fn the_call_adds_the_vendored_path_and_its_finally_restores_it() {
     .unwrap();
     let code = templates::PRELUDE;
     with_tree(code, |tree| {
-        // Issue 41 item 6: the machine value only around Invoke-DscResource
+        // The machine value only around Invoke-DscResource
         // (the LCM), in Invoke-PwshlibDscResourceCmdlet's try, whose finally
         // takes it back; the direct path never reaches it.
         let cmdlet = function(code, tree.root_node(), "Invoke-PwshlibDscResourceCmdlet");

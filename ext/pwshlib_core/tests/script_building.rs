@@ -56,7 +56,7 @@ fn listing(should: &pwshlib_core::Map) -> pwshlib_core::Map {
 
 #[test]
 fn get_passes_the_desired_state_as_set_and_test_do() {
-    // Issue 40: as the DSC engines hand Get() the desired state.
+    // As the DSC engines hand Get() the desired state.
     let (def, should) = ensurable();
     let get = build(&def, &should, DscMethod::Get);
     let set = build(&def, &should, DscMethod::Set);
@@ -133,9 +133,8 @@ fn the_script_has_the_documented_shape() {
             .unwrap_or_else(|| panic!("{needle} missing"))
     };
     assert!(at("$InvokeParams = @{") < at("Invoke-PwshlibDscResource -InvokeParams $InvokeParams"));
-    // Every resource puts its vendored folder on PSModulePath (item 11 of
-    // issue 10): the call does, and puts the machine value back in its own
-    // finally, so the script has no try of its own (issue 32).
+    // Every resource puts its vendored folder on PSModulePath : the call does, and puts the machine value back in its own
+    // finally, so the script has no try of its own.
     assert!(body.ends_with(&format!(
         "Invoke-PwshlibDscResource -InvokeParams $InvokeParams -VendoredPath '{VENDORED}'\n"
     )));
@@ -158,9 +157,8 @@ fn the_body_of_a_get_and_of_a_set_is_small() {
     let set = build(&def, &should, DscMethod::Set);
     let in_sync_get = build(&def, &should, DscMethod::Get);
     assert_eq!(in_sync_get.body().len(), set.body().len());
-    // Each body carries the vendored path on the call (issue 10, item 11):
-    // 100 bytes more than without it, 83 of them the path. (With a line
-    // of its own and a try/finally around the call, before issue 32: 662.)
+    // Each body carries the vendored path on the call:
+    // 100 bytes more than without it, 83 of them the path.
     assert_eq!(get.body().len(), 518, "{}", get.body());
     assert_eq!(set.body().len(), 581, "{}", set.body());
     assert_eq!(get.text().len(), templates::PRELUDE.len() + 518);
@@ -339,7 +337,7 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
             "$cim_1 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureAuthentication' -Property @{anonymous = $false; basic = $true}",
             "$cim_2 = New-CimInstance -ClientOnly -ClassName 'MSFT_Binding' -Property @{protocol = 'https'; port = 443; certificatesubjects = @('CN=a', 'CN=b'); authentication = $cim_1}",
             "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_Inner' -Property @{key = 'a'}",
-            // Sensitive: bound by the host (issue 38), never in the text.
+            // Sensitive: bound by the host, never in the text.
             "$cim_4 = New-CimInstance -ClientOnly -ClassName 'MSFT_Inner' -Property @{key = $secret_1}",
             // The kitchen sink's Struct names no members, so the empty
             // array has nothing to be typed by: left out (New-CimInstance
@@ -366,7 +364,7 @@ fn nested_cim_instance_arrays_are_built_nested_first() {
 
 #[test]
 fn a_class_based_resources_embedded_instances_are_made_by_the_prelude() {
-    // Issue 31, item 14: on PowerShell 7 a class-based resource's embedded
+    // On PowerShell 7 a class-based resource's embedded
     // instances must be hashtables (PowerShell converts them to the nested
     // class), on 5.1 CIM instances; New-PwshlibEmbeddedInstance and
     // New-PwshlibEmbeddedInstanceArray decide at run time. A MOF resource's
@@ -401,7 +399,7 @@ fn a_class_based_resources_embedded_instances_are_made_by_the_prelude() {
             "$cim_5 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_3, $cim_4)",
             "$cim_6 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Binding' -Property @{protocol = 'http'; port = 80; inner = $cim_5}",
             "$cim_7 = New-PwshlibEmbeddedInstanceArray -Instances @($cim_2, $cim_6)",
-            // The credential is bound as a PSCredential (issue 38); the
+            // The credential is bound as a PSCredential; the
             // prelude makes the embedded instance from it.
             "$cim_8 = New-PwshlibCredentialInstance -Credential $cred_2 -ClassBased",
             "$cim_9 = New-PwshlibEmbeddedInstance -ClassName 'MSFT_Single' -Property @{value = 'one'; login = $cim_8}",

@@ -3,7 +3,7 @@
 //! (b) every string formats to exactly one single-quoted literal whose
 //!     PowerShell value is the original text;
 //! (c) no secret leaks into the redacted rendering;
-//! and each call as data (issue 39) writes back to the same body.
+//! and each call as data writes back to the same body.
 //!
 //! The parse checks read only what the builder generated: the prelude in
 //! front of it is constant text, parsed once by
@@ -459,7 +459,7 @@ proptest! {
         let a = build(&def, &with_secrets(&first, &public), method);
         let b = build(&def, &with_secrets(&second, &public), method);
         prop_assert_eq!(a.redacted_with(REDACTION_MARKER), b.redacted_with(REDACTION_MARKER));
-        // Issue 38: the data form the host receives does not depend on the
+        // The data form the host receives does not depend on the
         // secrets at all (each is bound by variable), and holds none.
         prop_assert_eq!(a.body(), b.body());
         let blank: [String; 8] = Default::default();

@@ -385,7 +385,7 @@ mod tests {
         ]);
     }
 
-    /// As host.ps1 gathers a plain request's output (issue 10, item 3):
+    /// As host.ps1 gathers a plain request's output:
     /// host writes and [Console]::Out in order with Write-Output.
     #[test]
     fn host_writes_and_the_console_are_stdout_in_order() {

@@ -38,11 +38,11 @@ pub struct FaultConfig {
     pub localized: bool,
     pub malformed_json: Option<Selector>,
     pub reboot_required: Option<Selector>,
-    /// Matching calls' resources write a non-terminating error (issue 41).
+    /// Matching calls' resources write a non-terminating error.
     pub nonterminating_error: Option<Selector>,
-    /// Matching Tests return a stray string, no boolean (issue 41).
+    /// Matching Tests return a stray string, no boolean.
     pub test_output: Option<Selector>,
-    /// Matching Gets report strings read with Get-Content (issue 41).
+    /// Matching Gets report strings read with Get-Content.
     pub ets_strings: Option<Selector>,
 }
 

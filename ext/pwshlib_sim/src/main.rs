@@ -30,7 +30,7 @@ struct Args {
     pipe_path: PathBuf,
     parent_pid: Option<u32>,
     /// The `-ParentPid` as given (even with `--ignore-parent`): the one
-    /// client the endpoint accepts, as host.ps1 does (issue 41, item 10).
+    /// client the endpoint accepts, as host.ps1 does.
     client_pid: Option<u32>,
     /// `--never-listen`: a host that starts but never opens its endpoint,
     /// for the manager's pipe_timeout (README.md).
@@ -481,7 +481,7 @@ mod tests {
         assert!(parse("Write-Output 'fine'").is_ok());
     }
 
-    /// Issue 14: the main loop's one parse refuses a NUL before
+    /// The main loop's one parse refuses a NUL before
     /// `$InvokeParams` (it used to let it through to echo mode, as "not a
     /// DSC call"), with the message the DSC engine gives.
     #[test]

@@ -189,7 +189,7 @@ fn a_dsc_script_that_does_not_parse_is_rejected() {
     refused_as_not_parsing(|code| code.replace("Property = @{", "Property = @{ ("));
 }
 
-/// Issue 14: a NUL before `$InvokeParams` used to pass the host's parse
+/// A NUL before `$InvokeParams` used to pass the host's parse
 /// check and then hide the call from the engine ("not a DSC call"). The one
 /// check (`pslint`) refuses it, here as in the main loop.
 #[test]
@@ -903,7 +903,7 @@ fn two_engines_sharing_a_state_file_do_not_lose_writes() {
     assert_eq!(sim.log().len(), 40);
 }
 
-/// Issue 10, item 12: playing PowerShell 7, a call with a run-as credential
+/// Playing PowerShell 7, a call with a run-as credential
 /// fails with the prelude's message, which names the resource and says
 /// why; without one, or playing 5.1, it runs.
 #[test]
@@ -928,7 +928,7 @@ fn powershell_7_refuses_a_run_as_credential_naming_the_resource() {
     assert_eq!(on_5_1["username"], "bob");
 }
 
-/// Issue 31, item 14: a class-based resource's embedded instances come from
+/// A class-based resource's embedded instances come from
 /// the prelude's New-PwshlibEmbeddedInstance(Array). Playing PowerShell 7
 /// they are hashtables that PowerShell converts to the nested class (so a
 /// `$null` member is fine, and a credential is a PSCredential); playing 5.1
@@ -972,7 +972,7 @@ fn a_class_based_resources_embedded_instances_on_each_edition() {
 
 #[test]
 fn the_call_log_tells_direct_calls_from_invoke_dsc_resource_calls() {
-    // Issue 32: the prelude calls the resource directly unless the script
+    // The prelude calls the resource directly unless the script
     // says -ThroughInvokeDscResource (PWSHLIB_DSC_DIRECT=0) or, on Windows
     // PowerShell 5.1, the call runs as PsDscRunAsCredential.
     let sim = Sim::new();
@@ -1001,7 +1001,7 @@ fn the_call_log_tells_direct_calls_from_invoke_dsc_resource_calls() {
 
 #[test]
 fn a_51_host_that_is_not_system_marks_direct_calls_and_routes_on_request() {
-    // Issue 41 items 5 and 6: as another account than SYSTEM, a direct
+    // As another account than SYSTEM, a direct
     // call's answer carries the identity record first; -LcmUnlessSystem
     // sends the call through Invoke-DscResource, which writes the machine
     // PSModulePath (and, unelevated, cannot).
@@ -1068,7 +1068,7 @@ fn on_powershell_7_a_plain_call_is_direct() {
 
 #[test]
 fn a_get_handed_the_desired_state_reports_only_the_keys_of_a_missing_instance() {
-    // Issue 40: a Get carries the desired values, which a resource does
+    // A Get carries the desired values, which a resource does
     // not report back for an instance it did not find.
     let sim = Sim::new().with_state(&json!({"keys": {"FixtureFile": ["DestinationPath"]}}));
     let get = script(
@@ -1146,7 +1146,7 @@ fn reply_lines(outcome: Option<Outcome>) -> Vec<Json> {
     }
 }
 
-/// Issue 41, item 2: a script-based resource that writes a non-terminating
+/// A script-based resource that writes a non-terminating
 /// error fails its call playing Windows PowerShell 5.1 (the LCM's message,
 /// the error after it) and succeeds playing 7; either way the error comes
 /// on the streams line before the result. A Set still changes the state
@@ -1198,7 +1198,7 @@ fn a_non_terminating_error_fails_the_call_on_5_1_only() {
     assert_eq!(reply_lines(sim.outcome(&class_based)).len(), 1);
 }
 
-/// Issue 41, item 2: a Test-TargetResource that returns a string, no
+/// A Test-TargetResource that returns a string, no
 /// boolean, fails playing 5.1 and reads as [bool] of it (true) playing 7.
 #[test]
 fn a_test_without_one_boolean_fails_on_5_1_only() {
@@ -1219,7 +1219,7 @@ fn a_test_without_one_boolean_fails_on_5_1_only() {
     assert_eq!(sim.get("destinationpath = 'C:\\a'")["contents"], "x");
 }
 
-/// Issue 41, item 4: a Get whose resource read its strings with
+/// A Get whose resource read its strings with
 /// Get-Content. Before PowerShell 7.2 ConvertTo-Json writes each as an
 /// object with its note properties, unless the prelude copies them
 /// (ConvertTo-PwshlibPlainString defined for the call); from 7.2 on, a

@@ -466,7 +466,7 @@ fn a_woken_start_resumed_gives_a_working_host() {
     host.destroy();
 }
 
-/// Issue 10, item 4: what a call sets in the environment (`$env:X = …`,
+/// What a call sets in the environment (`$env:X = …`,
 /// its request `env`) is gone by the next call: the host puts back the
 /// environment it started with. What it started with stays.
 #[test]
@@ -550,8 +550,8 @@ fn what_a_dsc_call_sets_in_the_process_stays_but_not_its_env_nor_psmodulepath() 
 }
 
 /// Item 4: a refused env entry fails that call with an error result; the
-/// host lives on. A name given twice takes its last value (issue 31 item 2,
-/// as pwshlib 2.x).
+/// host lives on. A name given twice takes its last value (as
+/// pwshlib 2.x).
 #[test]
 fn a_refused_env_name_fails_the_call_not_the_host_and_a_repeated_one_takes_its_last_value() {
     let mut host = start();
@@ -739,7 +739,7 @@ fn a_host_started_by_a_wrapper_as_its_child_is_accepted() {
     assert!(host.exit_gracefully().is_some());
 }
 
-/// Issue 39: a DSC call as data goes as data to a host that offers it (its
+/// A DSC call as data goes as data to a host that offers it (its
 /// code left out, so the host answers for the data alone) and as code to
 /// one that does not; a host refuses data that comes without a prelude.
 #[test]

@@ -171,7 +171,7 @@ fn scripts_assembled_from_the_shipped_templates_are_recognised() {
     assert_eq!(got, json!({"destinationpath": "C:\\a", "Ensure": "Absent"}));
 }
 
-// Issue 10, item 8: values inside CIM instances, as New-CimInstance takes them
+// Values inside CIM instances, as New-CimInstance takes them
 
 use pwshlib_core::script::{build_script_with, InvocableResource};
 use pwshlib_core::{Map, TypeDef, Value};
@@ -321,7 +321,7 @@ fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
     assert_eq!(
         cim_lines,
         [
-            // From the credential the host binds (issue 38).
+            // From the credential the host binds.
             "$cim_2 = New-PwshlibCredentialInstance -Credential $cred_1",
             // nil and the empty array the type does not name are left
             // out; the empty arrays it names are typed; the mixed one

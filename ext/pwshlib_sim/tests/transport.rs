@@ -208,7 +208,7 @@ fn a_host_whose_parent_is_gone_already_leaves_at_once() {
     assert_left_cleanly(&mut child, &endpoint);
 }
 
-/// Issue 41, item 10: only the manager (the `-ParentPid`) may connect. A
+/// Only the manager (the `-ParentPid`) may connect. A
 /// client that is another process of the same user gets no hello: it is hung
 /// up on, and the host goes on waiting for the manager.
 #[cfg(any(target_os = "linux", windows))]

@@ -1,6 +1,6 @@
 //! What lib/templates/host.ps1 and the C# host it compiles
 //! (lib/templates/PwshlibHost*.cs) do for Windows PowerShell 5.1 and pwsh 7
-//! (issue 10, items 1 to 7; issue 32, item 2). There is no PowerShell here,
+//!. There is no PowerShell here,
 //! so these tests read the script through tree-sitter-powershell and the C#
 //! as text: each finds the function or method that must carry a fix and
 //! checks its exact statements, in order where order matters. The simulated
@@ -195,7 +195,7 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
         1
     );
     assert!(!lines(&host_script()).join("\n").contains("CreateRunspace"));
-    // Each slot's session, plain or prelude, is a Session (issue 32: the
+    // Each slot's session, plain or prelude, is a Session (the
     // prelude requests alternate between two slots).
     let prelude = lines(&member(&source, "private Slot GetPreludeSlot("));
     position(&prelude, "slot.Session = new Session();");
@@ -206,7 +206,7 @@ fn runspaces_are_built_from_create_default2_with_the_custom_host() {
     );
 }
 
-/// Issue 39: every session trusts the root drive '/' once it is open, so
+/// Every session trusts the root drive '/' once it is open, so
 /// that its lookups stop reading the mount table (PowerShell marks it
 /// auto-mounted when the first mount is not a disk). Only a file system
 /// drive named '/' and rooted at '/' is touched, and a PowerShell without
@@ -296,7 +296,7 @@ fn exit_codes_come_from_the_custom_hosts_set_should_exit() {
     assert!(reset_call < begin && begin < asked && asked + 2 == taken);
 }
 
-/// Issue 39: a plain request's output is written by the host's own command
+/// A plain request's output is written by the host's own command
 /// until its first object that is not a plain line, and by Out-String
 /// -Stream (module-qualified) from that one on.
 #[test]
@@ -369,7 +369,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     // 31, item 5), which renders it as Out-String -Stream does, through
     // Out-String itself, module-qualified (a user's Out-String is not
     // called: item 6), from the first object that is not a plain line
-    // (issue 39). Its lines reach the host UI as they are written (issue
+    //. Its lines reach the host UI as they are written (issue
     // 32: no Out-Default formatting them a second time).
     assert_eq!(
         invoke[plain + 2..plain + 4],
@@ -393,7 +393,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
         "public void WritePipelineLine(string line) { ui.WriteLine(line); }",
     );
     // [Console]::Out is routed once, for the life of the host, to the
-    // buffer of the runspace that writes (issue 31, N16): by the host's
+    // buffer of the runspace that writes: by the host's
     // start, which host.ps1 calls once.
     position(
         &lines(&member(&source, "public static Server Start(")),
@@ -420,7 +420,7 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
         [
             "string stdout;",
             "string native = null;",
-            // Issue 39: a call made in compiled code (DirectDsc) answers
+            // A call made in compiled code (DirectDsc) answers
             // the lines Finish writes, the prelude's variable otherwise.
             "if (direct != null)",
             "{",
@@ -429,7 +429,7 @@ fn dsc_stdout_is_the_pipeline_output_as_out_string_renders_it() {
             "}",
             "else if (forPrelude)",
             "{",
-            // Issue 38: the DSC prelude's lines come from a variable, not
+            // The DSC prelude's lines come from a variable, not
             // the pipeline, whose output transcription records.
             "object kept = runspace.SessionStateProxy.GetVariable(DscOutputVariable);",
             "PSObject wrapped = kept as PSObject;",
@@ -546,8 +546,7 @@ fn the_environment_is_restored_from_the_start_snapshot_after_each_call() {
         "outcome.Result = NewResult(1, null, null, null, problem.Message);"
     );
 
-    // Set in order: a name given twice takes its last value (issue 31,
-    // item 2).
+    // Set in order: a name given twice takes its last value.
     let set = lines(&member(
         &source,
         "private static void SetRequestEnvironment(",
@@ -593,7 +592,7 @@ fn the_start_snapshot_is_taken_before_listening_without_runtime_settings() {
 
 /// Item 5: a failed or timed-out call's session is replaced; Stop() is
 /// waited for a bounded time, and the timeout is reported either way.
-/// Issue 32: a successful call's reset (ResetRunspaceState, the location)
+/// A successful call's reset (ResetRunspaceState, the location)
 /// also comes after its reply, and before the next request is read.
 #[test]
 fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
@@ -643,7 +642,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
             "try { outcome.Pipeline.Dispose(); } catch (Exception) { }",
         ],
     );
-    // What was written before the timeout goes with it (issue 31, item 7).
+    // What was written before the timeout goes with it.
     let timed_out = &invoke[waited + 6..];
     let reply = timed_out
         .iter()
@@ -655,7 +654,7 @@ fn a_failed_or_timed_out_call_gets_a_fresh_runspace_and_stop_is_bounded() {
     assert!(!source.contains(".Stop()") && !script.contains(".Stop()"));
     // A failed call's runspace goes, but for a resource that threw in a
     // call made in compiled code: that is the call's answer, as the
-    // prelude's catch makes it, and the runspace stays (issue 39).
+    // prelude's catch makes it, and the runspace stays.
     let failed = position(&invoke, "ps.EndInvoke(running);");
     let handled = &invoke[failed..failed + 14];
     let compiled = position(handled, "direct.Failure = problem;");
@@ -681,8 +680,8 @@ fn a_slots_background_work_keeps_it_busy_until_done() {
     assert!(work < finally && on_thread[finally + 3] == "slot.Ready.Set();");
 }
 
-/// The session is rebuilt, or reset, after the result is sent (issue 31,
-/// N5; issue 32, item 2): the reply comes first, then AfterReply, then the
+/// The session is rebuilt, or reset, after the result is sent:
+/// the reply comes first, then AfterReply, then the
 /// next request is read; a prelude is named only when its session is kept.
 #[test]
 fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
@@ -766,7 +765,7 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
         "try { Environment.CurrentDirectory = homeDirectory; } catch (Exception) { }"
     );
     // A failed rebuild leaves no dead session: null, built on demand when
-    // the slot is next used (issue 31, N13).
+    // the slot is next used.
     position(
         &after,
         "try { other.Session = new Session(); } catch (Exception) { other.Session = null; }",
@@ -817,7 +816,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
     // The default is a plain path even in a UNC directory: PathInfo.Path
     // is provider-qualified there ("Microsoft.PowerShell.Core\FileSystem::
     // \\server\share"), which [Environment]::CurrentDirectory refuses;
-    // ProviderPath is the file system's own (issue 31, N14).
+    // ProviderPath is the file system's own.
     position(
         &lines(&member(&source, "public static Server Start(")),
         "string home = context.SessionState.Path.CurrentFileSystemLocation.ProviderPath;",
@@ -874,7 +873,7 @@ fn brackets_lone_surrogates_and_date_like_strings_are_handled() {
 
 /// Item 7 (host side): on Windows the pipe's ACL grants the current user
 /// alone and denies NETWORK, on every .NET the host may run on; the deny
-/// entry only when the host's own token lacks NETWORK (issue 31, N1: in a
+/// entry only when the host's own token lacks NETWORK (in a
 /// network logon it would refuse the manager, the same logon).
 #[test]
 fn the_pipe_acl_grants_the_current_user_and_denies_network() {
@@ -927,7 +926,7 @@ fn the_pipe_acl_grants_the_current_user_and_denies_network() {
     }
 }
 
-/// Issue 41, item 10: only the manager stays connected. Linux pwsh cannot
+/// Only the manager stays connected. Linux pwsh cannot
 /// serve a named pipe, so the pipe's side is read here: after each
 /// connection host.ps1 asks GetNamedPipeClientProcessId (kernel32) for the
 /// client's pid and, unless it is -ParentPid (or cannot be told), hangs up
@@ -972,7 +971,7 @@ fn a_client_that_is_not_the_manager_is_hung_up_on() {
     assert_eq!(top[at[2] + 1], "if ($null -eq $refusal) { break }");
 }
 
-/// Issue 38: a request's secrets are bound in the runspace before its code
+/// A request's secrets are bound in the runspace before its code
 /// starts, and the hello offers the binding the codec speaks.
 #[test]
 fn secrets_are_bound_before_the_code_runs() {
@@ -1008,7 +1007,7 @@ fn secrets_are_bound_before_the_code_runs() {
     assert!(!code.contains("ConvertTo-SecureString"));
 }
 
-/// Issue 39, a fresh host's first call: on the way to listening (the
+/// A fresh host's first call: on the way to listening (the
 /// assembly loaded from its cache) host.ps1 runs no cmdlet of a module,
 /// whose first use auto-loads it and pays the process's first command
 /// discovery (some 180 ms on pwsh 7.6.9), and no SHA-256 (the manager

@@ -1,5 +1,5 @@
-# Compiles C# as Windows PowerShell 5.1's Add-Type would (deliverable 4 of
-# issue 31), with the Roslyn inside pwsh 7: language version C# 5 (5.1's
+# Compiles C# as Windows PowerShell 5.1's Add-Type would,
+# with the Roslyn inside pwsh 7: language version C# 5 (5.1's
 # Add-Type compiles with the .NET Framework's csc through CodeDom, which
 # knows no later C#), warnings as errors (5.1's Add-Type fails on a warning
 # unless -IgnoreWarnings), against the reference assemblies of the 5.1 API

@@ -5,7 +5,7 @@ require 'open3'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 39: once the prelude has resolved a resource in a runspace, the
+# Once the prelude has resolved a resource in a runspace, the
 # host makes its later calls in compiled code (PwshlibHost.Direct.cs,
 # DirectDsc). The prelude's Invoke-PwshlibDscResource stays the definition
 # of what a call answers: direct_compiled.ps1 makes every call below both
@@ -21,7 +21,7 @@ require_relative '../spec_helper_real_pwsh'
 # runspace that has resolved nothing, it answers the same too, and so does
 # a call whose module is nowhere (the prelude resolves nothing and calls
 # Invoke-DscResource, which fails).
-RSpec.describe 'a DSC call made in compiled code answers as the prelude does (issue 39)' do
+RSpec.describe 'a DSC call made in compiled code answers as the prelude does' do
   real = File.join(__dir__, 'modules', 'realdsc', 'lib', 'puppet_x', 'pwshlibrealdsc', 'dsc_resources',
                    'PwshlibRealDsc', 'PwshlibRealDsc.psd1')
   lcm = File.join(__dir__, 'psmodules', 'PwshlibLcmDsc', 'PwshlibLcmDsc.psd1')

@@ -4,7 +4,7 @@ require 'json'
 require_relative '../spec_helper_real_pwsh'
 require_relative '../../support/fake_manager'
 
-# Issue 39 on the real pwsh: a DSC call goes to pwshlib's host as data
+# On the real pwsh: a DSC call goes to pwshlib's host as data
 # (docs/protocol.md, "DSC calls as data"), which the host binds as
 # $InvokeParams and makes with one constant script. The provider in this
 # process (the realdsc fixture module's RealSetting) drives the real pwsh;

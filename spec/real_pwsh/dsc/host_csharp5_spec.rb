@@ -5,11 +5,11 @@ require 'open3'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 31, deliverable 4: the host's C# (lib/templates/PwshlibHost*.cs, which
+# The host's C# (lib/templates/PwshlibHost*.cs, which
 # host_compile.ps1 joins and hands whole to Add-Type) compiles as Windows PowerShell 5.1's
 # Add-Type would compile it (C# 5, warnings as errors, against the 5.1
 # reference assemblies), checked with the Roslyn inside the real pwsh by
-# compile_csharp5.ps1, and (issue 29, item 6) with Debian's mono-mcs.
+# compile_csharp5.ps1, and with Debian's mono-mcs.
 #
 # Two compilers, because neither is the one 5.1 uses: its Add-Type compiles
 # through CodeDom with the .NET Framework's own csc.exe, the C# 5 compiler
@@ -90,7 +90,7 @@ module HostCSharp5
       expect(result['bytes']).to be > 5000
     end
 
-    # Two calls (issue 39): compiled into the assembly cache, or in memory
+    # Two calls: compiled into the assembly cache, or in memory
     # without one; both through Add-PwshlibHostType, which hands the file
     # whole to Add-Type with -CompilerOptions on pwsh 7 only: Windows
     # PowerShell 5.1's Add-Type has no such parameter (it optimizes C# by

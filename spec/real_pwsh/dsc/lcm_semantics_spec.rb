@@ -4,11 +4,11 @@ require 'json'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 41: a resource called directly by the prelude runs as under the LCM,
+# A resource called directly by the prelude runs as under the LCM,
 # on the real pwsh 7 through Pwsh::Manager and host.ps1, with the fixture
 # module spec/real_pwsh/dsc/psmodules/PwshlibLcmDsc. The script is the one
 # the provider writes for a call: the header, $InvokeParams, the call.
-RSpec.describe 'direct calls behave as under the LCM (issue 41)' do
+RSpec.describe 'direct calls behave as under the LCM' do
   include_context 'a manager on the real pwsh'
 
   let(:module_path) { File.join(__dir__, 'psmodules', 'PwshlibLcmDsc', 'PwshlibLcmDsc.psd1') }

@@ -4,7 +4,7 @@ require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 require_relative '../../support/fake_manager'
 
-# Issue 39 through a real host: the module index's first reading of a
+# Through a real host: the module index's first reading of a
 # module's root file (PwshlibHost.DscClasses.InFile) is kept in the host's
 # cache directory (PWSHLIB_HOST_CACHE here), and the next fresh host's
 # first call reads it there instead of parsing the file again.

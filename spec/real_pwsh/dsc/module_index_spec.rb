@@ -6,12 +6,12 @@ require 'open3'
 require 'tmpdir'
 require_relative '../spec_helper_real_pwsh'
 
-# Issue 39: the prelude's module index finds a module's [DscResource()]
+# The prelude's module index finds a module's [DscResource()]
 # classes with the host's compiled predicate (PwshlibHost.DscClasses), some
 # 80 ms less of a fresh host's first call than its script block predicate,
 # which stays as the fallback without the host. Both must find the same
 # classes, in the same order, on the real pwsh.
-RSpec.describe 'the module index finds DSC classes in compiled code as the prelude does (issue 39)' do
+RSpec.describe 'the module index finds DSC classes in compiled code as the prelude does' do
   templates = File.expand_path('../../../lib/templates', __dir__)
   crafted = <<~PS
     [DscResource()] class Plain { [DscProperty(Key)] [string] $Name; [Plain] Get() { return $this } }
@@ -47,7 +47,7 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
     end
   end
 
-  # Issue 39, stop 51: the whole index in compiled code
+  # The whole index in compiled code
   # (PwshlibHost.DscModuleIndex), against the prelude's reading without the
   # host: the same classes, script-based, binary and composite resources,
   # in tables that ignore case as PowerShell's @{} does, for every test
@@ -123,7 +123,7 @@ RSpec.describe 'the module index finds DSC classes in compiled code as the prelu
     end
   end
 
-  # Issue 39: what InFile found is kept in the host's cache directory, so
+  # What InFile found is kept in the host's cache directory, so
   # that the next host's first call does not parse the module's root file
   # before its Import-Module parses it again; believed only while the
   # file keeps its length and last write time, and for that file alone.

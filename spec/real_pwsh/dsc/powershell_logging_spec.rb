@@ -3,7 +3,7 @@
 require_relative 'real_dsc_machine'
 require_relative 'powershell_logs'
 
-# Issue 38: no secret reaches PowerShell's own logs. A copy of the real pwsh
+# No secret reaches PowerShell's own logs. A copy of the real pwsh
 # with script block logging, module logging for every module and
 # transcription on (PowerShellLogs::LoggingPwsh), as STIG- and CIS-hardened
 # machines run it; on Linux the first two go to syslog, which
@@ -133,7 +133,7 @@ module PowerShellLoggingSpec
     "#{shown} of #{SECRETS.size} secrets shown, #{whole} whole"
   end
 
-  RSpec.describe 'secrets never reach PowerShell\'s own logs: script block logging, module logging, transcription (issue 38)' do
+  RSpec.describe 'secrets never reach PowerShell\'s own logs: script block logging, module logging, transcription' do
     before(:all) do
       @pwsh = PowerShellLogs::LoggingPwsh.new(REAL_PWSH)
       @syslog = PowerShellLogs::SyslogListener.new(@pwsh.identity).start

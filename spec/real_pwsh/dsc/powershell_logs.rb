@@ -7,7 +7,7 @@ require 'securerandom'
 require 'socket'
 require 'tmpdir'
 
-# PowerShell's own logs, as a hardened machine keeps them (issue 38): a
+# PowerShell's own logs, as a hardened machine keeps them: a
 # copy of the real pwsh with script block logging, module logging for
 # every module and transcription switched on in its
 # $PSHOME/powershell.config.json, and what it writes to syslog.

@@ -5,8 +5,8 @@ require 'tmpdir'
 require 'fileutils'
 require_relative '../spec_helper_real_pwsh'
 
-# How the prelude loads a resource's module for a direct call (issue 41,
-# items 7, 8, 9 and 11), on the real pwsh 7 through Pwsh::Manager and
+# How the prelude loads a resource's module for a direct call,
+# on the real pwsh 7 through Pwsh::Manager and
 # host.ps1: the calls are Invoke-PwshlibDscResource as the provider's
 # script makes them, against fixture modules this spec writes.
 module PreludeModules
@@ -178,7 +178,7 @@ module PreludeModules
 
       it 'is imported once per runspace, its top-level code run once and its $script: state kept' do
         # Imported for each resource type, CountB's import would reset the
-        # counter CountA's Get left (pwshlib before issue 41: 1 1 1 1 1 1).
+        # counter CountA's Get left (imported per type it would read 1 1 1 1 1 1).
         expect(seen_in_pairs(own_manager('counter'), %w[CountA CountB CountA])).to eq([1, 1, 2, 2, 3, 3])
         expect(File.read(imports).lines.size).to eq(2)
       end

@@ -33,7 +33,7 @@ module RealPwshDsc
       'dsc_password' => Acceptance.credential('jörg', ACCOUNT_SECRET),
       'dsc_fullname' => 'Jörg Müller',
     }],
-    # Embedded instances of a class-based resource (issue 31 item 14): an
+    # Embedded instances of a class-based resource: an
     # enum inside nested class objects.
     'pool' => ['dsc_realpool', {
       'dsc_name' => 'Pool-ü',
@@ -86,7 +86,7 @@ module RealPwshDsc
       @runs = Array.new(2) { @machine.apply(RealPwshDsc.manifest) }
     end
 
-    it 'called every resource directly, never through Invoke-DscResource (issue 32)' do
+    it 'called every resource directly, never through Invoke-DscResource' do
       expect(run(1).calls.size).to eq(6)
       expect(@machine.standin_calls).to eq([])
     end
@@ -161,7 +161,7 @@ module RealPwshDsc
       expect_no_file_holding(@runs, SECRETS.map { |secret| Acceptance.secret_token(secret) })
     end
 
-    it 'handed Get the desired state, the credential\'s password intact (issue 40)' do
+    it 'handed Get the desired state, the credential\'s password intact' do
       get = run(2).calls.find { |call| call['resource'] == 'RealSetting' && call['method'] == 'Get' }
       expect(get['properties']).to include('Count' => 42, 'Description' => 'Grüße, 世界 🔑',
                                            'Credential' => { 'user' => 'CONTOSO\\svc-ü', 'password' => SETTING_SECRET })
@@ -180,7 +180,7 @@ module RealPwshDsc
     end
   end
 
-  # The escape hatch (issue 32): with PWSHLIB_DSC_DIRECT=0 in the agent's
+  # The escape hatch: with PWSHLIB_DSC_DIRECT=0 in the agent's
   # environment every call goes through Invoke-DscResource (the stand-in),
   # with the same outcomes as the direct calls above.
   RSpec.describe 'puppet apply of real DSC resources through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' do
@@ -216,7 +216,7 @@ module RealPwshDsc
   end
 
   # A resource that writes to every stream, asks for a reboot, or fails
-  # (issue 32 items 4 and 5), directly and through Invoke-DscResource.
+  #, directly and through Invoke-DscResource.
   NOISY_SECRET = Acceptance.generate_secret('noisy')
 
   def self.noisy_manifest
@@ -286,7 +286,7 @@ module RealPwshDsc
     end
   end
 
-  # Issue 40: resources that read what they report through the desired state
+  # Resources that read what they report through the desired state
   # a Get is handed, and one whose Get() returns $this, directly and through
   # Invoke-DscResource (where its syntax tree says so). Run 1 creates them,
   # run 2 finds them in sync, then RealEcho's stored value drifts and run 3
@@ -313,7 +313,7 @@ module RealPwshDsc
     'directly' => {},
     'through Invoke-DscResource (PWSHLIB_DSC_DIRECT=0)' => { 'PWSHLIB_DSC_DIRECT' => '0' },
   }.each do |how, env|
-    RSpec.describe "Get handed the desired state (issue 40), called #{how}" do
+    RSpec.describe "Get handed the desired state, called #{how}" do
       include Runs
 
       before(:all) do
@@ -386,13 +386,13 @@ module RealPwshDsc
 end
 
 module RealPwshDsc
-  # Issue 41, item 3: RealShape's Get-TargetResource returns one tag of a
+  # RealShape's Get-TargetResource returns one tag of a
   # String[] as a bare string, a Boolean as 'True', a TimeSpan and a Version
   # for String properties. The LCM converted them to the MOF class's types;
   # so does the provider, or Puppet's strict=error (the harness runs with
   # it, Puppet 8's default) raises "Provider returned data that does not
   # match the Type Schema" and the resource changes every run.
-  RSpec.describe 'a Get result shaped to the schema, as the LCM did (issue 41, item 3)' do
+  RSpec.describe 'a Get result shaped to the schema, as the LCM did' do
     include Runs
 
     before(:all) do

@@ -51,7 +51,7 @@ module RealPwshDsc
     end
 
     # The calls the stand-in Invoke-DscResource received (all of them, over
-    # every run): a direct call never reaches it (issue 32).
+    # every run): a direct call never reaches it.
     def standin_calls
       Acceptance.read_call_log(File.join(state_dir, 'standin.jsonl'))
     end

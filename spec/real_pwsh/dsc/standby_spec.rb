@@ -3,7 +3,7 @@
 require_relative '../spec_helper_real_pwsh'
 require_relative '../../support/fake_manager'
 
-# Issue 39 on the real pwsh: after a direct call, the host starts the
+# On the real pwsh: after a direct call, the host starts the
 # runspace's next pipeline ahead of the next request (PwshlibHost.Standby.cs,
 # Standby), so that starting it is off the call's critical path. The
 # provider in this process (the realdsc fixture module's RealSetting and

@@ -519,7 +519,7 @@ fn a_hand_built_resource_hash_is_marked_by_its_type() {
 
 #[test]
 fn what_a_resource_writes_shows_in_order_with_its_secrets_scrubbed() {
-    // Issue 32 item 4: the prelude prints the resource's stream records on
+    // The prelude prints the resource's stream records on
     // a line before its result.
     let provider = secret_provider();
     let password = "hunter2-stream";

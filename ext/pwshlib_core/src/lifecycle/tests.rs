@@ -776,7 +776,7 @@ fn a_set_after_a_failed_get_is_refused_and_a_failed_set_is_taken_once() {
 
 #[test]
 fn a_host_not_running_as_system_is_warned_about_once_per_run() {
-    // Issue 41 item 5: the prelude marks every direct call of a 5.1 host
+    // The prelude marks every direct call of a 5.1 host
     // that is not SYSTEM with an identity record; the provider warns once,
     // with no resource's title, and shows the resource's own records as
     // before.

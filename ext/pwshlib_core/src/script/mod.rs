@@ -40,13 +40,13 @@ pub const INVOKE_CALL: &str = "Invoke-PwshlibDscResource -InvokeParams $InvokePa
 
 /// Appended to [`INVOKE_CALL`] when the agent's environment says
 /// `PWSHLIB_DSC_DIRECT=0`: the prelude then calls `Invoke-DscResource`
-/// instead of the resource itself (the escape hatch of issue 32). Carried
+/// instead of the resource itself (the escape hatch). Carried
 /// in the script because the host restores its own start environment
 /// before every call, so it never sees the agent's current one.
 pub const THROUGH_INVOKE_DSC_RESOURCE: &str = " -ThroughInvokeDscResource";
 
 /// Appended to [`INVOKE_CALL`] when the agent's environment says
-/// `PWSHLIB_DSC_DIRECT=system` (issue 41, item 5): on Windows PowerShell
+/// `PWSHLIB_DSC_DIRECT=system`: on Windows PowerShell
 /// 5.1 a host that does not run as SYSTEM sends the call through
 /// `Invoke-DscResource`, whose LCM runs the resource as SYSTEM, as pwshlib
 /// 2.x did; as SYSTEM, and on PowerShell 7, the call stays direct.
@@ -90,7 +90,7 @@ pub fn direct_disabled_by(value: &str) -> bool {
 /// until the call starts. One command rather than an `Add` line and a
 /// `try`/`finally` around the script: each command and block of a script
 /// whose text is new to the host (every resource's is) is parsed and
-/// bound anew, some 0.3 ms apiece on pwsh 7.6.9 (issue 32).
+/// bound anew, some 0.3 ms apiece on pwsh 7.6.9.
 pub const VENDORED_PATH_PARAMETER: &str = " -VendoredPath ";
 
 /// A fresh PowerShell variable name: `prefix` + a simple UUID.

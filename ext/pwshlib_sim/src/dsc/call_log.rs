@@ -10,7 +10,7 @@ use crate::psvalue::{eq_ignore_case, PsValue};
 /// `kind`: how the prelude made the call (`direct` or
 /// `invoke_dsc_resource`, [`super::call_kind`]), so that tests can count
 /// each; `machine_module_path`: whether the prelude wrote the machine-level
-/// PSModulePath for it (through the 5.1 LCM only, issue 41 item 6);
+/// PSModulePath for it (through the 5.1 LCM only);
 /// `edition`: the PowerShell the host played (`Desktop` or `Core`), so
 /// that a test sees which host ran each module.
 pub(super) fn append_log(

@@ -1,6 +1,6 @@
 //! Where the prelude takes a resource's answer as the 5.1 LCM did on
 //! Windows PowerShell 5.1 and as PSDesiredStateConfiguration 2.x does on
-//! PowerShell 7 (issue 41, item 2): a resource that writes a
+//! PowerShell 7: a resource that writes a
 //! non-terminating error, and a Test that returns no single boolean. The
 //! faults `nonterminating_error` and `test_output` make a simulated
 //! resource do so; the real pwsh shows the prelude's two branches in

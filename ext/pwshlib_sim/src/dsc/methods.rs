@@ -18,7 +18,7 @@ fn ensure_of(properties: &JsonMap<String, Json>) -> Option<&str> {
     get_ci(properties, "Ensure").and_then(Json::as_str)
 }
 
-/// A Get is given the desired state (issue 40) and reads the instance by
+/// A Get is given the desired state and reads the instance by
 /// its keys. Found: what is stored (Present unless it says otherwise); not
 /// found: the keys it was given, Absent. A type listed in
 /// `get_returns_this` reports every value it was given over that, as a

@@ -43,7 +43,7 @@ pub struct Invocation {
     pub module: PsValue,
     /// The script asks for the call through Invoke-DscResource
     /// (`-ThroughInvokeDscResource`); otherwise the prelude calls the
-    /// resource directly where it can (issue 32).
+    /// resource directly where it can.
     pub through_invoke_dsc_resource: bool,
     /// The script asks for the call through the LCM unless the host runs
     /// as SYSTEM (`-LcmUnlessSystem`, the agent's `PWSHLIB_DSC_DIRECT=system`).

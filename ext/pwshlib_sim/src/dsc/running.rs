@@ -164,7 +164,7 @@ fn play(
 
 /// The result line, after the streams line with the identity record that
 /// the prelude writes for a direct call in a 5.1 host that is not SYSTEM
-/// (Invoke-PwshlibDscResource, issue 41 item 5).
+/// (Invoke-PwshlibDscResource).
 fn reply(json: &Json, invocation: &Invocation, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
     let user = non_system_user(env).filter(|_| kind_of(invocation, env) == "direct");
     match user {
@@ -207,7 +207,7 @@ fn non_system_user(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
 
 /// Whether the prelude writes the machine-level PSModulePath for this call
 /// (Add-PwshlibMachineModulePath): on 5.1, through the LCM, with a vendored
-/// folder; never for a direct call (issue 41, item 6), which the LCM does
+/// folder; never for a direct call, which the LCM does
 /// not run.
 pub(super) fn writes_machine_module_path(
     invocation: &Invocation,
@@ -222,7 +222,7 @@ pub(super) fn writes_machine_module_path(
 /// Framework's RegistryKey.OpenSubKey(name, true) throws a
 /// SecurityException, "Requested registry access is not allowed.", for an
 /// account that may not write HKLM's Environment key (administrators and
-/// SYSTEM only). The prelude names the folder and why (issue 41, item 6);
+/// SYSTEM only). The prelude names the folder and why;
 /// a direct call writes nothing and runs.
 fn unelevated_refusal(
     invocation: &Invocation,
@@ -281,7 +281,7 @@ fn answer(
 
 /// PowerShell 7 (PSDesiredStateConfiguration 2.x) cannot run a resource as
 /// PsDscRunAsCredential: the prelude's Invoke-PwshlibDscResource throws
-/// before Invoke-DscResource, naming the resource (issue 10, item 12), and
+/// before Invoke-DscResource, naming the resource, and
 /// its catch makes that the result's errormessage.
 fn run_as_refusal(invocation: &Invocation, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let version = env(PSVERSION_VARIABLE).filter(|v| major_version(v) > 5)?;

@@ -16,7 +16,7 @@ use crate::protocol::{self, FrameError, Message};
 
 /// The pause between attempts to connect to an endpoint not open yet:
 /// short, since every host start waits for it (on average half of it) on
-/// a fresh host's first call (issue 39), and an attempt costs one failed
+/// a fresh host's first call, and an attempt costs one failed
 /// connect and one look at the process's status, some tens of
 /// microseconds: a start of half a second makes a few hundred.
 const CONNECT_RETRY: Duration = Duration::from_millis(2);

@@ -19,7 +19,7 @@
 #   * PsDscRunAsCredential in -Property is refused with an error.
 # For the tests only, it appends each call it receives to standin.jsonl
 # under $env:PWSHLIB_REAL_DSC_STATE when that is set, so that a test can
-# tell calls through Invoke-DscResource from direct ones (issue 32).
+# tell calls through Invoke-DscResource from direct ones.
 
 function Resolve-StandInModule {
     # The module folder and manifest that -ModuleName names.

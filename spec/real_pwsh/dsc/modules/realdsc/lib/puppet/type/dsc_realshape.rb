@@ -9,7 +9,7 @@ Puppet::ResourceApi.register_type(
   dscmeta_resource_implementation: 'MOF',
   dscmeta_module_name: 'PwshlibRealDsc',
   dscmeta_module_version: '1.0.0',
-  docs: 'The DSC RealShape resource type. Its Get returns loose shapes that the LCM converted to the types of its schema (issue 41, item 3). Automatically generated from version 1.0.0',
+  docs: 'The DSC RealShape resource type. Its Get returns loose shapes that the LCM converted to the types of its schema. Automatically generated from version 1.0.0',
   features: ['simple_get_filter', 'canonicalize', 'custom_insync'],
   attributes: {
     name: {

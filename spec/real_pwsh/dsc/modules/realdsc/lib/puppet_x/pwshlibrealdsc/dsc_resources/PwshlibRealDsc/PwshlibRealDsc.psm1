@@ -12,8 +12,8 @@ enum RealEnsure {
     Present
 }
 
-# Slow is 1: ConvertTo-Json writes an enum as its number, the flapping that
-# issue 31 item 14 describes ({"Key" => "a", "Mode" => 1}).
+# Slow is 1: ConvertTo-Json writes an enum as its number, the flapping a
+# class-based enum causes ({"Key" => "a", "Mode" => 1}).
 enum RealMode {
     Fast
     Slow
@@ -25,7 +25,7 @@ function Get-RealStatePath {
     # real resource reads its one registry key or file, and costs the same
     # however many instances the machine holds. (One file per type, read
     # whole by every call, made a Get of 100 instances 4 times as slow as a
-    # Get of one: issue 32's benchmark measured the file, not the call.)
+    # Get of one: a benchmark then measured the file, not the call.)
     param([string] $Resource, [string] $Key)
     if ([string]::IsNullOrEmpty($env:PWSHLIB_REAL_DSC_STATE)) {
         throw 'PWSHLIB_REAL_DSC_STATE is not set: the fixture resources keep their state there'
@@ -259,7 +259,7 @@ class RealPool {
 
 # Writes to every stream, and on Set does what Mode says: nothing, asks
 # for a reboot ($global:DSCMachineStatus = 1), or fails with the password
-# of Secret in its message (issue 32 items 4 and 5). Its verbose and host
+# of Secret in its message. Its verbose and host
 # lines carry the password too: what it writes must reach the user
 # scrubbed. Get always reports Mode 'ok', so another Mode is a change.
 [DscResource()]
@@ -322,7 +322,7 @@ class RealVaultEndpoint {
     [string] $ApiKey
 }
 
-# Secrets in every place a manifest can put one (issue 38): a credential
+# Secrets in every place a manifest can put one: a credential
 # that Get needs too (Mandatory: the type says mandatory_for_get), a
 # Sensitive string, a hashtable with secrets inside (and an array and a
 # hashtable within it), an array of nested class objects with a secret
@@ -500,7 +500,7 @@ class RealVault {
     }
 }
 
-# Issue 40: resources that read what they report through the desired state
+# Resources that read what they report through the desired state
 # their Get is handed, as the DSC engines hand it (and one whose Get()
 # returns $this).
 

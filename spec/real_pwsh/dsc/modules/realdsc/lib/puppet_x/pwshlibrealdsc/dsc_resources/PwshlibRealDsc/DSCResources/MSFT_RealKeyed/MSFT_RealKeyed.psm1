@@ -1,5 +1,5 @@
 # A script-based resource whose Get-TargetResource declares its key only,
-# as most do: the desired Ensure and Value a Get now carries (issue 40) must
+# as most do: the desired Ensure and Value a Get now carries must
 # be left out, or PSDesiredStateConfiguration 2.0.7's splat fails the call
 # (PowerShell/DSC#260; the stand-in splats the same way).
 Import-Module -Name (Join-Path $PSScriptRoot '../../PwshlibRealDsc.psm1') -Function Read-RealState, Write-RealState, Write-RealCall

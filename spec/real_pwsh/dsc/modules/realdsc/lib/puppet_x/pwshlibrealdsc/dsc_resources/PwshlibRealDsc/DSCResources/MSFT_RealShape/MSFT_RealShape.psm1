@@ -1,6 +1,6 @@
 # A script-based resource whose Get-TargetResource returns its values in
 # the loose shapes real resources use, which the LCM converted to the MOF
-# class's types (issue 41, item 3): one tag of the String[] Tags as a bare
+# class's types: one tag of the String[] Tags as a bare
 # string, the Boolean Enabled as the text 'True', the String Interval as a
 # [TimeSpan] and the String Release as a [Version].
 Import-Module -Name (Join-Path $PSScriptRoot '../../PwshlibRealDsc.psm1') -Function Read-RealState, Write-RealState, Write-RealCall
