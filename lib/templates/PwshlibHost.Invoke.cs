@@ -311,8 +311,7 @@ namespace PwshlibHost
         // The global variable where the DSC prelude's
         // Invoke-PwshlibDscResource leaves its lines of JSON (string[]) in
         // this host: not in the pipeline, whose output transcription
-        // records, and a Get's result may hold what the system keeps secret
-        //.
+        // records, and a Get's result may hold what the system keeps secret.
         private const string DscOutputVariable = "PwshlibDscOutput";
 
         // The prelude's lines after whatever else the code wrote to the

@@ -148,8 +148,8 @@ namespace PwshlibHost
     // in a fresh runspace, some 80 ms of a fresh host's first call (pwsh
     // 7.6.9); compiled, it costs nothing to speak of.
     //
-    // InFile also keeps what it found in a file between host processes
-    //: a fresh host's first call otherwise parses the module's
+    // InFile also keeps what it found in a file between host processes:
+    // a fresh host's first call otherwise parses the module's
     // root file twice, once here and once in its Import-Module (which
     // parses it again: PowerShell's own cache of parsed files only holds
     // the ones its commands parsed), some 20 ms of the test module's first

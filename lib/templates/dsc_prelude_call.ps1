@@ -40,8 +40,7 @@ function Invoke-PwshlibDscCall {
             & { Invoke-PwshlibDirect -Resolved $Resolved -InvokeParams $InvokeParams -Seen $Seen -Strict $Strict } *>&1
         }
         else {
-            # A function of its own: compiled only when a call needs it
-            #.
+            # A function of its own: compiled only when a call needs it.
             Invoke-PwshlibDscCallThroughCmdlet -InvokeParams $InvokeParams -VendoredPath $VendoredPath -Seen $Seen
         }
     }

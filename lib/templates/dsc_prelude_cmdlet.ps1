@@ -73,8 +73,8 @@ function Test-PwshlibModulePathOwner {
 function Remove-PwshlibModulePathEntry {
     # Removes one entry from the machine-level PSModulePath as it is now,
     # read again rather than a value saved before the call: a change made
-    # meanwhile (an installer, a resource that manages PSModulePath) stays
-    #. The value keeps its kind (REG_EXPAND_SZ stays
+    # meanwhile (an installer, a resource that manages PSModulePath) stays.
+    # The value keeps its kind (REG_EXPAND_SZ stays
     # unexpanded: DoNotExpandEnvironmentNames) and goes when nothing is
     # left. The last occurrence goes: Add-PwshlibMachineModulePath appends.
     param($Key, [string] $Path)

@@ -6,8 +6,8 @@ require 'rbconfig'
 require 'tmpdir'
 require_relative '../../script/cargo_target'
 
-# script/cargo_target.rb, the one place that asks cargo where it builds
-#: it must honour what cargo honours (CARGO_TARGET_DIR,
+# script/cargo_target.rb, the one place that asks cargo where it builds:
+# it must honour what cargo honours (CARGO_TARGET_DIR,
 # build.target-dir in a .cargo/config.toml), and nothing else may look for
 # the build at a path of its own. Each lookup runs in a child Ruby (the
 # answer is kept per process), in this checkout or in a one-file package.

@@ -188,8 +188,7 @@ impl State {
 
     /// True for types listed in `get_returns_this`: each plays a
     /// class-based resource whose `Get()` returns the instance it was
-    /// called on, the desired values assigned to it and nothing read
-    ///.
+    /// called on, the desired values assigned to it and nothing read.
     pub fn returns_this(&self, resource: &str) -> bool {
         self.lists("get_returns_this", resource)
     }

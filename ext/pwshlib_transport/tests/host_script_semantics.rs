@@ -1,6 +1,6 @@
 //! What lib/templates/host.ps1 and the C# host it compiles
-//! (lib/templates/PwshlibHost*.cs) do for Windows PowerShell 5.1 and pwsh 7
-//!. There is no PowerShell here,
+//! (lib/templates/PwshlibHost*.cs) do for Windows PowerShell 5.1 and pwsh 7.
+//! There is no PowerShell here,
 //! so these tests read the script through tree-sitter-powershell and the C#
 //! as text: each finds the function or method that must carry a fix and
 //! checks its exact statements, in order where order matters. The simulated
@@ -368,9 +368,9 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     // program's output is read, not left to the host's null stdout: issue
     // 31, item 5), which renders it as Out-String -Stream does, through
     // Out-String itself, module-qualified (a user's Out-String is not
-    // called: item 6), from the first object that is not a plain line
-    //. Its lines reach the host UI as they are written (issue
-    // 32: no Out-Default formatting them a second time).
+    // called: item 6), from the first object that is not a plain line.
+    // Its lines reach the host UI as they are written (no Out-Default
+    // formatting them a second time).
     assert_eq!(
         invoke[plain + 2..plain + 4],
         ["ps.AddCommand(OutTextCommand.Info);", "}",]

@@ -215,8 +215,8 @@ module RealPwshDsc
     end
   end
 
-  # A resource that writes to every stream, asks for a reboot, or fails
-  #, directly and through Invoke-DscResource.
+  # A resource that writes to every stream, asks for a reboot, or fails,
+  # directly and through Invoke-DscResource.
   NOISY_SECRET = Acceptance.generate_secret('noisy')
 
   def self.noisy_manifest
