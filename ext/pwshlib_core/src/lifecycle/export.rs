@@ -42,8 +42,8 @@ pub fn export_result<P: Provider>(
         .and_then(Value::as_array)
     else {
         let message = format!(
-            "{}: the DSC resource '{}' answered its Export with no list of instances",
-            typedef.name, typedef.friendly_name
+            "the DSC resource '{}' answered its Export with no list of instances",
+            typedef.friendly_name
         );
         provider.err(None, &message)?;
         return Ok(Vec::new());
@@ -59,8 +59,8 @@ pub fn export_result<P: Provider>(
     for instance in instances {
         let Some(properties) = instance.as_map() else {
             let message = format!(
-                "{}: the DSC resource '{}' exported a value that is not an instance; it is left out",
-                typedef.name, typedef.friendly_name
+                "the DSC resource '{}' exported a value that is not an instance; it is left out",
+                typedef.friendly_name
             );
             provider.err(None, &message)?;
             continue;
@@ -69,7 +69,12 @@ pub fn export_result<P: Provider>(
             continue;
         }
         let name_hash = name_hash_of_instance(&typedef, properties);
-        if let Some(hash) = get_result(provider, &name_hash, Some(instance.clone()))? {
+        if let Some(mut hash) = get_result(provider, &name_hash, Some(instance.clone()))? {
+            // The Resource API titles an instance of a type with several
+            // namevars by a hash of them, unless it is given one.
+            if let Some(title) = name_hash.get_named("name") {
+                hash.insert_symbol("title", title.clone());
+            }
             out.push(hash);
         }
     }
@@ -77,10 +82,11 @@ pub fn export_result<P: Provider>(
 }
 
 /// The one line `puppet resource dsc_x` shows for a resource that cannot
-/// list itself: the type, the resource, why, and what still works.
+/// list itself (Puppet puts the type before it): the resource, why, and
+/// what still works.
 pub fn cannot_list_message(typedef: &TypeDef, why: &str) -> String {
     format!(
-        "{type_name}: cannot list instances: the DSC resource '{resource}' of module '{module}' cannot list itself ({why}); `puppet resource {type_name} <title> <key>=<value>` reads one instance by its keys",
+        "cannot list instances: the DSC resource '{resource}' of module '{module}' cannot list itself ({why}); `puppet resource {type_name} <title> <key>=<value>` reads one instance by its keys",
         type_name = typedef.name,
         resource = typedef.friendly_name,
         module = typedef.module_name,

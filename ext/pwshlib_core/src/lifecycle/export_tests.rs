@@ -39,6 +39,7 @@ fn each_exported_instance_is_a_get_result_titled_by_its_key() {
     assert_eq!(listed.len(), 2, "the Absent instance is not one the machine has");
     let first = &listed[0];
     assert_eq!(first.get_named("name"), Some(&Value::str("C:\\a")));
+    assert_eq!(first.get_named("title"), Some(&Value::str("C:\\a")));
     assert_eq!(first.get_named("dsc_destinationpath"), Some(&Value::str("C:\\a")));
     assert_eq!(first.get_named("dsc_contents"), Some(&Value::str("A")));
     // Munged as a Get result is: a UInt32 reported as text is an integer.
@@ -88,7 +89,8 @@ fn a_resource_that_cannot_list_itself_says_so_once_and_lists_nothing() {
         .map(|(_, message)| message.clone())
         .collect();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("dsc_fixturefile: cannot list instances"));
+    assert!(warnings[0].starts_with("cannot list instances"));
+    assert!(warnings[0].contains("puppet resource dsc_fixturefile <title>"));
     assert!(warnings[0].contains("'FixtureFile'"));
     assert!(warnings[0].contains("no static Export() method"));
 }
