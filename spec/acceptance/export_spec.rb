@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+require 'open3'
+require_relative 'spec_helper_acceptance'
+
+# `puppet resource dsc_x` and `resources { purge => true }` on the
+# simulated host: `get` without names lists what the resource exports (the
+# simulator's stored instances), each as its Get reports it; a resource
+# that cannot list itself (the state file's `no_export`) says so in one
+# line. The real pwsh's Export is spec/real_pwsh/dsc/export_spec.rb.
+module AcceptanceExport
+  # One `puppet resource` run against a machine: its output and the
+  # simulator's calls.
+  Listing = Struct.new(:stdout, :stderr, :exitcode, :calls, keyword_init: true) do
+    def to_s
+      "exit code #{exitcode}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}"
+    end
+  end
+
+  def self.puppet_resource(machine, *arguments)
+    run_dir = File.join(machine.dir, "resource#{SecureRandom.hex(4)}")
+    %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
+    log_path = File.join(run_dir, 'sim-calls.jsonl')
+    command = [
+      'timeout', '--kill-after=10', Acceptance::RUN_DEADLINE_SECONDS.to_s,
+      *Acceptance.puppet.command, 'resource', *arguments,
+      '--modulepath', Acceptance::MODULE_PATH, '--color', 'false',
+      *%w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(run_dir, d)] }
+    ]
+    env = Acceptance.run_env(machine.state_path, log_path)
+    stdout, stderr, status = Open3.capture3(env, *command)
+    Listing.new(stdout: stdout, stderr: stderr, exitcode: status.exitstatus, calls: Acceptance.read_call_log(log_path))
+  end
+
+  def self.seed(machine, users:, no_export: [])
+    machine.edit_state do |state|
+      state['resources'] = { 'FixtureUser' => users }
+      state['no_export'] = no_export
+    end
+  end
+
+  RSpec.describe 'puppet resource dsc_x: the resource lists itself through its Export' do
+    let(:machine) { Acceptance::Machine.new('export') }
+    let(:secret) { Acceptance.generate_secret('export') }
+
+    after { machine.cleanup }
+
+    it 'prints each exported instance as a manifest, titled by its key, its secret never shown' do
+      AcceptanceExport.seed(machine, users: [
+                              { 'UserName' => 'alice', 'FullName' => 'Alice A', 'Password' => { 'user' => 'alice', 'password' => secret } },
+                              { 'UserName' => 'bob', 'FullName' => 'Bob B', 'Ensure' => 'Present' },
+                              { 'UserName' => 'carol', 'Ensure' => 'Absent' },
+                            ])
+      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      expect(listing.exitcode).to eq(0), listing.to_s
+      expect(listing.stdout.scan(/^dsc_fixtureuser \{ '(\w+)':/).flatten).to eq(%w[alice bob]), listing.to_s
+      expect(listing.stdout).to include("dsc_fullname => 'Alice A'", "dsc_fullname => 'Bob B'", "dsc_ensure => 'Present'")
+      expect(listing.stdout).to include("'password' => #<Sensitive [value redacted]>")
+      token = Acceptance.secret_token(secret)
+      expect(listing.stdout + listing.stderr).not_to include(token)
+      expect(listing.stdout + listing.stderr).not_to include(token.reverse)
+      expect(listing.calls.map { |call| call['method'] }).to eq(['Export'])
+    end
+
+    it 'prints a listing that applies again with no changes' do
+      AcceptanceExport.seed(machine, users: [
+                              { 'UserName' => 'dave', 'FullName' => 'Dave D' },
+                              { 'UserName' => 'erin', 'FullName' => 'Erin E', 'Ensure' => 'Present' },
+                            ])
+      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      expect(listing.exitcode).to eq(0), listing.to_s
+      run = machine.apply(listing.stdout)
+      expect(run.exitcode).to eq(0), run.to_s
+      expect(run.calls.map { |call| call['method'] }.uniq).to eq(['Get']), run.to_s
+      expect(run.calls.size).to eq(2)
+    end
+
+    it 'says in one line that a resource without Export cannot list itself, and lists nothing' do
+      AcceptanceExport.seed(machine, users: [{ 'UserName' => 'frank' }], no_export: ['FixtureUser'])
+      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      expect(listing.exitcode).to eq(0), listing.to_s
+      expect(listing.stdout.strip).to eq('')
+      lines = (listing.stdout + listing.stderr).lines.grep(/cannot list/)
+      expect(lines.size).to eq(1), listing.to_s
+      expect(lines.first).to include("dsc_fixtureuser: cannot list instances: the DSC resource 'FixtureUser'", 'Export-TargetResource')
+    end
+
+    it 'reads one instance by its keys with the one Get it makes for a catalog' do
+      AcceptanceExport.seed(machine, users: [{ 'UserName' => 'grace', 'FullName' => 'Grace G' }])
+      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser', 'grace', 'dsc_username=grace')
+      expect(listing.exitcode).to eq(0), listing.to_s
+      expect(listing.stdout).to include("dsc_fixtureuser { 'grace':", "dsc_fullname => 'Grace G'")
+      expect(listing.calls.map { |call| call['method'] }).to eq(['Get'])
+    end
+  end
+
+  # Puppet's `resources` type purges only types with an `ensure` attribute
+  # (Puppet::Type::Resources#validate): a scaffolded DSC type has
+  # `dsc_ensure` instead, so Puppet refuses the purge itself, before any
+  # provider runs, and nothing on the machine changes.
+  RSpec.describe 'resources { dsc_x: purge => true } on a scaffolded type' do
+    let(:machine) { Acceptance::Machine.new('purge') }
+
+    after { machine.cleanup }
+
+    it 'is refused by Puppet, which purges only types with ensure, and changes nothing' do
+      users = [{ 'UserName' => 'kept', 'FullName' => 'Kept K' }, { 'UserName' => 'stray', 'FullName' => 'Stray S' }]
+      AcceptanceExport.seed(machine, users: users)
+      manifest = "resources { 'dsc_fixtureuser': purge => true }\n" +
+                 Acceptance.resource('dsc_fixtureuser', 'kept', 'dsc_username' => 'kept', 'dsc_fullname' => 'Kept K')
+      run = machine.apply(manifest)
+      expect(run.exitcode).to eq(1), run.to_s
+      expect(run.output).to include("Purging is only supported on types that accept 'ensure'")
+      expect(run.calls).to eq([])
+      expect(Acceptance.stored_all(machine.state)['fixtureuser']).to eq(users)
+    end
+  end
+end
