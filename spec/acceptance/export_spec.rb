@@ -106,8 +106,8 @@ module AcceptanceExport
     it 'is refused by Puppet, which purges only types with ensure, and changes nothing' do
       users = [{ 'UserName' => 'kept', 'FullName' => 'Kept K' }, { 'UserName' => 'stray', 'FullName' => 'Stray S' }]
       AcceptanceExport.seed(machine, users: users)
-      manifest = "resources { 'dsc_fixtureuser': purge => true }\n" +
-                 Acceptance.resource('dsc_fixtureuser', 'kept', 'dsc_username' => 'kept', 'dsc_fullname' => 'Kept K')
+      kept = Acceptance.resource('dsc_fixtureuser', 'kept', 'dsc_username' => 'kept', 'dsc_fullname' => 'Kept K')
+      manifest = "resources { 'dsc_fixtureuser': purge => true }\n#{kept}"
       run = machine.apply(manifest)
       expect(run.exitcode).to eq(1), run.to_s
       expect(run.output).to include("Purging is only supported on types that accept 'ensure'")
