@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require 'open3'
 require_relative 'spec_helper_acceptance'
+require_relative '../support/puppet_resource'
 
 # `puppet resource dsc_x` and `resources { purge => true }` on the
 # simulated host: `get` without names lists what the resource exports (the
@@ -9,29 +9,6 @@ require_relative 'spec_helper_acceptance'
 # that cannot list itself (the state file's `no_export`) says so in one
 # line. The real pwsh's Export is spec/real_pwsh/dsc/export_spec.rb.
 module AcceptanceExport
-  # One `puppet resource` run against a machine: its output and the
-  # simulator's calls.
-  Listing = Struct.new(:stdout, :stderr, :exitcode, :calls, keyword_init: true) do
-    def to_s
-      "exit code #{exitcode}\n--- stdout\n#{stdout}\n--- stderr\n#{stderr}"
-    end
-  end
-
-  def self.puppet_resource(machine, *arguments)
-    run_dir = File.join(machine.dir, "resource#{SecureRandom.hex(4)}")
-    %w[confdir codedir vardir logdir rundir].each { |d| FileUtils.mkdir_p(File.join(run_dir, d)) }
-    log_path = File.join(run_dir, 'sim-calls.jsonl')
-    command = [
-      'timeout', '--kill-after=10', Acceptance::RUN_DEADLINE_SECONDS.to_s,
-      *Acceptance.puppet.command, 'resource', *arguments,
-      '--modulepath', Acceptance::MODULE_PATH, '--color', 'false',
-      *%w[confdir codedir vardir logdir rundir].flat_map { |d| ["--#{d}", File.join(run_dir, d)] }
-    ]
-    env = Acceptance.run_env(machine.state_path, log_path)
-    stdout, stderr, status = Open3.capture3(env, *command)
-    Listing.new(stdout: stdout, stderr: stderr, exitcode: status.exitstatus, calls: Acceptance.read_call_log(log_path))
-  end
-
   def self.seed(machine, users:, no_export: [])
     machine.edit_state do |state|
       state['resources'] = { 'FixtureUser' => users }
@@ -51,7 +28,7 @@ module AcceptanceExport
                               { 'UserName' => 'bob', 'FullName' => 'Bob B', 'Ensure' => 'Present' },
                               { 'UserName' => 'carol', 'Ensure' => 'Absent' },
                             ])
-      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      listing = PuppetResource.run(machine, 'dsc_fixtureuser')
       expect(listing.exitcode).to eq(0), listing.to_s
       expect(listing.stdout.scan(/^dsc_fixtureuser \{ '(\w+)':/).flatten).to eq(%w[alice bob]), listing.to_s
       expect(listing.stdout).to include("dsc_fullname => 'Alice A'", "dsc_fullname => 'Bob B'", "dsc_ensure => 'Present'")
@@ -67,7 +44,7 @@ module AcceptanceExport
                               { 'UserName' => 'dave', 'FullName' => 'Dave D' },
                               { 'UserName' => 'erin', 'FullName' => 'Erin E', 'Ensure' => 'Present' },
                             ])
-      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      listing = PuppetResource.run(machine, 'dsc_fixtureuser')
       expect(listing.exitcode).to eq(0), listing.to_s
       run = machine.apply(listing.stdout)
       expect(run.exitcode).to eq(0), run.to_s
@@ -77,7 +54,7 @@ module AcceptanceExport
 
     it 'says in one line that a resource without Export cannot list itself, and lists nothing' do
       AcceptanceExport.seed(machine, users: [{ 'UserName' => 'frank' }], no_export: ['FixtureUser'])
-      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser')
+      listing = PuppetResource.run(machine, 'dsc_fixtureuser')
       expect(listing.exitcode).to eq(0), listing.to_s
       expect(listing.stdout.strip).to eq('')
       lines = (listing.stdout + listing.stderr).lines.grep(/cannot list/)
@@ -87,7 +64,7 @@ module AcceptanceExport
 
     it 'reads one instance by its keys with the one Get it makes for a catalog' do
       AcceptanceExport.seed(machine, users: [{ 'UserName' => 'grace', 'FullName' => 'Grace G' }])
-      listing = AcceptanceExport.puppet_resource(machine, 'dsc_fixtureuser', 'grace', 'dsc_username=grace')
+      listing = PuppetResource.run(machine, 'dsc_fixtureuser', 'grace', 'dsc_username=grace')
       expect(listing.exitcode).to eq(0), listing.to_s
       expect(listing.stdout).to include("dsc_fixtureuser { 'grace':", "dsc_fullname => 'Grace G'")
       expect(listing.calls.map { |call| call['method'] }).to eq(['Get'])

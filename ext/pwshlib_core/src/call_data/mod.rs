@@ -205,8 +205,8 @@ impl DscMethod {
             DscMethod::Test,
             DscMethod::Export,
         ]
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
+        .into_iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
     }
 }
 

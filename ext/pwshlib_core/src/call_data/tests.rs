@@ -243,6 +243,7 @@ fn export_is_a_fourth_method_of_the_same_call() {
     assert_eq!(call.to_json()["method"], json!("Export"));
     assert_eq!(DscMethod::parse(" export "), Some(DscMethod::Export));
     assert_eq!(DscMethod::Export.as_lowercase_str(), "export");
-    let padded = json!({"name": "A", "method": " Export", "module": {"name": "M"}, "properties": {}});
+    let padded =
+        json!({"name": "A", "method": " Export", "module": {"name": "M"}, "properties": {}});
     assert!(DscCallData::from_json(&padded).is_err());
 }

@@ -21,10 +21,7 @@ pub const TITLE_SEPARATOR: &str = "|";
 /// answer, None when the call failed (reported already): then, and for a
 /// resource that cannot list itself (one warning naming it and why), no
 /// instances, as Puppet lists a type that has none.
-pub fn export_result<P: Provider>(
-    provider: &P,
-    data: Option<Value>,
-) -> Result<Vec<Map>, P::Error> {
+pub fn export_result<P: Provider>(provider: &P, data: Option<Value>) -> Result<Vec<Map>, P::Error> {
     let Some(data) = data else {
         return Ok(Vec::new());
     };
@@ -98,11 +95,13 @@ pub fn cannot_list_message(typedef: &TypeDef, why: &str) -> String {
 fn reports_absent(properties: &Map) -> bool {
     properties
         .get_named("Ensure")
-        .or_else(|| properties.iter().find_map(|(k, v)| {
-            k.key_name()
-                .filter(|name| name.eq_ignore_ascii_case("ensure"))
-                .map(|_| v)
-        }))
+        .or_else(|| {
+            properties.iter().find_map(|(k, v)| {
+                k.key_name()
+                    .filter(|name| name.eq_ignore_ascii_case("ensure"))
+                    .map(|_| v)
+            })
+        })
         .and_then(Value::as_str)
         .is_some_and(|ensure| ensure.eq_ignore_ascii_case("absent"))
 }

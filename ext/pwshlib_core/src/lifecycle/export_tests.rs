@@ -36,11 +36,18 @@ fn each_exported_instance_is_a_get_result_titled_by_its_key() {
         ]}"#,
     );
     let listed = export(&provider);
-    assert_eq!(listed.len(), 2, "the Absent instance is not one the machine has");
+    assert_eq!(
+        listed.len(),
+        2,
+        "the Absent instance is not one the machine has"
+    );
     let first = &listed[0];
     assert_eq!(first.get_named("name"), Some(&Value::str("C:\\a")));
     assert_eq!(first.get_named("title"), Some(&Value::str("C:\\a")));
-    assert_eq!(first.get_named("dsc_destinationpath"), Some(&Value::str("C:\\a")));
+    assert_eq!(
+        first.get_named("dsc_destinationpath"),
+        Some(&Value::str("C:\\a"))
+    );
     assert_eq!(first.get_named("dsc_contents"), Some(&Value::str("A")));
     // Munged as a Get result is: a UInt32 reported as text is an integer.
     assert_eq!(first.get_named("dsc_port"), Some(&Value::Int(8080)));
@@ -64,7 +71,11 @@ fn an_exported_secret_is_sensitive_and_never_shown() {
     }]});
     provider.answer(&instance.to_string());
     let listed = export(&provider);
-    let password = listed[0].get_named("dsc_password").unwrap().as_map().unwrap();
+    let password = listed[0]
+        .get_named("dsc_password")
+        .unwrap()
+        .as_map()
+        .unwrap();
     assert_eq!(password.get_named("user"), Some(&Value::str("alice")));
     assert!(
         !shown_resource(&provider.typedef, &listed[0]).contains("wörd"),
@@ -124,6 +135,9 @@ fn the_key_property_makes_a_title_puppet_can_use_again() {
         ]),
     );
     assert_eq!(hash.get_named("name"), Some(&Value::str("C:\\x")));
-    assert_eq!(hash.get_named("dsc_destinationpath"), Some(&Value::str("C:\\x")));
+    assert_eq!(
+        hash.get_named("dsc_destinationpath"),
+        Some(&Value::str("C:\\x"))
+    );
     assert_eq!(hash.get_named("dsc_contents"), None);
 }

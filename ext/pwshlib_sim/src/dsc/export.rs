@@ -26,7 +26,9 @@ pub(super) fn export(state: &State, resource: &str, class_based: bool) -> Json {
             items
                 .iter()
                 .filter_map(Json::as_object)
-                .map(|stored| Json::Object(shown_as_get(stored.iter(), has_ensure, true, "Present")))
+                .map(|stored| {
+                    Json::Object(shown_as_get(stored.iter(), has_ensure, true, "Present"))
+                })
                 .collect()
         })
         .unwrap_or_default();
