@@ -37,7 +37,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider Ruby layer' do
 
     it 'without names (instances asks with []) lists what invoke_export_method exports, each a Get result' do
       expect(provider.get(context, [])).to eq([{ dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: 'x',
-                                                  name: 'C:\\Foo', title: 'C:\\Foo' }])
+                                                 name: 'C:\\Foo', title: 'C:\\Foo' }])
       expect(manager.methods_called).to eq(['Export'])
       # Cached as the run's Get: a catalog's get of that title makes no call.
       provider.get(context, [{ name: 'C:\\Foo', dsc_destinationpath: 'C:\\Foo' }])
