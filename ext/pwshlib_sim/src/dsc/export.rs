@@ -34,3 +34,59 @@ pub(super) fn export(state: &State, resource: &str, class_based: bool) -> Json {
         .unwrap_or_default();
     json!({"instances": instances, "errormessage": ""})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_with(doc: &Json) -> (State, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "pwshlib-sim-export-{}-{}",
+            std::process::id(),
+            doc.to_string().len()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.json");
+        std::fs::write(&path, doc.to_string()).unwrap();
+        (State::open(Some(&path)).unwrap(), dir)
+    }
+
+    #[test]
+    fn lists_every_stored_instance_as_its_get_reports_it() {
+        let (state, dir) = state_with(&json!({"resources": {"FixtureUser": [
+            {"UserName": "alice", "FullName": "", "Password": {"user": "alice", "password": "pw"}},
+            {"UserName": "bob", "Ensure": "Absent"},
+        ]}}));
+        let listed = export(&state, "fixtureuser", false);
+        drop(state);
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(
+            listed,
+            json!({"instances": [
+                {"UserName": "alice", "FullName": null, "Ensure": "Present",
+                 "Password": {"UserName": "alice", "Password": "pw", "cim_instance_type": "MSFT_Credential"}},
+                {"UserName": "bob", "Ensure": "Absent"},
+            ], "errormessage": ""})
+        );
+    }
+
+    #[test]
+    fn a_type_in_no_export_says_why_by_its_kind() {
+        let (state, dir) = state_with(&json!({"no_export": ["RealPool", "FixtureFile"]}));
+        let class = export(&state, "RealPool", true);
+        let script = export(&state, "FixtureFile", false);
+        let listed = export(&state, "FixtureUser", false);
+        drop(state);
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(class["instances"], Json::Null);
+        assert_eq!(
+            class["cannot_export"],
+            json!("its class 'RealPool' defines no static Export() method")
+        );
+        assert_eq!(
+            script["cannot_export"],
+            json!("its module defines no Export-TargetResource function")
+        );
+        assert_eq!(listed, json!({"instances": [], "errormessage": ""}));
+    }
+}
