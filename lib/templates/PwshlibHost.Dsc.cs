@@ -116,7 +116,7 @@ namespace PwshlibHost
             if (request.VendoredPath != null) { arguments["VendoredPath"] = request.VendoredPath; }
             runspace.Set("InvokeParams", request.InvokeParams);
             runspace.Set("PwshlibDscArguments", arguments);
-            return Script;
+            return (request.InvokeParams["Method"] as string) == "Export" ? ExportDsc.Script : Script;
         }
 
         internal static object Member(Dictionary<string, object> table, string name)

@@ -6,7 +6,7 @@
 // spec/real_pwsh/dsc/host_csharp5_spec.rb compiles these files as C# 5
 // against the 5.1 reference assemblies with warnings as errors.
 //
-// It is eleven files, one job each, which host.ps1 reads in this order and
+// It is twelve files, one job each, which host.ps1 reads in this order and
 // joins into one source (each file's using directives are inside its
 // namespace block, so the joined text is valid C# as it is):
 // * PwshlibHost.cs (this file): the PowerShell host and the output it
@@ -32,7 +32,9 @@
 // * PwshlibHost.Requests.cs: Server's runspace slots, cleanup after each
 //   call (on the slot's Resetter thread), the environment and the prelude;
 // * PwshlibHost.Invoke.cs: Server running one request in a runspace and
-//   the result it answers; OutTextCommand, a plain request's output.
+//   the result it answers; OutTextCommand, a plain request's output;
+// * PwshlibHost.Export.cs: a DSC call of the method Export, which lists a
+//   resource's instances (ExportDsc).
 //
 // What is here:
 // * Server: the host loop of docs/protocol.md (frames, JSON, each call,

@@ -29,7 +29,7 @@ $ErrorActionPreference = 'Stop'
 # and pwsh 7 (Roslyn), which spec/real_pwsh/dsc/host_csharp5_spec.rb checks
 # as C# 5.
 function Get-PwshlibHostSource {
-    [string]::Join("`n", @(foreach ($Name in @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.ModuleIndex.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Start.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs')) {
+    [string]::Join("`n", @(foreach ($Name in @('PwshlibHost.cs', 'PwshlibHost.Json.cs', 'PwshlibHost.Dsc.cs', 'PwshlibHost.Direct.cs', 'PwshlibHost.ModuleIndex.cs', 'PwshlibHost.Standby.cs', 'PwshlibHost.DirectResult.cs', 'PwshlibHost.Start.cs', 'PwshlibHost.Server.cs', 'PwshlibHost.Requests.cs', 'PwshlibHost.Invoke.cs', 'PwshlibHost.Export.cs')) {
                 [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $Name))
             }))
 }

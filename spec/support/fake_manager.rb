@@ -4,7 +4,8 @@ require 'json'
 
 # An in-process stand-in for Pwsh::Manager, for unit tests only: it records
 # every `execute` call (with the DSC Method read from the script) and
-# answers Get, Set and Test from configurable results.
+# answers Get, Set, Test and Export (the Get result as the one instance)
+# from configurable results.
 class FakePwshManager
   # `method` is the DSC method (Get, Set, Test), as the specs read it; no
   # spec calls Struct#method on a Call.
@@ -32,6 +33,7 @@ class FakePwshManager
              when 'Get' then @get_result.to_json
              when 'Set' then { indesiredstate: true, rebootrequired: @reboot_required, errormessage: '' }.to_json
              when 'Test' then { indesiredstate: @in_desired_state, errormessage: '' }.to_json
+             when 'Export' then { instances: [@get_result], errormessage: '' }.to_json
              end
     { exitcode: 0, stdout: stdout, stderr: nil, errormessage: nil, native_stdout: nil }
   end

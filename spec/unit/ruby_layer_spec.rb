@@ -15,7 +15,7 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider Ruby layer' do
     base = Puppet::Provider::DscBaseProvider
     %i[ps_manager load_path retry_invoke_dsc_resource get canonicalize set insync? create update delete
        invoke_get_method invoke_get_method_for_canonicalize invoke_set_method invoke_test_method
-       invoke_dsc_resource].each do |name|
+       invoke_export_method invoke_dsc_resource].each do |name|
       expect(base.instance_method(name).source_location&.first).to end_with('dsc_base_provider/dsc_base_provider.rb')
     end
     steps = base.private_instance_methods(false).grep(/\A_/)
@@ -30,9 +30,25 @@ RSpec.describe 'Puppet::Provider::DscBaseProvider Ruby layer' do
       expect(provider.method(:get).arity).to eq(-2)
       expect(provider.get(context, [{ name: 'Title', dsc_destinationpath: 'c:\\foo' }]))
         .to contain_exactly(a_hash_including(dsc_contents: 'x'))
-      expect(provider.get(context)).to eq([])
+      expect(provider.get(context)).to contain_exactly(a_hash_including(title: 'C:\\Foo', dsc_destinationpath: 'C:\\Foo'))
       expect { provider.get }.to raise_error(ArgumentError, /wrong number of arguments \(given 0, expected 1\.\.2\)/)
       expect { provider.get(context, nil, 1) }.to raise_error(ArgumentError, /given 3, expected 1\.\.2/)
+    end
+
+    it 'without names (instances asks with []) lists what invoke_export_method exports, each a Get result' do
+      expect(provider.get(context, [])).to eq([{ dsc_destinationpath: 'C:\\Foo', dsc_ensure: 'Present', dsc_contents: 'x',
+                                                 name: 'C:\\Foo', title: 'C:\\Foo' }])
+      expect(manager.methods_called).to eq(['Export'])
+      # Cached as the run's Get: a catalog's get of that title makes no call.
+      provider.get(context, [{ name: 'C:\\Foo', dsc_destinationpath: 'C:\\Foo' }])
+      expect(manager.methods_called).to eq(['Export'])
+    end
+
+    it 'without names goes through an overriding invoke_export_method' do
+      subclass = Class.new(provider_class_for(:dsc_fixturefile)) do
+        define_method(:invoke_export_method) { |_ctx| [{ name: 'mine' }] }
+      end
+      expect(subclass.new.get(context)).to eq([{ name: 'mine' }])
     end
 
     it 'is what set calls when no current state is given (an override is honoured)' do

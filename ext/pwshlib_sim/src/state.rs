@@ -193,6 +193,13 @@ impl State {
         self.lists("get_returns_this", resource)
     }
 
+    /// True for types listed in `no_export`: each plays a resource that
+    /// cannot list itself (a class without a static `Export()`, a script
+    /// module without `Export-TargetResource`).
+    pub fn cannot_export(&self, resource: &str) -> bool {
+        self.lists("no_export", resource)
+    }
+
     fn lists(&self, list: &str, resource: &str) -> bool {
         self.doc
             .get(list)
@@ -205,7 +212,8 @@ impl State {
             })
     }
 
-    fn instances(&self, resource: &str) -> Option<&Vec<Json>> {
+    /// The stored instances of `resource`, in order.
+    pub fn instances(&self, resource: &str) -> Option<&Vec<Json>> {
         let resources = self.doc.get("resources")?.as_object()?;
         resources
             .iter()

@@ -61,7 +61,7 @@ pub(super) fn dsc_method_arg(ruby: &Ruby, method: RValue) -> BindingResult<DscMe
     DscMethod::parse(&text).ok_or_else(|| {
         pwshlib_core::Error::InvalidValue {
             attribute: "method".into(),
-            message: format!("'{text}' is not one of get, set, test"),
+            message: format!("'{text}' is not one of get, set, test, export"),
         }
         .into()
     })

@@ -34,6 +34,7 @@ pub(super) fn define(class: RClass) -> Result<(), Error> {
     class.define_private_method("_get_known", method!(get_known, 2))?;
     class.define_private_method("_get_query", method!(get_query, 2))?;
     class.define_private_method("_get_result", method!(get_result, 3))?;
+    class.define_private_method("_export_result", method!(export_result, 2))?;
     class.define_private_method("_insync", method!(insync::<false>, 6))?;
     class.define_private_method("_insync_tested", method!(insync::<true>, 6))?;
     Ok(())
@@ -305,6 +306,25 @@ fn get_result(
         Some(map) => Ok(map_to_ruby(ruby, &map)?.as_value()),
         None => Ok(nil(ruby)),
     }
+}
+
+/// `_export_result(context, data)`: the Puppet hashes of the instances an
+/// Export listed (each as `_get_result` makes a Get's), an empty Array when
+/// the call failed or the resource cannot list itself (reported).
+fn export_result(
+    ruby: &Ruby,
+    rb_self: Obj<DscBaseProvider>,
+    context: RValue,
+    data: RValue,
+) -> BindingResult<RArray> {
+    let provider = Session::new(ruby, rb_self, context)?;
+    let data = option_result_arg(ruby, data)?;
+    let listed = lifecycle::export_result(&provider, data)?;
+    let out = ruby.ary_new_capa(listed.len());
+    for map in &listed {
+        out.push(map_to_ruby(ruby, map)?)?;
+    }
+    Ok(out)
 }
 
 /// `_insync(context, name, property, is_hash, should_hash, nil)`: the

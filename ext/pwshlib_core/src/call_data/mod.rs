@@ -168,6 +168,12 @@ pub enum DscMethod {
     Get,
     Set,
     Test,
+    /// Every instance the resource lists of itself: a class-based
+    /// resource's `static [<Class>[]] Export()`, a script module's
+    /// `Export-TargetResource` (as `dsc resource export` of DSC v3). No
+    /// properties; the answer is `{"instances": [<a Get's result>…]}`
+    /// (docs/protocol.md, "DSC calls as data").
+    Export,
 }
 
 impl DscMethod {
@@ -176,6 +182,7 @@ impl DscMethod {
             DscMethod::Get => "Get",
             DscMethod::Set => "Set",
             DscMethod::Test => "Test",
+            DscMethod::Export => "Export",
         }
     }
 
@@ -186,14 +193,20 @@ impl DscMethod {
             DscMethod::Get => "get",
             DscMethod::Set => "set",
             DscMethod::Test => "test",
+            DscMethod::Export => "export",
         }
     }
 
     /// `get`, `Get`, `GET` … → [`DscMethod::Get`].
     pub fn parse(text: &str) -> Option<DscMethod> {
-        [DscMethod::Get, DscMethod::Set, DscMethod::Test]
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
+        [
+            DscMethod::Get,
+            DscMethod::Set,
+            DscMethod::Test,
+            DscMethod::Export,
+        ]
+        .into_iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(text.trim()))
     }
 }
 
@@ -431,8 +444,8 @@ impl Serialize for DscMethod {
 impl<'de> Deserialize<'de> for DscMethod {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        // Exactly Get, Set or Test, as Invoke-DscResource's ValidateSet
-        // takes them (without case, untrimmed).
+        // Exactly Get, Set, Test (as Invoke-DscResource's ValidateSet
+        // takes them: without case, untrimmed) or Export.
         DscMethod::parse(&text)
             .filter(|method| method.as_str().eq_ignore_ascii_case(&text))
             .ok_or_else(|| D::Error::custom(format!("unknown method {text:?}")))

@@ -261,3 +261,16 @@ fn what_is_not_a_call_is_refused_when_read() {
     let map = Map::new();
     assert!(map.is_empty());
 }
+
+#[test]
+fn export_is_a_fourth_method_of_the_same_call() {
+    let wire = json!({"name": "A", "method": "Export", "module": {"name": "M"}, "properties": {}});
+    let call = DscCallData::from_json(&wire).unwrap();
+    assert_eq!(call.method, DscMethod::Export);
+    assert_eq!(call.to_json()["method"], json!("Export"));
+    assert_eq!(DscMethod::parse(" export "), Some(DscMethod::Export));
+    assert_eq!(DscMethod::Export.as_lowercase_str(), "export");
+    let padded =
+        json!({"name": "A", "method": " Export", "module": {"name": "M"}, "properties": {}});
+    assert!(DscCallData::from_json(&padded).is_err());
+}

@@ -20,6 +20,8 @@
 //!   message then says;
 //! - `invocation`: one `Invoke-DscResource` call: its script, timeout,
 //!   run-as credential, output checks and collision waits;
+//! - `export`: the step of `get` without names (the resource's Export),
+//!   each instance a Get result;
 //! - `redaction`: what a message may show of the values it quotes;
 //! - `spine` (tests only): the Ruby spine's choreography in Rust, so that the
 //!   unit tests drive the steps as the provider does.
@@ -36,6 +38,7 @@ use crate::value::{Map, Value};
 
 mod change;
 mod dsc_failure;
+mod export;
 mod in_brief;
 mod invocation;
 mod judged_by_test;
@@ -45,6 +48,10 @@ mod resource_api;
 pub use change::{
     delete_should, get_failed_message, set_action, set_call, set_refused_after_failed_get,
     set_result, take_set_failure, test_call, test_result, SetAction,
+};
+pub use export::{
+    cannot_list_message, export_result, name_hash_of_instance, EXPORT_INSTANCES, EXPORT_REFUSAL,
+    TITLE_SEPARATOR,
 };
 pub use in_brief::{canonical_as_given, insync_in_brief, Unconvertible};
 pub use invocation::{
@@ -292,6 +299,8 @@ fn with_attributes_of(mut hash: Map, more: &Map) -> Map {
     hash
 }
 
+#[cfg(test)]
+mod export_tests;
 #[cfg(test)]
 mod get_input_tests;
 #[cfg(test)]

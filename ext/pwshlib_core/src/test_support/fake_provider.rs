@@ -176,6 +176,10 @@ impl FakeProvider {
                 r#"{{"indesiredstate":{},"errormessage":""}}"#,
                 self.in_desired_state.get()
             )),
+            DscMethod::Export => out(&format!(
+                r#"{{"instances":[{}]}}"#,
+                json(&Value::Hash(self.system.borrow().clone()))
+            )),
         }
     }
 }

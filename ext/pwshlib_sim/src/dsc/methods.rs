@@ -40,14 +40,7 @@ pub(super) fn get(
             "Absent",
         ),
     };
-    let mut out: JsonMap<String, Json> = shown
-        .map(|(name, value)| (name.clone(), get_value(value)))
-        .collect();
-    let stored_ensure = found.is_some() && get_ci(&out, "Ensure").is_some_and(|e| !e.is_null());
-    if has_ensure && !stored_ensure {
-        let name = existing_name(&out, "Ensure");
-        out.insert(name, json!(ensure));
-    }
+    let mut out = shown_as_get(shown, has_ensure, found.is_some(), ensure);
     if state.returns_this(resource) {
         for (name, value) in given {
             let name = existing_name(&out, name);
@@ -55,6 +48,25 @@ pub(super) fn get(
         }
     }
     Json::Object(out)
+}
+
+/// The values a Get reports (`get_value`), and an `Ensure` (`ensure`)
+/// where the type has one and the instance stores none.
+pub(super) fn shown_as_get<'v>(
+    shown: impl Iterator<Item = (&'v String, &'v Json)>,
+    has_ensure: bool,
+    found: bool,
+    ensure: &str,
+) -> JsonMap<String, Json> {
+    let mut out: JsonMap<String, Json> = shown
+        .map(|(name, value)| (name.clone(), get_value(value)))
+        .collect();
+    let stored_ensure = found && get_ci(&out, "Ensure").is_some_and(|e| !e.is_null());
+    if has_ensure && !stored_ensure {
+        let name = existing_name(&out, "Ensure");
+        out.insert(name, json!(ensure));
+    }
+    out
 }
 
 fn existing_name(map: &JsonMap<String, Json>, name: &str) -> String {

@@ -8,6 +8,7 @@
 
 mod call_log;
 mod data;
+mod export;
 mod lcm;
 mod methods;
 mod reading;
@@ -172,10 +173,12 @@ fn stdout_reply(text: String) -> Outcome {
 }
 
 /// The result JSON of a failed call, as the postscript prints it: Test
-/// gets its own shape, Get and Set the `$Response` of the preamble.
+/// gets its own shape, Get and Set the `$Response` of the preamble, Export
+/// no instances.
 fn failure_json(method: DscMethod, message: &str) -> Json {
     match method {
         DscMethod::Test => json!({"indesiredstate": false, "errormessage": message}),
+        DscMethod::Export => json!({"instances": null, "errormessage": message}),
         DscMethod::Get | DscMethod::Set => {
             json!({"indesiredstate": false, "rebootrequired": false, "errormessage": message})
         }

@@ -7,6 +7,7 @@ use pwshlib_core::script::DscMethod;
 use serde_json::{json, Map as JsonMap, Value as Json};
 
 use super::call_log::append_log;
+use super::export::export;
 use super::methods::{get, set, test};
 use super::{failure_json, stdout_reply, Invocation, RUN_AS};
 use crate::faults::{
@@ -136,7 +137,8 @@ fn play(
         return (outcome, Some(fault));
     }
     let reboot_required = armed.selected(armed.faults.reboot_required.as_ref());
-    let mut json = answer(state, &armed.call, method, reboot_required)
+    let class_based = is_class_based(invocation);
+    let mut json = answer(state, &armed.call, method, reboot_required, class_based)
         .unwrap_or_else(|message| failure_json(method, &message));
     if method == DscMethod::Get && returned_this_seen(invocation, state) {
         if let Json::Object(result) = &mut json {
@@ -248,13 +250,17 @@ fn unelevated_refusal(
 /// instance come back, a call through Invoke-DscResource reads
 /// `return $this` in the class's syntax tree (`Test-PwshlibGetReturnsThis`).
 fn returned_this_seen(invocation: &Invocation, state: &State) -> bool {
+    is_class_based(invocation) && state.returns_this(&invocation.resource)
+}
+
+/// A class-based resource: its ModuleName names the module, not a `.psd1`.
+fn is_class_based(invocation: &Invocation) -> bool {
     let module = invocation.module.to_json();
     let module_name = match &module {
         Json::Object(map) => get_ci(map, "ModuleName").and_then(Json::as_str),
         other => other.as_str(),
     };
-    let class_based = module_name.is_some_and(|name| !name.to_ascii_lowercase().ends_with(".psd1"));
-    class_based && state.returns_this(&invocation.resource)
+    module_name.is_some_and(|name| !name.to_ascii_lowercase().ends_with(".psd1"))
 }
 
 /// The method's own result JSON (before any fault touches it).
@@ -263,6 +269,7 @@ fn answer(
     call: &Call<'_>,
     method: DscMethod,
     reboot_required: bool,
+    class_based: bool,
 ) -> Result<Json, String> {
     let (resource, keys, properties) = (call.resource, call.keys, call.properties);
     match method {
@@ -276,6 +283,7 @@ fn answer(
         }),
         DscMethod::Test => test(state, resource, keys, properties)
             .map(|ok| json!({"indesiredstate": ok, "errormessage": ""})),
+        DscMethod::Export => Ok(export(state, resource, class_based)),
     }
 }
 

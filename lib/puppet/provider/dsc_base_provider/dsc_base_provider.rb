@@ -27,7 +27,8 @@ module Puppet
       # call back into Ruby's provider methods.
       #
       #   canonicalize, get, set, insync?
-      #     -> invoke_get_method, invoke_set_method, invoke_test_method
+      #     -> invoke_get_method, invoke_export_method, invoke_set_method,
+      #        invoke_test_method
       #       -> invoke_dsc_resource -> ps_manager.execute_dsc
 
       # The Resource API's context method each change runs inside.
@@ -57,10 +58,13 @@ module Puppet
         result
       end
 
-      # Resource API `get(context, names = nil)`: one hash per name, in order.
+      # Resource API `get(context, names = nil)`: one hash per name, in
+      # order; without names (`instances`, which a `simple_get_filter` type
+      # asks with `[]`: `puppet resource dsc_x`, `purge`) one per instance
+      # the resource lists of itself.
       def get(context, names = nil)
         _get_begins(context)
-        return [] if names.nil?
+        return invoke_export_method(context) if names.nil? || names == []
 
         (names.is_a?(Array) ? names : [names]).map do |name|
           answer = _get_known(context, name)
@@ -128,6 +132,13 @@ module Puppet
       def invoke_get_method(context, name_hash)
         data = invoke_dsc_resource(context, name_hash, get_props(context, name_hash), 'get')
         _get_result(context, name_hash, data)
+      end
+
+      # The Puppet hashes of every instance the resource exports (its class's
+      # static `Export()`, its module's `Export-TargetResource`), each made
+      # as a Get result is; [] when it cannot list itself (said once).
+      def invoke_export_method(context)
+        _export_result(context, invoke_dsc_resource(context, {}, {}, 'export'))
       end
 
       # The DSC Set's answer (subclasses read `rebootrequired`), nil on

@@ -81,6 +81,19 @@ function ConvertTo-RealPlain {
     $Table
 }
 
+function Read-RealStates {
+    # The stored properties of every instance of a resource, in the order
+    # of their files' names: what an Export lists.
+    param([string] $Resource)
+    $Folder = [System.IO.Path]::Combine($env:PWSHLIB_REAL_DSC_STATE, $Resource)
+    if (-not [System.IO.Directory]::Exists($Folder)) { return }
+    $Files = [System.IO.Directory]::GetFiles($Folder, '*.json')
+    [Array]::Sort($Files, [StringComparer]::Ordinal)
+    foreach ($File in $Files) {
+        [System.IO.File]::ReadAllText($File, [System.Text.Encoding]::UTF8) | ConvertFrom-Json
+    }
+}
+
 function Write-RealCall {
     param([string] $Resource, [string] $Method, [System.Collections.IDictionary] $Properties)
     $Plain = [ordered]@{}
@@ -153,6 +166,28 @@ class RealSetting {
         }
         $Result.Description = $Stored.Description
         return $Result
+    }
+
+    # What the machine has, as a class-based resource lists itself for
+    # DSC v3's `dsc resource export`: each instance as its Get reads it.
+    static [RealSetting[]] Export() {
+        Write-RealCall 'RealSetting' 'Export' @{}
+        $Listed = [System.Collections.Generic.List[RealSetting]]::new()
+        foreach ($Stored in @(Read-RealStates 'RealSetting')) {
+            $Item = [RealSetting]::new()
+            $Item.Name = $Stored.Name
+            $Item.Ensure = [RealEnsure]::Present
+            $Item.Credential = New-RealCredential $Stored.Credential
+            $Item.Tags = $Stored.Tags
+            $Item.Count = $Stored.Count
+            $Item.Enabled = $Stored.Enabled
+            if ($null -ne $Stored.Expires) {
+                $Item.Expires = [datetime]::Parse($Stored.Expires, [cultureinfo]::InvariantCulture, [System.Globalization.DateTimeStyles]::RoundtripKind)
+            }
+            $Item.Description = $Stored.Description
+            $Listed.Add($Item)
+        }
+        return $Listed.ToArray()
     }
 
     [bool] Test() {

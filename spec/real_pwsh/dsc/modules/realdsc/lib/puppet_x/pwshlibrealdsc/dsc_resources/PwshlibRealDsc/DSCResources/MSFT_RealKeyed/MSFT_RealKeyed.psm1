@@ -2,7 +2,7 @@
 # as most do: the desired Ensure and Value a Get now carries must
 # be left out, or PSDesiredStateConfiguration 2.0.7's splat fails the call
 # (PowerShell/DSC#260; the stand-in splats the same way).
-Import-Module -Name (Join-Path $PSScriptRoot '../../PwshlibRealDsc.psm1') -Function Read-RealState, Write-RealState, Write-RealCall
+Import-Module -Name (Join-Path $PSScriptRoot '../../PwshlibRealDsc.psm1') -Function Read-RealState, Read-RealStates, Write-RealState, Write-RealCall
 
 function Get-TargetResource {
     [CmdletBinding()]
@@ -43,4 +43,16 @@ function Set-TargetResource {
     Write-RealState 'RealKeyed' $Name $Stored
 }
 
-Export-ModuleMember -Function Get-TargetResource, Test-TargetResource, Set-TargetResource
+# What the machine has, as script modules of the Gallery list themselves
+# (Export-TargetResource, no argument): each instance as its Get reports it.
+function Export-TargetResource {
+    [CmdletBinding()]
+    [OutputType([hashtable[]])]
+    param()
+    Write-RealCall 'RealKeyed' 'Export' @{}
+    foreach ($Stored in @(Read-RealStates 'RealKeyed')) {
+        @{ Name = $Stored.Name; Ensure = 'Present'; Value = $Stored.Value }
+    }
+}
+
+Export-ModuleMember -Function Get-TargetResource, Test-TargetResource, Set-TargetResource, Export-TargetResource
