@@ -524,8 +524,8 @@ namespace PwshlibHost
 
     // A runspace's variables and functions, as a call sees them in its
     // global scope. From the loop thread, while the runspace is idle, its
-    // SessionStateProxy. From inside a standby pipeline (Standby, issue
-    // 39) the proxy refuses every call, even on that pipeline's own thread
+    // SessionStateProxy. From inside a standby pipeline (Standby)
+    // the proxy refuses every call, even on that pipeline's own thread
     // ("A pipeline is already running. Concurrent SessionStateProxy method
     // calls are not allowed", pwsh 7.6.9: RunspaceBase's concurrency check
     // on any SessionStateProxy call while a pipeline runs); there the

@@ -14,8 +14,8 @@ namespace PwshlibHost
     using System.Text;
     using System.Threading;
 
-    // Who connected to the host's endpoint: the manager alone may (issue
-    // 41, item 10). The pipe's ACL admits every process of the agent's
+    // Who connected to the host's endpoint: the manager alone may.
+    // The pipe's ACL admits every process of the agent's
     // user, so when Puppet runs elevated but not as SYSTEM a
     // medium-integrity process of that user could connect first and run
     // code elevated. host.ps1 knows the manager's pid (-ParentPid, the

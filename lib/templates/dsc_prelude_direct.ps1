@@ -236,8 +236,8 @@ function Invoke-PwshlibScriptMethod {
 }
 
 function Wait-PwshlibDirectCall {
-    # The host's standby pipeline (PwshlibHost.Standby.cs, Standby; issue
-    # 39), started between two calls: Take waits in compiled code for the
+    # The host's standby pipeline (PwshlibHost.Standby.cs, Standby),
+    # started between two calls: Take waits in compiled code for the
     # runspace's next request, runs its first steps (which set the
     # runspace's global variables), and returns the direct call to make,
     # if any: the one the host's own pipeline would make

@@ -215,8 +215,8 @@ function Get-PwshlibFilesUnder {
 
 function Import-PwshlibDscModule {
     # The module of a directly called resource (its manifest, or a script
-    # resource's .psm1), imported once per runspace and module file (issue
-    # 41, item 9): every resource of a module shares the one import, so its
+    # resource's .psm1), imported once per runspace and module file:
+    # every resource of a module shares the one import, so its
     # top-level code runs once and its $script: state lasts, as in one LCM
     # process. Imported again (-Force) only when $Files change on disk;
     # -Force the first time too, so that a copy imported before (by

@@ -191,8 +191,8 @@ module Acceptance
       @runs = []
       # FixtureService has no Ensure property: tell the simulator, so that its
       # Get results carry none, as the real resource's would not. The key
-      # properties of every type: a Get is handed the desired state (issue
-      # 40), so the simulator cannot learn them from the first one.
+      # properties of every type: a Get is handed the desired state,
+      # so the simulator cannot learn them from the first one.
       File.write(@state_path, JSON.generate('no_ensure' => ['FixtureService'], 'keys' => Acceptance.keys_of_types(module_path)))
     end
 

@@ -365,8 +365,7 @@ fn host_writes_reach_stdout_in_order_and_dsc_stdout_stays_the_json_line() {
     let invoke = lines(&member(&source, "private Outcome InvokeInSession("));
     let plain = position(&invoke, "if (!forPrelude)");
     // The code's output piped into a command of the host's own (a native
-    // program's output is read, not left to the host's null stdout: issue
-    // 31, item 5), which renders it as Out-String -Stream does, through
+    // program's output is read, not left to the host's null stdout), which renders it as Out-String -Stream does, through
     // Out-String itself, module-qualified (a user's Out-String is not
     // called: item 6), from the first object that is not a plain line.
     // Its lines reach the host UI as they are written (no Out-Default
@@ -779,8 +778,8 @@ fn the_reset_or_rebuild_comes_after_the_reply_and_before_the_next_request() {
 
 /// The location home again after the reset: a home with wildcard
 /// characters is always set; any other only when the location's
-/// ProviderPath is not home (cheap once the root drive is trusted, stop
-/// 53), the path escaped for SetLocation.
+/// ProviderPath is not home (cheap once the root drive is trusted),
+/// the path escaped for SetLocation.
 #[test]
 fn the_location_goes_home_after_a_reset_when_it_is_not_home() {
     let source = host_source();
