@@ -21,28 +21,13 @@ pub fn read_invocation(code: &str) -> Result<Option<Invocation>, String> {
     read_invocation_in(code, &tree, Edition::Desktop)
 }
 
-/// Which PowerShell runs the script: the prelude's
-/// `New-PwshlibEmbeddedInstance` gives a class-based resource's embedded
-/// instances another form on each (`$PSVersionTable.PSEdition`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Edition {
-    /// Windows PowerShell 5.1: CIM instances, for the LCM.
-    Desktop,
-    /// PowerShell 6 and 7: hashtables, which PowerShell converts to the
-    /// resource's nested class when PSDesiredStateConfiguration 2.x assigns
-    /// them.
-    Core,
-}
-
-impl Edition {
-    /// `$PSVersionTable.PSEdition` of the PowerShell played.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Edition::Desktop => "Desktop",
-            Edition::Core => "Core",
-        }
-    }
-}
+/// Which PowerShell runs the script, the core's one name for it: the
+/// prelude's `New-PwshlibEmbeddedInstance` gives a class-based resource's
+/// embedded instances another form on each (`$PSVersionTable.PSEdition`):
+/// CIM instances on Windows PowerShell 5.1, for the LCM; hashtables on
+/// PowerShell 7, which PowerShell converts to the resource's nested class
+/// when PSDesiredStateConfiguration 2.x assigns them.
+pub use pwshlib_core::edition::Edition;
 
 /// [`read_invocation`] over `tree`, the parse of `code`, on `edition`. A
 /// script that assigns `$InvokeParams` but does not parse is refused as the
