@@ -69,4 +69,32 @@ module AcceptanceEditions
       end
     end
   end
+
+  # PWSHLIB_POWERSHELL still sends every module to one executable: a module
+  # whose manifest asks for PowerShell 7 then fails there as Windows
+  # PowerShell 5.1's Import-Module refuses it, and only that module.
+  RSpec.describe 'PWSHLIB_POWERSHELL naming one Windows PowerShell 5.1 for every module' do
+    before(:all) do
+      @scratch = Dir.mktmpdir('pwshlib-editions-forced')
+      module_path = AcceptanceEditions.modules_with_editions(@scratch)
+      manifest = Dir.glob(File.join(module_path, 'dscfixtures', 'lib', 'puppet_x', '*', 'dsc_resources',
+                                    'PwshlibFixtureClass', 'PwshlibFixtureClass.psd1')).first
+      File.write(manifest, File.read(manifest).sub("CompatiblePSEditions = @('Core')", "PowerShellVersion = '7.0'"))
+      @machine = Acceptance::Machine.new('editions-forced', module_path: module_path)
+      @run = @machine.apply(MANIFEST, env: { 'PWSHLIB_POWERSHELL' => Acceptance::SIM })
+    end
+
+    after(:all) do
+      @machine&.cleanup
+      FileUtils.rm_rf(@scratch) if @scratch
+    end
+
+    it "fails the module that asks for PowerShell 7 with 5.1's own refusal, and applies the other" do
+      expect(@run.exitcode).to eq(6), @run.to_s
+      expect(@run.failed?('Dsc_fixtureclassresource[on-core]')).to be(true), @run.to_s
+      expect(@run.output).to include("requires a minimum Windows PowerShell version of '7.0' to run")
+      expect(@run.changed?('Dsc_fixturefile[on-desktop]')).to be(true), @run.to_s
+      expect(@run.calls.map { |call| call['edition'] }.uniq).to eq(['Desktop'])
+    end
+  end
 end

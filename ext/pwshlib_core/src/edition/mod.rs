@@ -9,7 +9,7 @@
 //! By job: this file the choice and its messages; `manifest.rs` the
 //! manifest read as data.
 
-mod manifest;
+pub mod manifest;
 #[cfg(test)]
 mod tests;
 

@@ -10,6 +10,7 @@ mod call_log;
 mod data;
 mod export;
 mod lcm;
+mod manifest_version;
 mod methods;
 mod reading;
 mod running;

@@ -111,6 +111,12 @@ fn play(
         let refused = stdout_reply(failure_json(method, &message).to_string());
         return (refused, Some("unelevated"));
     }
+    if edition(env) == super::Edition::Desktop {
+        if let Some(message) = super::manifest_version::insufficient_version(invocation) {
+            let refused = stdout_reply(failure_json(method, &message).to_string());
+            return (refused, Some("insufficient_powershell_version"));
+        }
+    }
     if method == DscMethod::Get {
         let names: Vec<String> = call.properties.keys().cloned().collect();
         state.learn_keys(resource, &names);
