@@ -322,13 +322,13 @@ fn nested_cim_values_are_built_in_forms_new_ciminstance_takes() {
         cim_lines,
         [
             // From the credential the host binds.
-            "$cim_2 = New-PwshlibCredentialInstance -Credential $cred_1",
+            "$cim_1 = New-PwshlibCredentialInstance -Credential $cred_1",
             // nil and the empty array the type does not name are left
             // out; the empty arrays it names are typed; the mixed one
             // (Int32 and Double) is cast to the member's element type.
-            "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'a'; ports = [uint32[]]@(); tags = [string[]]@(); weights = [double[]]@(1, 2.5); login = $cim_2}",
+            "$cim_2 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'a'; ports = [uint32[]]@(); tags = [string[]]@(); weights = [double[]]@(1, 2.5); login = $cim_1}",
             // Int32 and Int64 literals are two CIM types too.
-            "$cim_4 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'b'; ports = [uint32[]]@(80, 3000000000)}",
+            "$cim_3 = New-CimInstance -ClientOnly -ClassName 'MSFT_FixtureSite' -Property @{host = 'b'; ports = [uint32[]]@(80, 3000000000)}",
         ]
     );
     assert!(!script.body().contains("s3cr3t"), "{}", script.body());
