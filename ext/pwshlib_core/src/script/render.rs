@@ -124,16 +124,9 @@ pub fn render(call: &DscCallData) -> Rendered {
     quote(&mut params.text, &call.name);
     params.text.push_str("; Method = '");
     params.text.push_str(call.method.as_str());
-    params.text.push_str("'; Property = @{");
-    for (i, (name, value)) in call.properties.iter().enumerate() {
-        if i > 0 {
-            params.text.push_str("; ");
-        }
-        key(&mut params.text, name);
-        params.text.push_str(" = ");
-        writer.value(&mut params, value);
-    }
-    params.text.push_str("}; ModuleName = ");
+    params.text.push_str("'; Property = ");
+    writer.members(&mut params, &call.properties);
+    params.text.push_str("; ModuleName = ");
     match &call.module.version {
         Some(version) => {
             params.text.push_str("@{ModuleName = ");
@@ -198,18 +191,7 @@ impl Writer {
             CallValue::BigInt(text) | CallValue::Real(text) => out.text.push_str(text),
             CallValue::Text(text) => quote(&mut out.text, text),
             CallValue::Array(items) => self.list(out, "@(", items),
-            CallValue::Hash(members) => {
-                out.text.push_str("@{");
-                for (i, (name, member)) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.text.push_str("; ");
-                    }
-                    key(&mut out.text, name);
-                    out.text.push_str(" = ");
-                    self.value(out, member);
-                }
-                out.text.push('}');
-            }
+            CallValue::Hash(members) => self.members(out, members),
             CallValue::Table(pairs) => {
                 out.text.push_str("@{");
                 for (i, (table_key, member)) in pairs.iter().enumerate() {
@@ -255,6 +237,20 @@ impl Writer {
         }
     }
 
+    /// `@{name = value; …}`, the names written as hashtable keys.
+    fn members(&mut self, out: &mut Section, members: &[(String, CallValue)]) {
+        out.text.push_str("@{");
+        for (i, (name, member)) in members.iter().enumerate() {
+            if i > 0 {
+                out.text.push_str("; ");
+            }
+            key(&mut out.text, name);
+            out.text.push_str(" = ");
+            self.value(out, member);
+        }
+        out.text.push('}');
+    }
+
     fn list(&mut self, out: &mut Section, open: &str, items: &[CallValue]) {
         out.text.push_str(open);
         for (i, item) in items.iter().enumerate() {
@@ -270,16 +266,7 @@ impl Writer {
     /// instances nested in it; its variable's name.
     fn instance(&mut self, instance: &Instance) -> String {
         let mut properties = Section::default();
-        properties.text.push_str("@{");
-        for (i, (name, member)) in instance.properties.iter().enumerate() {
-            if i > 0 {
-                properties.text.push_str("; ");
-            }
-            key(&mut properties.text, name);
-            properties.text.push_str(" = ");
-            self.value(&mut properties, member);
-        }
-        properties.text.push('}');
+        self.members(&mut properties, &instance.properties);
         let name = self.fresh();
         let mut line = Section::default();
         line.local(&name);
