@@ -26,7 +26,10 @@ module Puppet
         UNHANDLED = 'A reboot is required to complete the DSC Set of this resource; ' \
                     "Puppet does not reboot the node (declare reboot { 'dsc_reboot': apply => finished } " \
                     'to let it reboot when a DSC resource asks)'
-        THREAD_KEY = :pwshlib_transaction_applying
+        # Two thread-locals, not one pair: an Array per applied resource
+        # would be an allocation for every resource of every catalog.
+        TRANSACTION_KEY = :pwshlib_applying_transaction
+        SOURCE_KEY = :pwshlib_applying_resource
 
         # Prepended to Puppet::Transaction: the transaction and the resource
         # it is applying on this thread, while it applies it. A Resource API
@@ -40,12 +43,16 @@ module Puppet
           private
 
           def apply(resource, ancestor = nil)
-            outer = Thread.current[THREAD_KEY]
-            Thread.current[THREAD_KEY] = [self, ancestor || resource]
+            thread = Thread.current
+            outer_transaction = thread[TRANSACTION_KEY]
+            outer_source = thread[SOURCE_KEY]
+            thread[TRANSACTION_KEY] = self
+            thread[SOURCE_KEY] = ancestor || resource
             super
             RebootRequest.preview(self, ancestor || resource) if resource.noop?
           ensure
-            Thread.current[THREAD_KEY] = outer
+            thread[TRANSACTION_KEY] = outer_transaction
+            thread[SOURCE_KEY] = outer_source
           end
         end
 
@@ -64,7 +71,8 @@ module Puppet
         # asked for a reboot in its Set: refresh the catalog's reboot
         # resource, or warn naming the resource when there is none.
         def request(context, name)
-          transaction, source = Thread.current[THREAD_KEY]
+          transaction = Thread.current[TRANSACTION_KEY]
+          source = Thread.current[SOURCE_KEY]
           reboot = transaction&.catalog&.resource(:reboot, TITLE)
           return context.warning(title_of(name), UNHANDLED) unless reboot
 
